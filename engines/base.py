@@ -1,0 +1,139 @@
+"""The one protocol every engine adapter satisfies.
+
+The runner and the measurement loop only ever see these three objects:
+
+``EngineAdapter``  built once per worker process from a :class:`~harness.vocab.Vocabulary`
+                   and a dict of named options; compiles schemas.
+``CompiledGrammar`` the result of compiling one schema; makes matchers.
+``Matcher``        per-sequence state: fill a mask, commit a token, EOS / accepting,
+                   rollback.
+
+Bitmask layout (shared by all engines): a caller-owned 1-D ``numpy.int32`` array of
+``ceil(V / 32)`` words; bit ``i % 32`` of word ``i // 32`` set means token ``i`` is
+allowed. Adapters fill it in place and never allocate per step.
+
+Every quirk of an engine is absorbed inside its adapter (see
+``../shared/docs/engines.md``): a rejected token is ``commit() -> False`` with the matcher
+left unusable for that sequence, never an exception; a compile failure is
+:class:`CompileError` with a one-line message.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, ClassVar
+
+import numpy as np
+
+from harness.vocab import Vocabulary
+
+
+class CompileError(Exception):
+    """The engine refused or failed to compile the schema (message: one line)."""
+
+
+class EngineUnavailable(Exception):
+    """The engine's package is not installed or cannot be imported."""
+
+
+def bitmask_words(vocab_size: int) -> int:
+    """Number of int32 words of a bitmask covering ``vocab_size`` tokens."""
+    return (vocab_size + 31) // 32
+
+
+def allocate_bitmask(vocab_size: int) -> np.ndarray:
+    """A zeroed caller-owned bitmask for one sequence."""
+    return np.zeros(bitmask_words(vocab_size), dtype=np.int32)
+
+
+def one_line(exc: BaseException | str, limit: int = 500) -> str:
+    """An engine error squeezed to one line (engines print multi-line C++/Rust errors)."""
+    text = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class Matcher(abc.ABC):
+    """Per-sequence matcher state."""
+
+    @abc.abstractmethod
+    def fill_mask(self, bitmask: np.ndarray) -> None:
+        """Write the set of allowed next tokens into ``bitmask`` (all words)."""
+
+    @abc.abstractmethod
+    def commit(self, token_id: int) -> bool:
+        """Advance by one token. False if the engine rejects it (sequence then dead)."""
+
+    @abc.abstractmethod
+    def eos_allowed(self) -> bool:
+        """True iff a stop token may be emitted now, i.e. the grammar can end here."""
+
+    def is_accepting(self) -> bool:
+        """True iff the text so far is a complete sentence of the grammar."""
+        return self.eos_allowed()
+
+    @abc.abstractmethod
+    def rollback(self, n: int) -> None:
+        """Undo the last ``n`` committed tokens."""
+
+    @abc.abstractmethod
+    def reset(self) -> None:
+        """Back to the start state."""
+
+
+class CompiledGrammar(abc.ABC):
+    @abc.abstractmethod
+    def matcher(self) -> Matcher:
+        """A fresh matcher at the start state."""
+
+
+class EngineAdapter(abc.ABC):
+    """One engine (in one named configuration), bound to one vocabulary.
+
+    Subclasses set ``name`` and ``configs`` (configuration name → options; ``"default"``
+    must exist) and implement :meth:`compile`.
+    """
+
+    name: ClassVar[str]
+    #: Python distribution that provides the engine (for version reporting).
+    package: ClassVar[str | None] = None
+    configs: ClassVar[dict[str, dict[str, Any]]] = {"default": {}}
+    #: Hidden engines (test doubles) are not part of ``--engine all``.
+    hidden: ClassVar[bool] = False
+
+    def __init__(self, vocab: Vocabulary, config: str = "default", **overrides: Any):
+        if config not in self.configs:
+            raise KeyError(config)
+        self.vocab = vocab
+        self.config = config
+        self.options: dict[str, Any] = {**self.configs[config], **overrides}
+
+    @property
+    def label(self) -> str:
+        """``engine`` or ``engine:config`` as written in records."""
+        return self.name if self.config == "default" else f"{self.name}:{self.config}"
+
+    @classmethod
+    def version(cls) -> str | None:
+        if cls.package is None:
+            return None
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version(cls.package)
+        except PackageNotFoundError:
+            return None
+
+    @abc.abstractmethod
+    def compile(self, schema_text: str) -> CompiledGrammar:
+        """Compile a JSON schema given as text. Raises :class:`CompileError`."""
+
+    def describe(self) -> dict[str, Any]:
+        """Name, configuration, version and effective options (stored in run.json)."""
+        return {
+            "engine": self.label,
+            "name": self.name,
+            "config": self.config,
+            "version": self.version(),
+            "options": self.options,
+        }

@@ -1,0 +1,164 @@
+"""``harness`` command line. Thin: parses arguments and calls the modules that work.
+
+Exit codes: 0 done, 1 the run itself failed, 2 bad usage or input (one-line message).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from harness.store import PROJECT_ROOT
+
+RESULTS_DEFAULT = PROJECT_ROOT / "results"
+REPORTS_DEFAULT = PROJECT_ROOT / "reports"
+
+
+def _run_parser(sub) -> None:
+    p = sub.add_parser("run", help="run a suite against engines",
+                       description="Run a suite against engines; writes results/<run-id>/.")
+    # Defaults are None so that --resume can tell what was given explicitly.
+    p.add_argument("--suite", help="suite name (default: jsonschemabench)")
+    p.add_argument("--engine", dest="engines",
+                   help="engines as NAME[:CONFIG],... or 'all' (default: all)")
+    p.add_argument("--tokenizer", help="llama3 (default), tekken, qwen2, or a tokenizer.json path")
+    p.add_argument("--data", help="corpus folder (default: $HARNESS_DATA or ../shared/corpora/<suite>)")
+    p.add_argument("--subset", dest="subsets", action="append",
+                   help="subset(s) to run, comma-separated or repeated; 'core12' = the peer table's 12 groups")
+    p.add_argument("--sample", type=int, help="N schemas, stratified by subset, deterministic")
+    p.add_argument("--schemas", help="glob on corpus file names, e.g. 'Github_easy---o1*'")
+    p.add_argument("--timeout", dest="timeout_s", type=float, help="wall-clock limit per job, s (default 60)")
+    p.add_argument("--memory", dest="memory_gib", type=float,
+                   help="address-space limit per worker, GiB (default 8; 0 = none)")
+    p.add_argument("--jobs", type=int, help="worker processes (default 1)")
+    p.add_argument("--serializations", help="comma-separated of ascii,unicode,compact (default: all three)")
+    p.add_argument("--primary", help="serialisation that decides schema outcomes and TBM (default ascii)")
+    p.add_argument("--results", help="folder for run folders (default: results/)")
+    p.add_argument("--reports", help="folder for reports (default: reports/)")
+    p.add_argument("--resume", help="continue the run in this run folder")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _config_from_args(args) -> dict:
+    from harness.benchmark import DEFAULT_CONFIG
+
+    given = {}
+    for key in ("suite", "engines", "tokenizer", "data", "sample", "schemas", "timeout_s",
+                "memory_gib", "jobs", "primary"):
+        v = getattr(args, key)
+        if v is not None:
+            given[key] = v
+    if args.subsets:
+        given["subsets"] = [s.strip() for x in args.subsets for s in x.split(",") if s.strip()]
+    if args.serializations:
+        given["serializations"] = [s.strip() for s in args.serializations.split(",") if s.strip()]
+    return given
+
+
+def cmd_run(args) -> int:
+    from engines.registry import UnknownEngine
+    from harness import benchmark, derive, report_md, table
+    from harness.measure import SERIALIZATIONS
+    from harness.store import RunStore, StoreError
+    from harness.vocab import VocabularyError
+    from suites.base import SuiteError
+
+    given = _config_from_args(args)
+    resume = Path(args.resume) if args.resume else None
+    if resume is not None:
+        try:
+            stored = RunStore.open(resume).read_meta()["config"]
+        except StoreError as e:
+            return _fail(str(e))
+        diff = {k: (v, stored.get(k)) for k, v in given.items() if stored.get(k) != v}
+        if diff:
+            return _fail("--resume continues the stored run; these options differ from it: "
+                         + ", ".join(f"{k}={v!r} (stored {s!r})" for k, (v, s) in diff.items()))
+        config = stored
+    else:
+        config = {**benchmark.DEFAULT_CONFIG, **given}
+    bad = [s for s in config["serializations"] if s not in SERIALIZATIONS]
+    if bad or config["primary"] not in config["serializations"]:
+        return _fail(f"serialisations must be among {', '.join(SERIALIZATIONS)} and include "
+                     f"the primary ({config['primary']}); got {config['serializations']}")
+    if config["jobs"] < 1 or config["timeout_s"] <= 0:
+        return _fail("--jobs must be ≥ 1 and --timeout > 0")
+    results_root = Path(args.results) if args.results else RESULTS_DEFAULT
+    try:
+        store = benchmark.run(config, results_root, resume=resume, argv=sys.argv,
+                              progress=not args.no_progress)
+    except (SuiteError, UnknownEngine, VocabularyError, StoreError) as e:
+        return _fail(str(e))
+    except KeyboardInterrupt:
+        print("\nharness: interrupted; finished jobs are saved. Continue with "
+              f"--resume {resume or 'results/<run-id>'}", file=sys.stderr)
+        return 130
+    summary = derive.finalize(store)
+    reports_root = Path(args.reports) if args.reports else REPORTS_DEFAULT
+    report = report_md.write_report(store, summary, reports_root / store.path.name)
+    print(table.render_text(summary))
+    eff = summary.get("parallel_efficiency")
+    print(f"\nrun folder: {store.path}\nreport:     {report}"
+          + (f"\nparallel efficiency: {eff:.1%} ({config['jobs']} jobs, wall {summary['wall_s']:.1f} s)"
+             if eff is not None else ""))
+    return 0
+
+
+def cmd_engines(args) -> int:
+    from engines.registry import adapter_class, is_installed, registered
+
+    names = registered(include_hidden=args.all)
+    print(f"{'engine':<12} {'installed':<10} {'version':<10} configurations")
+    for n in names:
+        cls = adapter_class(n)
+        inst = is_installed(n)
+        cfgs = "; ".join(f"{c}={json.dumps(o)}" if o else c for c, o in cls.configs.items())
+        print(f"{n:<12} {'yes' if inst else 'NO':<10} {cls.version() or '-':<10} {cfgs}")
+    return 0
+
+
+def cmd_summary(args) -> int:
+    from harness import derive, report_md, table
+    from harness.store import RunStore, StoreError
+
+    try:
+        store = RunStore.open(Path(args.run))
+    except StoreError as e:
+        return _fail(str(e))
+    summary = derive.finalize(store)
+    out = Path(args.output) if args.output else REPORTS_DEFAULT / store.path.name
+    report = report_md.write_report(store, summary, out)
+    print(table.render_text(summary))
+    print(f"\nreport: {report}")
+    return 0
+
+
+def _fail(msg: str) -> int:
+    print(f"harness: error: {msg}", file=sys.stderr)
+    return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="harness",
+        description="Benchmark and conformance harness for grammar-constrained decoding.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _run_parser(sub)
+    e = sub.add_parser("engines", help="list engines: installed?, version, configurations")
+    e.add_argument("--all", action="store_true", help="include test engines")
+    s = sub.add_parser("summary", help="rebuild summary.json, Parquet tables and report.md of a run")
+    s.add_argument("run", help="run folder, e.g. results/<run-id>")
+    s.add_argument("-o", "--output", help="report folder (default reports/<run-id>)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler = {"run": cmd_run, "engines": cmd_engines, "summary": cmd_summary}[args.command]
+    return handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""The per-token replay loop: the only hot path of the harness.
+
+Per step: time ``fill_mask`` and ``commit`` separately with ``perf_counter_ns``; the
+token must be set in the mask AND accepted by the commit. Nothing else happens between
+the two clock reads of a timed region; the bookkeeping (list appends, one bit test)
+is what ``benchmarks/overhead.py`` measures as the harness's own per-token cost.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from engines.base import Matcher
+
+#: The three serialisations of an instance. ``unicode`` is MaskBench's own choice.
+SERIALIZATIONS: dict[str, Callable[[Any], str]] = {
+    "ascii": lambda d: json.dumps(d, allow_nan=False),
+    "unicode": lambda d: json.dumps(d, ensure_ascii=False, allow_nan=False),
+    "compact": lambda d: json.dumps(d, separators=(",", ":"), allow_nan=False),
+}
+
+# Replay statuses.
+ACCEPTED = "accepted"      # every token in the mask and committed, then EOS allowed
+REJECTED = "rejected"      # some token not in the mask or refused by commit
+NO_EOS = "no_eos"          # every token passed but EOS is not allowed at the end
+ERROR = "error"            # the engine raised while replaying
+
+
+@dataclass
+class Replay:
+    """What one tokenised instance did against one matcher.
+
+    ``mask_ns[i]`` / ``commit_ns[i]``: nanoseconds of the mask fill before token ``i``
+    and of committing token ``i``; only steps actually taken are listed (a replay stops
+    at the first rejected token, as MaskBench does). ``eos_mask_ns``: the mask fill
+    after the last token (the step at which a model would sample EOS).
+    """
+
+    status: str
+    n_tokens: int
+    mask_ns: list[int] = field(default_factory=list)
+    commit_ns: list[int] = field(default_factory=list)
+    reject_at: int | None = None
+    eos_mask_ns: int | None = None
+    #: "mask_only" (token in mask, commit refused), "commit_only" (commit took a token
+    #: the mask forbids), "eos" (stop bit in mask disagrees with eos_allowed()).
+    disagreement: str | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"status": self.status, "n_tokens": self.n_tokens,
+                             "mask_ns": self.mask_ns, "commit_ns": self.commit_ns}
+        for k in ("reject_at", "eos_mask_ns", "disagreement", "error"):
+            v = getattr(self, k)
+            if v is not None:
+                d[k] = v
+        return d
+
+
+def replay(matcher: Matcher, tokens: list[int], bitmask: np.ndarray,
+           stop_ids: tuple[int, ...]) -> Replay:
+    """Replay ``tokens`` through ``matcher`` and check EOS at the end."""
+    clock = time.perf_counter_ns
+    fill = matcher.fill_mask
+    commit = matcher.commit
+    words = memoryview(bitmask)
+    mask_ns: list[int] = []
+    commit_ns: list[int] = []
+    add_mask = mask_ns.append
+    add_commit = commit_ns.append
+    out = Replay(ACCEPTED, len(tokens), mask_ns, commit_ns)
+    try:
+        for i, tid in enumerate(tokens):
+            t0 = clock()
+            fill(bitmask)
+            t1 = clock()
+            ok = commit(tid)
+            t2 = clock()
+            add_mask(t1 - t0)
+            add_commit(t2 - t1)
+            if not ok or not (words[tid >> 5] >> (tid & 31)) & 1:
+                in_mask = bool((words[tid >> 5] >> (tid & 31)) & 1)
+                out.status, out.reject_at = REJECTED, i
+                if in_mask != bool(ok):
+                    out.disagreement = "mask_only" if in_mask else "commit_only"
+                return out
+        t0 = clock()
+        fill(bitmask)
+        out.eos_mask_ns = clock() - t0
+        eos_in_mask = any((words[s >> 5] >> (s & 31)) & 1 for s in stop_ids)
+        eos_ok = matcher.eos_allowed()
+        if eos_in_mask != eos_ok:
+            out.disagreement = "eos"
+        if not eos_ok:
+            out.status = NO_EOS
+    except Exception as e:  # an engine bug surfaced as an exception: a finding, not a crash
+        out.status = ERROR
+        out.error = " ".join(f"{type(e).__name__}: {e}".split())[:300]
+    return out

@@ -1,0 +1,169 @@
+"""The worker process: runs (case, engine) jobs one at a time, isolated from the runner.
+
+A worker is a spawned process with an address-space limit and single-threaded
+engines. It builds the vocabulary and each engine adapter once (tokenizer objects are
+per worker, never per schema) and answers each job with one record. It reports the
+phase it is in so that the runner can say where a job died.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import time
+from typing import Any
+
+# Engines must be single-threaded (MaskBench's discipline); set before any import.
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+             "RAYON_NUM_THREADS", "TOKENIZERS_PARALLELISM"):
+    os.environ.setdefault(_var, "false" if _var == "TOKENIZERS_PARALLELISM" else "1")
+
+from harness import outcomes  # noqa: E402
+from harness.groundtruth import GroundTruth  # noqa: E402
+from harness.measure import SERIALIZATIONS, replay  # noqa: E402
+
+
+class _State:
+    """Per-process caches: the vocabulary and adapters, built once."""
+
+    vocab = None
+    vocab_spec: str | None = None
+    adapters: dict[tuple[str, str], Any] = {}
+
+
+def _adapter(name: str, config: str, tokenizer: str):
+    from engines.registry import EngineSpec
+    from harness.vocab import load_vocabulary
+
+    if _State.vocab_spec != tokenizer:
+        _State.vocab = load_vocabulary(tokenizer)
+        _State.vocab_spec = tokenizer
+        _State.adapters.clear()
+    key = (name, config)
+    if key not in _State.adapters:
+        _State.adapters[key] = EngineSpec(name, config).build(_State.vocab)
+    return _State.adapters[key]
+
+
+def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
+    """Run one job to its record (outcome, TTFM, per-instance per-serialisation replays)."""
+    from engines.base import CompileError, allocate_bitmask, one_line
+
+    case = job["case"]
+    eng = job["engine"]
+    record: dict[str, Any] = {
+        "engine": eng["label"],
+        "schema_id": case["case_id"],
+        "suite": case["suite"],
+        "subset": case["subset"],
+    }
+    t_busy = time.perf_counter_ns()
+    phase("setup")
+    adapter = _adapter(eng["name"], eng["config"], job["tokenizer"])
+    vocab = _State.vocab
+    record["setup_ns"] = time.perf_counter_ns() - t_busy
+
+    phase("groundtruth")
+    import json
+
+    schema = json.loads(case["schema_text"])
+    truth = GroundTruth(schema)
+    instances: list[dict[str, Any]] = []
+    for index, data, label in case["instances"]:
+        verdict, why = truth.verdict(data)
+        inst: dict[str, Any] = {"index": index, "label": label, "truth": verdict,
+                                "expected": label if verdict is None else verdict}
+        if why:
+            inst["truth_error"] = why
+        if verdict is not None and verdict != label:
+            inst["label_disagrees"] = True
+        instances.append(inst)
+
+    phase("compile")
+    t0 = time.perf_counter_ns()
+    try:
+        grammar = adapter.compile(case["schema_text"])
+        t1 = time.perf_counter_ns()
+        matcher = grammar.matcher()
+        bitmask = allocate_bitmask(vocab.size)
+        t2 = time.perf_counter_ns()
+        matcher.fill_mask(bitmask)
+        t3 = time.perf_counter_ns()
+    except CompileError as e:
+        record.update(outcome=outcomes.COMPILE_ERROR, error=one_line(e),
+                      compile_ns=time.perf_counter_ns() - t0, instances=instances)
+        record["busy_ns"] = time.perf_counter_ns() - t_busy
+        return record
+    record.update(compile_ns=t1 - t0, matcher_ns=t2 - t1, first_mask_ns=t3 - t2,
+                  ttfm_ns=t3 - t0)
+
+    phase("replay", record["ttfm_ns"])
+    sers = job["serializations"]
+    stop_ids = vocab.stop_ids
+    for inst, (_, data, _) in zip(instances, case["instances"]):
+        results: dict[str, Any] = {}
+        seen: dict[str, str] = {}
+        for ser in sers:
+            try:
+                text = SERIALIZATIONS[ser](data)
+            except (TypeError, ValueError) as e:
+                inst["bad_instance"] = one_line(e)
+                break
+            if text in seen:  # identical bytes: identical replay, do not measure twice
+                results[ser] = {"same_as": seen[text], "status": results[seen[text]]["status"]}
+                continue
+            seen[text] = ser
+            tokens = vocab.encode(text)
+            r = replay(grammar.matcher(), tokens, bitmask, stop_ids)
+            results[ser] = r.to_json()
+        inst["results"] = results
+    record["instances"] = instances
+    record["outcome"] = outcomes.classify(
+        (i for i in instances if "bad_instance" not in i), job["primary"])
+    primary = job["primary"]
+    record["tokens"] = sum(len(i["results"].get(primary, {}).get("mask_ns", ()))
+                           for i in instances if "results" in i)
+    record["busy_ns"] = time.perf_counter_ns() - t_busy
+    return record
+
+
+def _set_memory_limit(gib: float | None) -> None:
+    if not gib:
+        return
+    limit = int(gib * 1024**3)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def worker_main(conn, memory_gib: float | None, log_path: str | None) -> None:
+    """Entry point of a spawned worker: serve jobs from ``conn`` until ``None``."""
+    if log_path:
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(fd, 2)
+        os.close(fd)
+        sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+    _set_memory_limit(memory_gib)
+
+    def phase(p: str, info: Any = None) -> None:
+        conn.send(("phase", (p, info)))
+
+    while True:
+        try:
+            job = conn.recv()
+        except EOFError:
+            return
+        if job is None:
+            return
+        try:
+            record = run_job(job, phase)
+            conn.send(("done", record))
+        except MemoryError:
+            conn.send(("died", {"outcome": outcomes.OOM,
+                                "error": "MemoryError: address-space limit reached"}))
+            return  # native engine state may be half-freed: start a fresh worker
+        except Exception as e:
+            from engines.base import one_line
+
+            conn.send(("died", {"outcome": outcomes.CRASH,
+                                "error": f"worker raised {one_line(e)}"}))
+            return
