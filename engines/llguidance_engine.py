@@ -1,0 +1,246 @@
+"""llguidance adapter (``pip install llguidance==1.9.1``).
+
+Quirks absorbed here (see ``../shared/docs/engines.md``, checked against 1.9.1):
+
+- ``LLMatcher`` never raises for grammar errors: the matcher is built once per schema and
+  ``is_error()`` / ``get_error()`` become :class:`CompileError`. Fresh matchers are
+  ``deep_copy()`` of that prototype (~10 µs instead of ~0.6 ms for a new ``LLMatcher``).
+- A rejected token puts the matcher in a sticky error state in which ``consume_token(EOS)``
+  still returns True, the computed mask still allows the stop tokens, and neither
+  ``rollback`` nor ``reset`` recovers it. The adapter tracks the state itself (dead
+  until :meth:`LLGuidanceMatcher.reset`, which then replaces the engine matcher).
+- Rolling back more tokens than were consumed breaks the matcher for good: the adapter
+  checks the count first and raises ValueError.
+- Consuming EOS when stopped is not recorded for rollback (``rollback(1)`` afterwards
+  undoes the token *before* EOS): stop tokens are never forwarded to the engine.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from engines.base import (
+    CompiledGrammar,
+    CompileError,
+    EngineAdapter,
+    EngineUnavailable,
+    Matcher,
+    bitmask_words,
+    one_line,
+)
+from harness.vocab import Vocabulary
+
+
+def _import_llguidance():
+    os.environ.setdefault("RAYON_NUM_THREADS", "1")
+    try:
+        import llguidance
+    except Exception as e:
+        raise EngineUnavailable(
+            f"llguidance cannot be imported ({one_line(e, 200)}); install it with: "
+            "pip install llguidance==1.9.1"
+        ) from None
+    return llguidance
+
+
+class _TokenizerSource:
+    """What ``llguidance.TokenizerWrapper`` reads: raw token bytes (special tokens as
+    ``0xFF + name``), EOS/BOS ids, special ids, and ``__call__(bytes) -> ids``."""
+
+    def __init__(self, vocab: Vocabulary):
+        specials = vocab.special_ids
+        self.tokens = [
+            (b"\xff" + (t or f"<|special_{i}|>".encode())) if i in specials else t
+            for i, t in enumerate(vocab.tokens)
+        ]
+        self.eos_token_id = vocab.eos_id
+        self.bos_token_id = vocab.bos_id
+        self.special_token_ids = sorted(specials)
+        self._encode = vocab.encode
+        self._byte_ids: dict[int, int] = {}
+        for i, t in enumerate(vocab.tokens):
+            if len(t) == 1 and i not in specials:
+                self._byte_ids.setdefault(t[0], i)
+
+    def __call__(self, data: bytes) -> list[int]:
+        """Tokenise bytes exactly: valid UTF-8 runs through the vocabulary's encoder,
+        invalid bytes as their single-byte tokens."""
+        try:
+            return self._encode(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            pass
+        out: list[int] = []
+        pos = 0
+        while pos < len(data):
+            try:
+                out += self._encode(data[pos:].decode("utf-8"))
+                break
+            except UnicodeDecodeError as e:
+                if e.start:
+                    out += self._encode(data[pos : pos + e.start].decode("utf-8"))
+                for b in data[pos + e.start : pos + e.end]:
+                    if b in self._byte_ids:
+                        out.append(self._byte_ids[b])
+                    else:
+                        out += self._encode(bytes([b]).decode("utf-8", errors="replace"))
+                pos += e.end
+        return out
+
+
+class LLGuidanceMatcher(Matcher):
+    """One sequence on an ``llguidance.LLMatcher``.
+
+    - ``commit(stop_id)`` is never forwarded to llguidance: it returns :meth:`eos_allowed`
+      and changes no state when True (the sequence is over; ``rollback`` counts only
+      non-stop tokens); when False it is a rejection like any other.
+    - A rejected token makes the matcher *dead* until :meth:`reset`: ``commit`` returns
+      False, ``eos_allowed`` is False, ``fill_mask`` writes an all-zero mask (llguidance's
+      own mask in error state still allows EOS) and ``rollback`` raises ValueError.
+    - ``rollback(n)`` with ``n`` above the number of tokens committed since the start
+      (or last reset) raises ValueError and leaves the matcher as it was.
+    - ``fill_mask`` writes through ``unsafe_compute_mask_ptr`` exactly as
+      ``llguidance.numpy.fill_next_token_bitmask`` does (that helper wants a 2-D array);
+      the pointer is cached per bitmask object, which is checked once (int32,
+      C-contiguous, ``ceil(V/32)`` words) on first use.
+    """
+
+    __slots__ = ("_proto", "_m", "_consume", "_stop", "_n", "_dead", "_bm", "_ptr",
+                 "_nbytes", "_words")
+
+    def __init__(self, proto: Any, stop_ids: frozenset[int], words: int):
+        self._proto = proto
+        self._stop = stop_ids
+        self._words = words
+        self._bm: np.ndarray | None = None
+        self._ptr = 0
+        self._nbytes = 0
+        self._attach(proto.deep_copy())
+
+    def _attach(self, m: Any) -> None:
+        self._m = m
+        self._consume = m.consume_token
+        self._n = 0
+        self._dead = False
+
+    def _bind(self, bitmask: np.ndarray) -> None:
+        if (
+            bitmask.dtype != np.int32
+            or bitmask.ndim != 1
+            or not bitmask.flags["C_CONTIGUOUS"]
+            or bitmask.size != self._words
+        ):
+            raise ValueError(
+                f"bitmask must be a C-contiguous 1-D int32 array of {self._words} words, "
+                f"got {bitmask.dtype} shape {bitmask.shape}"
+            )
+        self._ptr = bitmask.ctypes.data
+        self._nbytes = bitmask.nbytes
+        self._bm = bitmask  # keeps it alive, so the cached pointer stays valid
+
+    def fill_mask(self, bitmask: np.ndarray) -> None:
+        if bitmask is not self._bm:
+            self._bind(bitmask)
+        if self._dead:
+            bitmask.fill(0)
+            return
+        self._m.unsafe_compute_mask_ptr(self._ptr, self._nbytes)
+        if self._m.is_error():  # e.g. a parser limit hit: llguidance's mask would allow EOS
+            self._dead = True
+            bitmask.fill(0)
+
+    def commit(self, token_id: int) -> bool:
+        if self._dead:
+            return False
+        if token_id in self._stop:
+            if self._m.is_accepting():
+                return True
+        elif self._consume(token_id):
+            self._n += 1
+            return True
+        self._dead = True
+        return False
+
+    def eos_allowed(self) -> bool:
+        return not self._dead and not self._m.is_error() and self._m.is_accepting()
+
+    def rollback(self, n: int) -> None:
+        if n < 0:
+            raise ValueError(f"rollback({n}): n must be >= 0")
+        if self._dead:
+            raise ValueError("rollback on a dead matcher (a token was rejected); reset() it")
+        if n > self._n:
+            raise ValueError(f"rollback({n}): only {self._n} committed tokens to undo")
+        if n:
+            if not self._m.rollback(n) or self._m.is_error():
+                self._dead = True
+                raise RuntimeError(f"llguidance rollback({n}) failed: {one_line(self._m.get_error())}")
+            self._n -= n
+
+    def reset(self) -> None:
+        if self._dead or not self._m.reset() or self._m.is_error():
+            self._attach(self._proto.deep_copy())
+        else:
+            self._n = 0
+
+
+class LLGuidanceCompiled(CompiledGrammar):
+    def __init__(self, proto: Any, stop_ids: frozenset[int], words: int, warnings: list[str]):
+        self._proto = proto
+        self._stop = stop_ids
+        self._words = words
+        #: llguidance's grammar warnings (e.g. keywords ignored under ``lenient``).
+        self.warnings = warnings
+
+    def matcher(self) -> LLGuidanceMatcher:
+        return LLGuidanceMatcher(self._proto, self._stop, self._words)
+
+
+class LLGuidanceEngine(EngineAdapter):
+    """llguidance JSON schema → ``LLMatcher``.
+
+    Options are llguidance ``JsonCompileOptions`` passed as ``overrides`` (they win over a
+    schema's own ``x-guidance``). With none, llguidance's defaults apply: separators
+    ``","`` / ``":"``, flexible whitespace, ``oneOf`` not coerced, unimplemented keywords
+    are errors, only the standard JSON escapes plus ``\\u`` escapes of control characters.
+    """
+
+    name = "llguidance"
+    package = "llguidance"
+    configs = {
+        "default": {},
+        # Unimplemented keywords (if/then/else, not, ...) become warnings, not errors.
+        "lenient": {"lenient": True},
+        # Any printable \\uXXXX escape in strings (default: only control characters).
+        "unicode_escapes": {"json_allow_general_unicode_escapes": True},
+    }
+
+    def __init__(self, vocab: Vocabulary, config: str = "default", **overrides: Any):
+        super().__init__(vocab, config, **overrides)
+        llg = _import_llguidance()
+        self._llg = llg
+        self._stop = frozenset(vocab.stop_ids)
+        self._words = bitmask_words(vocab.size)
+        self.tokenizer = llg.LLTokenizer(
+            llg.TokenizerWrapper(_TokenizerSource(vocab)),
+            n_vocab=vocab.size,
+            eos_token=list(vocab.stop_ids),
+        )
+
+    def compile(self, schema_text: str) -> LLGuidanceCompiled:
+        LLMatcher = self._llg.LLMatcher
+        try:
+            grammar = LLMatcher.grammar_from_json_schema(
+                schema_text, overrides=self.options or None
+            )
+            proto = LLMatcher(self.tokenizer, grammar, log_level=0)
+        except MemoryError:
+            raise
+        except Exception as e:  # ValueError: schema text / options not valid JSON
+            raise CompileError(one_line(e)) from None
+        if proto.is_error():
+            raise CompileError(one_line(proto.get_error()))
+        warnings = [one_line(w) for w in proto.get_grammar_warnings()]
+        return LLGuidanceCompiled(proto, self._stop, self._words, warnings)

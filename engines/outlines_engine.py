@@ -1,0 +1,218 @@
+"""outlines-core adapter (``pip install outlines-core==0.2.14``).
+
+Quirks absorbed here (see ``../shared/docs/engines.md``, checked against 0.2.14):
+
+- ``Vocabulary(eos_id, {bytes: [ids]})`` takes one EOS id, which must not be in the map.
+  Special ids are left out of the map (never allowed). Other stop ids (Llama-3's
+  ``<|end_of_text|>``) are not known to the engine: the adapter sets their bits whenever
+  the EOS bit is set, so every stop token is allowed exactly when the grammar can end.
+- Compilation = ``build_regex_from_schema`` + ``Index`` (the slow part, a DFA over the
+  whole vocabulary); errors (TypeError for non-JSON text, ValueError for unsupported
+  schemas, "Failed to build DFA" from ``Index``) become :class:`CompileError`.
+- ``advance`` raises ValueError for a rejected token (state unchanged) and also for EOS
+  even when finished: stop tokens are never forwarded; ``is_finished()`` is used (it
+  equals "EOS bit in the mask", checked by the tests).
+- ``Guide.reset()`` does not clear the rollback history (a rollback after reset can go back
+  into the previous sequence): the adapter counts tokens since the last reset itself.
+- ``Guide`` keeps at most ``max_rollback`` (default 32) states.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from engines.base import (
+    CompiledGrammar,
+    CompileError,
+    EngineAdapter,
+    EngineUnavailable,
+    Matcher,
+    bitmask_words,
+    one_line,
+)
+from harness.vocab import Vocabulary
+
+#: ``build_regex_from_schema`` keyword defaults in outlines_core 0.2.14 (checked by the tests).
+OUTLINES_DEFAULTS: dict[str, Any] = {"whitespace_pattern": None, "max_recursion_depth": 3}
+
+
+def _import_outlines_core():
+    os.environ.setdefault("RAYON_NUM_THREADS", "1")
+    try:
+        import outlines_core
+        from outlines_core.json_schema import build_regex_from_schema
+    except Exception as e:
+        raise EngineUnavailable(
+            f"outlines_core cannot be imported ({one_line(e, 200)}); install it with: "
+            "pip install outlines-core==0.2.14"
+        ) from None
+    return outlines_core, build_regex_from_schema
+
+
+def _bit(token_id: int) -> tuple[int, np.int32]:
+    """(word index, int32 value with the token's bit set)."""
+    return token_id // 32, np.array(1 << (token_id % 32), dtype=np.uint32).view(np.int32)[()]
+
+
+class OutlinesMatcher(Matcher):
+    """One sequence on an ``outlines_core.Guide``.
+
+    - ``commit(stop_id)`` is never forwarded (``advance(EOS)`` always raises): it returns
+      :meth:`eos_allowed` and changes no state when True (the sequence is over;
+      ``rollback`` counts only non-stop tokens); when False it is a rejection.
+    - A rejected token makes the matcher *dead* until :meth:`reset`: ``commit`` returns
+      False, ``eos_allowed`` is False, ``fill_mask`` writes an all-zero mask and
+      ``rollback`` raises ValueError.
+    - ``rollback(n)`` beyond the tokens committed since the last reset, or beyond the
+      Guide's ``max_rollback`` window, raises ValueError and leaves the matcher as it was.
+    - ``fill_mask`` caches the bitmask's data pointer per bitmask object (checked once:
+      int32, C-contiguous, ``ceil(V/32)`` words).
+    """
+
+    __slots__ = ("_g", "_write", "_advance", "_finished", "_stop", "_eos_word", "_eos_bit",
+                 "_extra", "_n", "_dead", "_bm", "_ptr", "_size", "_words")
+
+    def __init__(self, guide: Any, stop_ids: frozenset[int], eos_id: int,
+                 extra_stop: tuple[tuple[int, np.int32], ...], words: int):
+        self._g = guide
+        self._write = guide.write_mask_into
+        self._advance = guide.advance
+        self._finished = guide.is_finished
+        self._stop = stop_ids
+        self._eos_word, self._eos_bit = _bit(eos_id)
+        self._extra = extra_stop
+        self._words = words
+        self._n = 0
+        self._dead = False
+        self._bm: np.ndarray | None = None
+        self._ptr = 0
+        self._size = 0
+
+    def _bind(self, bitmask: np.ndarray) -> None:
+        if (
+            bitmask.dtype != np.int32
+            or bitmask.ndim != 1
+            or not bitmask.flags["C_CONTIGUOUS"]
+            or bitmask.size != self._words
+        ):
+            raise ValueError(
+                f"bitmask must be a C-contiguous 1-D int32 array of {self._words} words, "
+                f"got {bitmask.dtype} shape {bitmask.shape}"
+            )
+        self._ptr = bitmask.ctypes.data
+        self._size = bitmask.size
+        self._bm = bitmask  # keeps it alive, so the cached pointer stays valid
+
+    def fill_mask(self, bitmask: np.ndarray) -> None:
+        if bitmask is not self._bm:
+            self._bind(bitmask)
+        if self._dead:
+            bitmask.fill(0)
+            return
+        self._write(self._ptr, self._size, 4)
+        if self._extra and bitmask[self._eos_word] & self._eos_bit:
+            for w, b in self._extra:
+                bitmask[w] |= b
+
+    def commit(self, token_id: int) -> bool:
+        if self._dead:
+            return False
+        if token_id in self._stop:
+            if self._finished():
+                return True
+        else:
+            try:
+                self._advance(token_id, False)
+                self._n += 1
+                return True
+            except ValueError:
+                pass
+        self._dead = True
+        return False
+
+    def eos_allowed(self) -> bool:
+        return not self._dead and self._finished()
+
+    def rollback(self, n: int) -> None:
+        if n < 0:
+            raise ValueError(f"rollback({n}): n must be >= 0")
+        if self._dead:
+            raise ValueError("rollback on a dead matcher (a token was rejected); reset() it")
+        if n > self._n:
+            raise ValueError(f"rollback({n}): only {self._n} committed tokens to undo")
+        if n:
+            window = self._g.get_allowed_rollback()
+            if n > window:
+                raise ValueError(
+                    f"rollback({n}): outlines_core Guide keeps only {window} states "
+                    "(max_rollback)"
+                )
+            self._g.rollback_state(n)
+            self._n -= n
+
+    def reset(self) -> None:
+        self._g.reset()
+        self._n = 0
+        self._dead = False
+
+
+class OutlinesCompiled(CompiledGrammar):
+    def __init__(self, oc: Any, index: Any, regex: str, engine: "OutlinesEngine"):
+        self._Guide = oc.Guide
+        self.index = index
+        #: The regular expression outlines_core built from the schema.
+        self.regex = regex
+        self.warnings: list[str] = []
+        self._stop = engine._stop
+        self._eos = engine.vocab.eos_id
+        self._extra = engine._extra_stop
+        self._words = engine._words
+
+    def matcher(self) -> OutlinesMatcher:
+        return OutlinesMatcher(self._Guide(self.index), self._stop, self._eos, self._extra,
+                               self._words)
+
+
+class OutlinesEngine(EngineAdapter):
+    """outlines_core ``build_regex_from_schema`` → ``Index`` → ``Guide``."""
+
+    name = "outlines"
+    package = "outlines-core"
+    configs = {
+        "default": dict(OUTLINES_DEFAULTS),
+        # JSON whitespace (newlines, tabs, spaces) between tokens, as other engines allow.
+        "flexible_ws": {**OUTLINES_DEFAULTS, "whitespace_pattern": r"[\n\t ]*"},
+    }
+
+    def __init__(self, vocab: Vocabulary, config: str = "default", **overrides: Any):
+        super().__init__(vocab, config, **overrides)
+        unknown = set(self.options) - set(OUTLINES_DEFAULTS)
+        if unknown:
+            raise ValueError(f"unknown outlines option(s): {', '.join(sorted(unknown))}")
+        oc, build = _import_outlines_core()
+        self._oc = oc
+        self._build_regex = build
+        self._stop = frozenset(vocab.stop_ids)
+        self._words = bitmask_words(vocab.size)
+        self._extra_stop = tuple(_bit(i) for i in vocab.stop_ids if i != vocab.eos_id)
+        specials = vocab.special_ids
+        stop = self._stop
+        mapping: dict[bytes, list[int]] = {}
+        for i, t in enumerate(vocab.tokens):
+            if i in specials or i in stop or not t:
+                continue
+            mapping.setdefault(bytes(t), []).append(i)
+        self.engine_vocabulary = oc.Vocabulary(vocab.eos_id, mapping)
+
+    def compile(self, schema_text: str) -> OutlinesCompiled:
+        try:
+            regex = self._build_regex(schema_text, **self.options)
+            index = self._oc.Index(regex, self.engine_vocabulary)
+        except MemoryError:
+            raise
+        except Exception as e:
+            raise CompileError(one_line(e)) from None
+        return OutlinesCompiled(self._oc, index, regex, self)

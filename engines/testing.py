@@ -1,0 +1,169 @@
+"""Test doubles (hidden from ``--engine all``).
+
+``null``    allows every non-special token plus the stop tokens, always: measures the
+            harness's own per-token overhead (its mask fill is one ``np.copyto``).
+``faulty``  misbehaves as the schema asks, through a top-level ``"x-faulty"`` key:
+
+            ===============  =====================================================
+            ``crash``        SIGSEGV to itself during compile
+            ``hang``         busy loop forever during compile (pure Python)
+            ``oom``          allocate 64 MiB chunks during compile until MemoryError
+                             (propagated, never caught; needs a memory limit such as
+                             RLIMIT_AS, or the OS OOM killer acts first)
+            ``exit``         ``os._exit(3)`` during compile
+            ``compile_error`` raise :class:`CompileError`
+            ``reject_all``   compiles; every ``commit`` returns False, EOS never allowed
+            ``accept_all``   (or no key) behaves like ``null``
+            ===============  =====================================================
+
+            Schema text that is not JSON is a :class:`CompileError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from typing import Any
+
+import numpy as np
+
+from engines.base import CompiledGrammar, CompileError, EngineAdapter, Matcher, bitmask_words
+from harness.vocab import Vocabulary
+
+FAULTY_MODES = ("crash", "hang", "oom", "exit", "compile_error", "reject_all", "accept_all")
+
+
+def _null_mask(vocab: Vocabulary) -> np.ndarray:
+    """Bitmask allowing every non-special token and every stop token."""
+    words = bitmask_words(vocab.size)
+    allowed = np.ones(words * 32, dtype=bool)
+    allowed[vocab.size :] = False
+    special = np.fromiter(vocab.special_ids, dtype=np.int64, count=len(vocab.special_ids))
+    allowed[special] = False
+    allowed[list(vocab.stop_ids)] = True
+    return np.packbits(allowed, bitorder="little").view("<i4").astype(np.int32)
+
+
+class NullMatcher(Matcher):
+    """Accepts everything except non-stop special tokens; EOS always allowed.
+
+    ``commit(stop_id)`` returns True and changes nothing. A rejected (special) token
+    makes the matcher dead until :meth:`reset` (``commit`` False, ``eos_allowed`` False,
+    all-zero mask), like the real adapters."""
+
+    __slots__ = ("_mask", "_reject", "_n", "_dead")
+
+    def __init__(self, mask: np.ndarray, reject: frozenset[int]):
+        self._mask = mask
+        self._reject = reject
+        self._n = 0
+        self._dead = False
+
+    def fill_mask(self, bitmask: np.ndarray) -> None:
+        if self._dead:
+            bitmask.fill(0)
+            return
+        np.copyto(bitmask, self._mask)
+
+    def commit(self, token_id: int) -> bool:
+        if self._dead or token_id in self._reject:
+            self._dead = True
+            return False
+        self._n += 1
+        return True
+
+    def eos_allowed(self) -> bool:
+        return not self._dead
+
+    def rollback(self, n: int) -> None:
+        if n < 0:
+            raise ValueError(f"rollback({n}): n must be >= 0")
+        if self._dead:
+            raise ValueError("rollback on a dead matcher (a token was rejected); reset() it")
+        if n > self._n:
+            raise ValueError(f"rollback({n}): only {self._n} committed tokens to undo")
+        self._n -= n
+
+    def reset(self) -> None:
+        self._n = 0
+        self._dead = False
+
+
+class RejectAllMatcher(NullMatcher):
+    """Mask like ``null``, but every commit is rejected and EOS is never allowed."""
+
+    __slots__ = ()
+
+    def commit(self, token_id: int) -> bool:
+        self._dead = True
+        return False
+
+    def eos_allowed(self) -> bool:
+        return False
+
+
+class _NullCompiled(CompiledGrammar):
+    def __init__(self, mask: np.ndarray, reject: frozenset[int], cls: type[NullMatcher] = NullMatcher):
+        self._mask = mask
+        self._reject = reject
+        self._cls = cls
+        self.warnings: list[str] = []
+
+    def matcher(self) -> NullMatcher:
+        return self._cls(self._mask, self._reject)
+
+
+class NullEngine(EngineAdapter):
+    """No grammar at all: the cost floor of the measurement loop."""
+
+    name = "null"
+    package = None
+    hidden = True
+    configs = {"default": {}}
+
+    def __init__(self, vocab: Vocabulary, config: str = "default", **overrides: Any):
+        super().__init__(vocab, config, **overrides)
+        self._mask = _null_mask(vocab)
+        self._reject = frozenset(vocab.special_ids) - frozenset(vocab.stop_ids)
+
+    def compile(self, schema_text: str) -> CompiledGrammar:
+        return _NullCompiled(self._mask, self._reject)
+
+
+class FaultyEngine(NullEngine):
+    """Fails in the way the schema's top-level ``"x-faulty"`` key names (see module doc)."""
+
+    name = "faulty"
+    hidden = True
+    configs = {"default": {}}
+
+    def compile(self, schema_text: str) -> CompiledGrammar:
+        try:
+            schema = json.loads(schema_text)
+        except ValueError as e:
+            raise CompileError(f"schema is not JSON: {e}") from None
+        mode = schema.get("x-faulty", "accept_all") if isinstance(schema, dict) else "accept_all"
+        if mode == "crash":
+            os.kill(os.getpid(), signal.SIGSEGV)
+            import ctypes  # only if SIGSEGV was handled and returned: a real one
+
+            ctypes.string_at(0)
+        elif mode == "hang":
+            while True:
+                pass
+        elif mode == "oom":
+            hog = []
+            while True:
+                hog.append(bytearray(64 << 20))  # zero-filled: the pages are touched
+        elif mode == "exit":
+            os._exit(3)
+        elif mode == "compile_error":
+            raise CompileError("faulty engine: compile_error requested by the schema")
+        elif mode == "reject_all":
+            return _NullCompiled(self._mask, self._reject, RejectAllMatcher)
+        elif mode == "accept_all":
+            return _NullCompiled(self._mask, self._reject)
+        raise CompileError(
+            f"faulty engine: unknown x-faulty mode {mode!r} (known: {', '.join(FAULTY_MODES)})"
+        )

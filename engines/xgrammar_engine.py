@@ -1,0 +1,245 @@
+"""xgrammar adapter (``pip install torch==2.13.0 xgrammar==0.2.9``).
+
+Quirks absorbed here (see ``../shared/docs/engines.md``, checked against 0.2.9):
+
+- Special tokens: xgrammar detects special tokens only from their text. Given their names
+  (``b"<|begin_of_text|>"``) as raw bytes it detects *none* and allows them inside JSON
+  strings. The adapter therefore gives every special id empty bytes, which xgrammar
+  classifies as special (never allowed); stop ids are passed as ``stop_token_ids`` and
+  are allowed exactly when the grammar can end.
+- Errors are ``RuntimeError`` with a ``[hh:mm:ss] /project/cpp/file.cc:N:`` prefix; the
+  prefix is stripped and the rest becomes a one-line :class:`CompileError`.
+- Warnings (ignored ``format``, remote ``$ref`` …) go from C++ straight to fd 2. They are
+  captured during compilation and exposed as ``CompiledGrammar.warnings`` (not re-printed).
+- A rejected token leaves xgrammar's state unchanged; the adapter still marks the
+  matcher dead (uniform semantics across engines, see :class:`XGrammarMatcher`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+from typing import Any
+
+import numpy as np
+
+from engines.base import (
+    CompiledGrammar,
+    CompileError,
+    EngineAdapter,
+    EngineUnavailable,
+    Matcher,
+    bitmask_words,
+    one_line,
+)
+from harness.vocab import Vocabulary
+
+#: ``compile_json_schema`` keyword defaults in xgrammar 0.2.9 (checked by the tests
+#: against the installed signature, so a version change is noticed).
+XGRAMMAR_DEFAULTS: dict[str, Any] = {
+    "any_whitespace": True,
+    "indent": None,
+    "separators": None,
+    "strict_mode": True,
+    "max_whitespace_cnt": None,
+    "any_order": False,
+}
+
+_CPP_PREFIX = re.compile(r"\[\d\d:\d\d:\d\d\]\s+\S+?\.(?:cc|h|cpp):\d+:\s*")
+
+
+def _import_xgrammar():
+    try:
+        import xgrammar
+    except Exception as e:  # ImportError, or torch/transformers failing inside it
+        raise EngineUnavailable(
+            f"xgrammar cannot be imported ({one_line(e, 200)}); install it with: "
+            "pip install torch==2.13.0 && pip install xgrammar==0.2.9"
+        ) from None
+    return xgrammar
+
+
+def _clean(exc: BaseException) -> str:
+    """One line, without xgrammar's ``[time] /project/cpp/x.cc:N:`` prefixes."""
+    return one_line(f"{type(exc).__name__}: {_CPP_PREFIX.sub('', str(exc))}")
+
+
+class XGrammarMatcher(Matcher):
+    """One sequence on an ``xgr.GrammarMatcher``.
+
+    - ``commit(stop_id)`` is never forwarded to xgrammar (there it would terminate the
+      matcher and print a warning on any later token): it returns :meth:`eos_allowed`
+      and changes no state when True (the sequence is over; ``rollback`` counts only
+      non-stop tokens); when False it is a rejection like any other.
+    - A rejected token makes the matcher *dead* until :meth:`reset`: ``commit`` returns
+      False, ``eos_allowed`` is False, ``fill_mask`` writes an all-zero mask and
+      ``rollback`` raises ValueError.
+    - ``rollback(n)`` with ``n`` above the number of tokens committed since the start
+      (or last reset) raises ValueError and leaves the matcher as it was.
+    """
+
+    __slots__ = ("_m", "_fill", "_accept", "_completed", "_stop", "_nontext", "_n", "_dead",
+                 "_bm", "_words")
+
+    def __init__(self, grammar_matcher: Any, stop_ids: frozenset[int], nontext: frozenset[int],
+                 words: int):
+        self._m = grammar_matcher
+        self._nontext = nontext
+        self._words = words
+        self._bm: np.ndarray | None = None
+        self._fill = grammar_matcher.fill_next_token_bitmask
+        self._accept = grammar_matcher.accept_token
+        self._completed = grammar_matcher.is_completed
+        self._stop = stop_ids
+        self._n = 0
+        self._dead = False
+
+    def _check(self, bitmask: np.ndarray) -> None:
+        # xgrammar checks dtype and length itself but ignores strides (a strided view is
+        # filled as if contiguous): check once per array object.
+        if (
+            bitmask.dtype != np.int32
+            or bitmask.ndim != 1
+            or not bitmask.flags["C_CONTIGUOUS"]
+            or bitmask.size != self._words
+        ):
+            raise ValueError(
+                f"bitmask must be a C-contiguous 1-D int32 array of {self._words} words, "
+                f"got {bitmask.dtype} shape {bitmask.shape}"
+            )
+        self._bm = bitmask
+
+    def fill_mask(self, bitmask: np.ndarray) -> None:
+        if bitmask is not self._bm:
+            self._check(bitmask)
+        if self._dead:
+            bitmask.fill(0)
+            return
+        self._fill(bitmask)
+
+    def commit(self, token_id: int) -> bool:
+        if self._dead:
+            return False
+        if token_id in self._nontext:  # special ids: xgrammar would print a warning
+            if token_id in self._stop and self._completed():
+                return True
+        elif self._accept(token_id):
+            self._n += 1
+            return True
+        self._dead = True
+        return False
+
+    def eos_allowed(self) -> bool:
+        return not self._dead and self._completed()
+
+    def rollback(self, n: int) -> None:
+        if n < 0:
+            raise ValueError(f"rollback({n}): n must be >= 0")
+        if self._dead:
+            raise ValueError("rollback on a dead matcher (a token was rejected); reset() it")
+        if n > self._n:
+            raise ValueError(f"rollback({n}): only {self._n} committed tokens to undo")
+        if n:
+            self._m.rollback(n)
+            self._n -= n
+
+    def reset(self) -> None:
+        self._m.reset()
+        self._n = 0
+        self._dead = False
+
+
+class XGrammarCompiled(CompiledGrammar):
+    def __init__(self, xgr: Any, compiled: Any, stop_ids: frozenset[int],
+                 nontext: frozenset[int], words: int, warnings: list[str]):
+        self._xgr = xgr
+        self.compiled = compiled
+        self._stop = stop_ids
+        self._nontext = nontext
+        self._words = words
+        #: xgrammar's C++ warnings printed while compiling this schema.
+        self.warnings = warnings
+
+    def matcher(self) -> XGrammarMatcher:
+        return XGrammarMatcher(self._xgr.GrammarMatcher(self.compiled), self._stop,
+                               self._nontext, self._words)
+
+
+class XGrammarEngine(EngineAdapter):
+    """xgrammar ``GrammarCompiler.compile_json_schema`` (single-threaded, no cache)."""
+
+    name = "xgrammar"
+    package = "xgrammar"
+    configs = {
+        # xgrammar's own defaults, written out.
+        "default": dict(XGRAMMAR_DEFAULTS),
+        # As MaskBench and GRID ran it: undeclared properties allowed.
+        "compliant": {**XGRAMMAR_DEFAULTS, "any_whitespace": True, "strict_mode": False},
+        # No free whitespace. NB: with separators=None xgrammar then fixes json.dumps'
+        # default layout, ", " and ": " (so `{"a": 1, "b": 2}` only, not `{"a":1,"b":2}`).
+        "compact": {**XGRAMMAR_DEFAULTS, "any_whitespace": False},
+    }
+    #: Capture xgrammar's C++ stderr during compile into ``CompiledGrammar.warnings``.
+    capture_stderr = True
+
+    def __init__(self, vocab: Vocabulary, config: str = "default", **overrides: Any):
+        super().__init__(vocab, config, **overrides)
+        unknown = set(self.options) - set(XGRAMMAR_DEFAULTS)
+        if unknown:
+            raise ValueError(f"unknown xgrammar option(s): {', '.join(sorted(unknown))}")
+        xgr = _import_xgrammar()
+        self._xgr = xgr
+        stop = frozenset(vocab.stop_ids)
+        self._stop = stop
+        specials = vocab.special_ids
+        self._nontext = frozenset(specials) | stop
+        # Empty bytes = special for xgrammar (never matchable as text). Stop ids get empty
+        # bytes too: they are matched through stop_token_ids only.
+        encoded = [b"" if i in specials else t for i, t in enumerate(vocab.tokens)]
+        self.tokenizer_info = xgr.TokenizerInfo(
+            encoded, xgr.VocabType.RAW, vocab_size=vocab.size, stop_token_ids=list(vocab.stop_ids)
+        )
+        self._compiler = xgr.GrammarCompiler(
+            self.tokenizer_info, max_threads=1, cache_enabled=False
+        )
+        self._errfile = tempfile.TemporaryFile() if self.capture_stderr else None
+
+    def compile(self, schema_text: str) -> XGrammarCompiled:
+        errfile = self._errfile
+        saved = -1
+        if errfile is not None:
+            try:
+                sys.stderr.flush()
+                errfile.seek(0)
+                errfile.truncate()
+                saved = os.dup(2)
+                os.dup2(errfile.fileno(), 2)
+            except (OSError, ValueError):
+                saved = -1
+        try:
+            compiled = self._compiler.compile_json_schema(schema_text, **self.options)
+        except MemoryError:
+            raise
+        except Exception as e:
+            raise CompileError(_clean(e)) from None
+        finally:
+            if saved >= 0:
+                os.dup2(saved, 2)
+                os.close(saved)
+        warnings: list[str] = []
+        if saved >= 0:
+            errfile.seek(0)
+            text = errfile.read().decode("utf-8", errors="replace")
+            warnings = [_CPP_PREFIX.sub("", ln).strip() for ln in text.splitlines() if ln.strip()]
+            warnings = list(dict.fromkeys(warnings))  # xgrammar often prints twice
+        return XGrammarCompiled(self._xgr, compiled, self._stop, self._nontext,
+                               bitmask_words(self.vocab.size), warnings)
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d["tokenizer"] = {"vocab_type": "RAW", "special_ids_as_empty_bytes": True,
+                          "stop_token_ids": list(self.vocab.stop_ids)}
+        d["compiler"] = {"max_threads": 1, "cache_enabled": False}
+        return d
