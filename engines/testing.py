@@ -7,13 +7,15 @@
             ===============  =====================================================
             ``crash``        SIGSEGV to itself during compile
             ``hang``         busy loop forever during compile (pure Python)
-            ``oom``          allocate 64 MiB chunks during compile until MemoryError
+            ``oom``          reserve 64 MiB chunks during compile until MemoryError
                              (propagated, never caught; needs a memory limit such as
                              RLIMIT_AS, or the OS OOM killer acts first)
             ``exit``         ``os._exit(3)`` during compile
             ``compile_error`` raise :class:`CompileError`
             ``reject_all``   compiles; every ``commit`` returns False, EOS never allowed
             ``accept_all``   (or no key) behaves like ``null``
+            ``sleep``        sleeps ``"x-sleep"`` seconds (default 1) in compile,
+                             then behaves like ``null`` (for kill/resume tests)
             ===============  =====================================================
 
             Schema text that is not JSON is a :class:`CompileError`.
@@ -31,7 +33,8 @@ import numpy as np
 from engines.base import CompiledGrammar, CompileError, EngineAdapter, Matcher, bitmask_words
 from harness.vocab import Vocabulary
 
-FAULTY_MODES = ("crash", "hang", "oom", "exit", "compile_error", "reject_all", "accept_all")
+FAULTY_MODES = ("crash", "hang", "oom", "exit", "compile_error", "reject_all", "accept_all",
+                "sleep")
 
 
 def _null_mask(vocab: Vocabulary) -> np.ndarray:
@@ -155,7 +158,9 @@ class FaultyEngine(NullEngine):
         elif mode == "oom":
             hog = []
             while True:
-                hog.append(bytearray(64 << 20))  # zero-filled: the pages are touched
+                # Untouched pages: RLIMIT_AS counts address space, so the limit is hit
+                # at once even on a busy machine.
+                hog.append(np.empty(64 << 20, dtype=np.uint8))
         elif mode == "exit":
             os._exit(3)
         elif mode == "compile_error":
@@ -163,6 +168,11 @@ class FaultyEngine(NullEngine):
         elif mode == "reject_all":
             return _NullCompiled(self._mask, self._reject, RejectAllMatcher)
         elif mode == "accept_all":
+            return _NullCompiled(self._mask, self._reject)
+        elif mode == "sleep":
+            import time
+
+            time.sleep(float(schema.get("x-sleep", 1.0)))
             return _NullCompiled(self._mask, self._reject)
         raise CompileError(
             f"faulty engine: unknown x-faulty mode {mode!r} (known: {', '.join(FAULTY_MODES)})"

@@ -159,7 +159,8 @@ def worker_main(conn, memory_gib: float | None, log_path: str | None) -> None:
             conn.send(("done", record))
         except MemoryError:
             conn.send(("died", {"outcome": outcomes.OOM,
-                                "error": "MemoryError: address-space limit reached"}))
+                                "error": f"MemoryError: out of memory at the address-space "
+                                         f"limit ({memory_gib} GiB)"}))
             return  # native engine state may be half-freed: start a fresh worker
         except Exception as e:
             from engines.base import one_line

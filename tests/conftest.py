@@ -1,0 +1,57 @@
+"""Shared fixtures: a small corpus folder built from real corpus files (linked, never
+copied into the repo) plus cases written for the test engines."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from suites.jsonschemabench import resolve_data_dir  # noqa: E402
+
+#: Real corpus files that all three engines compile within a second or so.
+REAL_FILES = (
+    "BFCL_parallel_multiple_142.json",
+    "Glaiveai2K---calculate_area_5c088303.json",
+    "Github_easy---o43998.json",
+)
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    return resolve_data_dir(None)
+
+
+def link_real(dst: Path, names=REAL_FILES) -> None:
+    src = resolve_data_dir(None)
+    dst.mkdir(parents=True, exist_ok=True)
+    for n in names:
+        os.symlink(src / n, dst / n)
+
+
+def write_case(dst: Path, name: str, schema, tests) -> Path:
+    dst.mkdir(parents=True, exist_ok=True)
+    p = dst / name
+    p.write_text(json.dumps({"description": name, "meta": {}, "schema": schema, "tests": tests}))
+    return p
+
+
+def harness(*args: str, timeout: float = 600, **kw) -> subprocess.CompletedProcess:
+    """Run the CLI as a user would (``python -m harness.cli``), capturing output."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def read_records(results: Path) -> tuple[Path, list[dict]]:
+    runs = [p for p in results.iterdir() if p.is_dir()]
+    assert len(runs) == 1, runs
+    recs = [json.loads(line) for line in (runs[0] / "records.jsonl").read_text().splitlines()]
+    return runs[0], recs
