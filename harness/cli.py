@@ -140,24 +140,39 @@ def _fail(msg: str) -> int:
     return 2
 
 
+#: Further subcommands live in their own modules, each with ``add_parser(subparsers)``
+#: (which sets ``handler`` via ``set_defaults``); listed here so the CLI stays thin.
+COMMAND_MODULES: list[str] = []
+
+
 def build_parser() -> argparse.ArgumentParser:
+    import importlib
+
     parser = argparse.ArgumentParser(
         prog="harness",
         description="Benchmark and conformance harness for grammar-constrained decoding.")
     sub = parser.add_subparsers(dest="command", required=True)
     _run_parser(sub)
+    sub.choices["run"].set_defaults(handler=cmd_run)
     e = sub.add_parser("engines", help="list engines: installed?, version, configurations")
     e.add_argument("--all", action="store_true", help="include test engines")
+    e.set_defaults(handler=cmd_engines)
     s = sub.add_parser("summary", help="rebuild summary.json, Parquet tables and report.md of a run")
     s.add_argument("run", help="run folder, e.g. results/<run-id>")
     s.add_argument("-o", "--output", help="report folder (default reports/<run-id>)")
+    s.set_defaults(handler=cmd_summary)
+    for mod in COMMAND_MODULES:
+        importlib.import_module(mod).add_parser(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    import signal
+
+    if hasattr(signal, "SIGPIPE"):  # `harness ... | head` ends quietly
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     args = build_parser().parse_args(argv)
-    handler = {"run": cmd_run, "engines": cmd_engines, "summary": cmd_summary}[args.command]
-    return handler(args)
+    return args.handler(args)
 
 
 if __name__ == "__main__":
