@@ -20,7 +20,7 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
     os.environ.setdefault(_var, "false" if _var == "TOKENIZERS_PARALLELISM" else "1")
 
 from harness import outcomes  # noqa: E402
-from harness.groundtruth import GroundTruth  # noqa: E402
+from harness.groundtruth import GroundTruth, offline_registry  # noqa: E402
 from harness.measure import SERIALIZATIONS, replay  # noqa: E402
 
 
@@ -68,7 +68,7 @@ def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, A
     import json
 
     schema = json.loads(case["schema_text"])
-    truth = GroundTruth(schema)
+    truth = GroundTruth(schema, offline_registry(case.get("resources", ())))
     instances: list[dict[str, Any]] = []
     for index, data, label in case["instances"]:
         verdict, why = truth.verdict(data)

@@ -38,6 +38,9 @@ class Case:
     instances: tuple[Instance, ...] = ()
     load_error: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    #: (uri, schema) pairs that ground truth may resolve ``$ref`` against, offline
+    #: (e.g. the JSON-Schema-Test-Suite's ``remotes/``). Engines never see them.
+    resources: tuple[tuple[str, Any], ...] = ()
 
     def to_job(self) -> dict[str, Any]:
         """The picklable payload a worker needs (no file access in the worker)."""
@@ -48,6 +51,7 @@ class Case:
             "source": self.source,
             "schema_text": self.schema_text,
             "instances": [(i.index, i.data, i.label_valid) for i in self.instances],
+            "resources": list(self.resources),
         }
 
 
