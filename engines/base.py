@@ -46,6 +46,33 @@ def allocate_bitmask(vocab_size: int) -> np.ndarray:
     return np.zeros(bitmask_words(vocab_size), dtype=np.int32)
 
 
+def check_bitmask(bitmask: np.ndarray, words: int) -> None:
+    """Raise ValueError unless ``bitmask`` is a C-contiguous 1-D int32 array of ``words``.
+
+    Adapters call it once per array object (not per step): some engines write through a
+    raw pointer and would silently fill a strided view as if it were contiguous."""
+    if (
+        bitmask.dtype != np.int32
+        or bitmask.ndim != 1
+        or not bitmask.flags["C_CONTIGUOUS"]
+        or bitmask.size != words
+    ):
+        raise ValueError(
+            f"bitmask must be a C-contiguous 1-D int32 array of {words} words, "
+            f"got {bitmask.dtype} shape {bitmask.shape}"
+        )
+
+
+def check_rollback(n: int, committed: int, dead: bool) -> None:
+    """Raise ValueError for a rollback the adapters refuse (before touching the engine)."""
+    if n < 0:
+        raise ValueError(f"rollback({n}): n must be >= 0")
+    if dead:
+        raise ValueError("rollback on a dead matcher (a token was rejected); reset() it")
+    if n > committed:
+        raise ValueError(f"rollback({n}): only {committed} committed tokens to undo")
+
+
 def one_line(exc: BaseException | str, limit: int = 500) -> str:
     """An engine error squeezed to one line (engines print multi-line C++/Rust errors)."""
     text = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"

@@ -29,6 +29,8 @@ from engines.base import (
     EngineUnavailable,
     Matcher,
     bitmask_words,
+    check_bitmask,
+    check_rollback,
     one_line,
 )
 from harness.vocab import Vocabulary
@@ -126,16 +128,7 @@ class LLGuidanceMatcher(Matcher):
         self._dead = False
 
     def _bind(self, bitmask: np.ndarray) -> None:
-        if (
-            bitmask.dtype != np.int32
-            or bitmask.ndim != 1
-            or not bitmask.flags["C_CONTIGUOUS"]
-            or bitmask.size != self._words
-        ):
-            raise ValueError(
-                f"bitmask must be a C-contiguous 1-D int32 array of {self._words} words, "
-                f"got {bitmask.dtype} shape {bitmask.shape}"
-            )
+        check_bitmask(bitmask, self._words)
         self._ptr = bitmask.ctypes.data
         self._nbytes = bitmask.nbytes
         self._bm = bitmask  # keeps it alive, so the cached pointer stays valid
@@ -167,12 +160,7 @@ class LLGuidanceMatcher(Matcher):
         return not self._dead and not self._m.is_error() and self._m.is_accepting()
 
     def rollback(self, n: int) -> None:
-        if n < 0:
-            raise ValueError(f"rollback({n}): n must be >= 0")
-        if self._dead:
-            raise ValueError("rollback on a dead matcher (a token was rejected); reset() it")
-        if n > self._n:
-            raise ValueError(f"rollback({n}): only {self._n} committed tokens to undo")
+        check_rollback(n, self._n, self._dead)
         if n:
             if not self._m.rollback(n) or self._m.is_error():
                 self._dead = True

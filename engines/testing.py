@@ -30,7 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from engines.base import CompiledGrammar, CompileError, EngineAdapter, Matcher, bitmask_words
+from engines.base import (
+    CompiledGrammar,
+    CompileError,
+    EngineAdapter,
+    Matcher,
+    bitmask_words,
+    check_rollback,
+)
 from harness.vocab import Vocabulary
 
 FAULTY_MODES = ("crash", "hang", "oom", "exit", "compile_error", "reject_all", "accept_all",
@@ -80,12 +87,7 @@ class NullMatcher(Matcher):
         return not self._dead
 
     def rollback(self, n: int) -> None:
-        if n < 0:
-            raise ValueError(f"rollback({n}): n must be >= 0")
-        if self._dead:
-            raise ValueError("rollback on a dead matcher (a token was rejected); reset() it")
-        if n > self._n:
-            raise ValueError(f"rollback({n}): only {self._n} committed tokens to undo")
+        check_rollback(n, self._n, self._dead)
         self._n -= n
 
     def reset(self) -> None:

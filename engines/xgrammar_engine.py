@@ -32,6 +32,8 @@ from engines.base import (
     EngineUnavailable,
     Matcher,
     bitmask_words,
+    check_bitmask,
+    check_rollback,
     one_line,
 )
 from harness.vocab import Vocabulary
@@ -99,16 +101,7 @@ class XGrammarMatcher(Matcher):
     def _check(self, bitmask: np.ndarray) -> None:
         # xgrammar checks dtype and length itself but ignores strides (a strided view is
         # filled as if contiguous): check once per array object.
-        if (
-            bitmask.dtype != np.int32
-            or bitmask.ndim != 1
-            or not bitmask.flags["C_CONTIGUOUS"]
-            or bitmask.size != self._words
-        ):
-            raise ValueError(
-                f"bitmask must be a C-contiguous 1-D int32 array of {self._words} words, "
-                f"got {bitmask.dtype} shape {bitmask.shape}"
-            )
+        check_bitmask(bitmask, self._words)
         self._bm = bitmask
 
     def fill_mask(self, bitmask: np.ndarray) -> None:
@@ -135,12 +128,7 @@ class XGrammarMatcher(Matcher):
         return not self._dead and self._completed()
 
     def rollback(self, n: int) -> None:
-        if n < 0:
-            raise ValueError(f"rollback({n}): n must be >= 0")
-        if self._dead:
-            raise ValueError("rollback on a dead matcher (a token was rejected); reset() it")
-        if n > self._n:
-            raise ValueError(f"rollback({n}): only {self._n} committed tokens to undo")
+        check_rollback(n, self._n, self._dead)
         if n:
             self._m.rollback(n)
             self._n -= n

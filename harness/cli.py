@@ -42,7 +42,6 @@ def _run_parser(sub) -> None:
 
 
 def _config_from_args(args) -> dict:
-    from harness.benchmark import DEFAULT_CONFIG
 
     given = {}
     for key in ("suite", "engines", "tokenizer", "data", "sample", "schemas", "timeout_s",

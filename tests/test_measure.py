@@ -6,7 +6,6 @@ import http.server
 import json
 import threading
 
-import numpy as np
 import pytest
 
 from engines.base import Matcher, allocate_bitmask
