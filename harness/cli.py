@@ -42,7 +42,7 @@ def _run_parser(sub) -> None:
 
 
 def _config_from_args(args) -> dict:
-
+    """The options given explicitly on the command line (unset ones stay absent)."""
     given = {}
     for key in ("suite", "engines", "tokenizer", "data", "sample", "schemas", "timeout_s",
                 "memory_gib", "jobs", "primary"):
