@@ -135,8 +135,22 @@ def _set_memory_limit(gib: float | None) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this worker when the runner dies (even by SIGKILL), so a hung
+    native call is never left running as an orphan after the run is killed."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the worker still exits when its pipe closes between jobs
+
+
 def worker_main(conn, memory_gib: float | None, log_path: str | None) -> None:
     """Entry point of a spawned worker: serve jobs from ``conn`` until ``None``."""
+    _die_with_parent()
     if log_path:
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.dup2(fd, 2)

@@ -176,3 +176,42 @@ def test_bad_input_is_one_line(tmp_path, args, fragment):
     lines = [l for l in out.stderr.splitlines() if l.strip()]
     assert len(lines) == 1 and fragment in lines[0], out.stderr
     assert not any(tmp_path.iterdir())  # nothing half-created
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(d.name))
+    return out
+
+
+def test_killed_runner_leaves_no_hung_worker(tmp_path):
+    data = tmp_path / "corpus"
+    write_case(data, "Faulty---hang.json", {"x-faulty": "hang"}, ONLY_VALID)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "run", "--engine", "faulty", "--data", str(data),
+         "--results", str(tmp_path / "res"), "--timeout", "600", "--no-progress"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    workers: list[int] = []
+    while time.monotonic() < deadline and not workers:
+        time.sleep(0.2)
+        workers = [c for c in _children(proc.pid)
+                   if b"multiprocessing" in Path(f"/proc/{c}/cmdline").read_bytes()]
+    assert workers, "no worker started"
+    time.sleep(2)  # let it reach the hang
+    proc.kill()  # the runner alone, as an OOM killer or a cancelled CI job would
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(Path(f"/proc/{w}").exists() for w in workers):
+        time.sleep(0.1)
+    alive = [w for w in workers if Path(f"/proc/{w}").exists()
+             and "Z" not in (Path(f"/proc/{w}/stat").read_text().rsplit(")", 1)[1].split()[0])]
+    assert not alive, f"orphaned workers still running: {alive}"
