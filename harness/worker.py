@@ -128,6 +128,20 @@ def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, A
     return record
 
 
+#: Job kinds other than the default replay: ``kind`` → "module:function" taking
+#: ``(job, phase)`` and returning a record (with at least engine, schema_id, outcome).
+JOB_KINDS: dict[str, str] = {}
+
+
+def _job_function(kind: str):
+    if kind == "replay":
+        return run_job
+    import importlib
+
+    mod, _, fn = JOB_KINDS[kind].partition(":")
+    return getattr(importlib.import_module(mod), fn)
+
+
 def _set_memory_limit(gib: float | None) -> None:
     if not gib:
         return
@@ -169,7 +183,7 @@ def worker_main(conn, memory_gib: float | None, log_path: str | None) -> None:
         if job is None:
             return
         try:
-            record = run_job(job, phase)
+            record = _job_function(job.get("kind", "replay"))(job, phase)
             conn.send(("done", record))
         except MemoryError:
             conn.send(("died", {"outcome": outcomes.OOM,
