@@ -3,6 +3,8 @@
 ``summary.json``       the documented machine-readable summary (:func:`harness.metrics.summarize`)
 ``records.parquet``    one row per (engine, schema) job
 ``instances.parquet``  one row per (engine, schema, instance, serialisation) replay
+``drift.json``         suite drift: engine × axis verdicts (:mod:`harness.conformance`)
+``keywords.json``      suite json-schema-test-suite: the per-keyword table
 """
 
 from __future__ import annotations
@@ -18,11 +20,7 @@ def finalize(store: RunStore) -> dict[str, Any]:
     """Write summary.json and the Parquet tables; return the summary."""
     meta = store.read_meta()
     records = list(store.records())
-    summary = metrics.summarize(records, meta)
-    eff = metrics.parallel_efficiency(records, meta.get("sessions", []))
-    summary["parallel_efficiency"] = round(eff, 4) if eff is not None else None
-    summary["wall_s"] = round(sum(s["ended_at"] - s["started_at"] for s in meta.get("sessions", [])
-                                  if s.get("ended_at")), 3)
+    summary = metrics.build_summary(meta, records)
     (store.path / "summary.json").write_text(json.dumps(summary, indent=2))
     sdf = metrics.schema_frame(records)
     if len(sdf):
@@ -30,4 +28,9 @@ def finalize(store: RunStore) -> dict[str, Any]:
     idf = metrics.instance_frame(records)
     if len(idf):
         idf.to_parquet(store.path / "instances.parquet", index=False)
+    from harness import conformance
+
+    extra = conformance.finalize(store.path, records, summary, meta)
+    if extra:  # the drift matrix / keyword pass rates, on the console of run and summary
+        print(extra + "\n")
     return summary

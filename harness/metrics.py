@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from harness import outcomes
+from harness.e2e.summary import e2e_block
 from harness.outcomes import instance_outcome
 
 TBM_PERCENTILES = (25, 50, 75, 90, 95, 99, 99.9)
@@ -89,7 +90,9 @@ def token_timings(records: Iterable[dict[str, Any]], serialization: str) -> dict
     acc: dict[str, dict[str, list]] = defaultdict(lambda: {"mask": [], "commit": []})
     for r in records:
         for inst in r.get("instances", ()):
-            res = inst.get("results", {}).get(serialization)
+            results = inst.get("results", {})
+            # an exact-text instance (suite drift) has one replay, "text": it stands in
+            res = results.get(serialization, results.get("text"))
             if res and "mask_ns" in res:
                 acc[r["engine"]]["mask"].append(res["mask_ns"])
                 acc[r["engine"]]["commit"].append(res["commit_ns"])
@@ -117,6 +120,11 @@ def summarize(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, 
     timeout_s = cfg.get("timeout_s")
     sdf = schema_frame(records)
     idf = instance_frame(records)
+    if len(idf) and (idf["serialization"] == "text").any():
+        # exact-text instances (suite drift) are counted under "text"; a run of nothing
+        # else has no ascii/unicode/compact replays to count
+        replays = idf.loc[~idf["serialization"].str.startswith("seg"), "serialization"]
+        sers = ["text"] if (replays == "text").all() else [*sers, "text"]
     timings = token_timings(records, primary)
     engines: dict[str, Any] = {}
     labels = [e["engine"] for e in meta.get("engines", [])]
@@ -143,7 +151,7 @@ def summarize(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, 
         if tbm:
             tbm["over_1ms_share"] = float((tbm_us > 1000.0).mean())
         ttfm = distribution(ttfm_values_ms(e_s, timeout_s).to_numpy(float), TTFM_PERCENTILES) if len(e_s) else {}
-        prim = e_i[e_i["serialization"] == primary] if len(e_i) else e_i
+        prim = e_i[e_i["serialization"].isin((primary, "text"))] if len(e_i) else e_i
         wall = 0.0
         if len(e_s) and e_s["started_at"].notna().any():
             wall = float(e_s["finished_at"].max() - e_s["started_at"].min())
@@ -167,7 +175,11 @@ def summarize(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, 
             "tokens": int(tbm_us.size),
             "wall_s": round(wall, 3),
             "busy_s": round(float(e_s["busy_s"].sum()), 3) if len(e_s) else 0.0,
+            "segmentation": segmentation_counts(records, label, primary),
         }
+        e2e = e2e_block(r for r in records if r.get("engine") == label)
+        if e2e is not None:
+            engines[label]["e2e"] = e2e
     return {
         "run_id": meta.get("run_id"),
         "suite": cfg.get("suite"),
@@ -176,6 +188,31 @@ def summarize(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, 
         "engines": engines,
         "run": meta.get("sessions", []),
     }
+
+
+def segmentation_counts(records: Iterable[dict[str, Any]], engine: str,
+                        primary: str) -> dict[str, int]:
+    """Non-canonical tokenisation replays (``results["seg<k>"]``, run option
+    ``segmentations``) of one engine: ``replays``, ``rejected`` (not accepted: rejected, EOS
+    refused or error; every one is a valid instance), and ``rejected_canonical_accepted``
+    (rejected although the canonical tokenisation of the same text was accepted: the
+    token-boundary bugs proper)."""
+    n = rejected = boundary = 0
+    for r in records:
+        if r["engine"] != engine or r["outcome"] in outcomes.DEATHS or r["outcome"] in (
+                outcomes.COMPILE_ERROR, outcomes.BAD_INPUT):
+            continue
+        for inst in r.get("instances", ()):
+            results = inst.get("results", {})
+            for key, res in results.items():
+                if not key.startswith("seg"):
+                    continue
+                n += 1
+                if res["status"] != "accepted":
+                    rejected += 1
+                    canon = results.get(res.get("of", primary), {})
+                    boundary += canon.get("status") == "accepted"
+    return {"replays": n, "rejected": rejected, "rejected_canonical_accepted": boundary}
 
 
 def parallel_efficiency(records: list[dict[str, Any]], sessions: list[dict[str, Any]]) -> float | None:
@@ -187,3 +224,15 @@ def parallel_efficiency(records: list[dict[str, Any]], sessions: list[dict[str, 
     # A killed job kept its worker busy until the kill: count its wall time.
     busy = sum(r.get("busy_ns", r.get("wall_ns", 0)) for r in records) / 1e9
     return busy / capacity
+
+
+def build_summary(meta: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+    """``summary.json``'s content from the records: :func:`summarize` plus the run's
+    parallel efficiency and wall time (sum over its sessions, s)."""
+    summary = summarize(records, meta)
+    sessions = meta.get("sessions", [])
+    eff = parallel_efficiency(records, sessions)
+    summary["parallel_efficiency"] = round(eff, 4) if eff is not None else None
+    summary["wall_s"] = round(sum(s["ended_at"] - s["started_at"] for s in sessions
+                                  if s.get("ended_at") and s.get("started_at")), 3)
+    return summary

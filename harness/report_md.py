@@ -1,148 +1,816 @@
-"""The Markdown report of one run: the comparison table, per-subset outcomes and plots.
+"""Reports of one or more runs: section builders shared by the Markdown and HTML renderers.
 
-Reads the run folder only (records + summary); plots with matplotlib's Agg backend.
-Text from the corpus or engines (schema names, error messages) is escaped for Markdown
-tables.
+Everything here reads run folders only (``run.json`` + ``records.jsonl``, the source of
+truth; the summary is rebuilt with :func:`harness.metrics.summarize`). Plots use
+matplotlib's Agg backend and are kept in memory as PNG bytes: the Markdown renderer
+writes them beside ``report.md``, the HTML renderer (:mod:`harness.report_html`) embeds
+them as base64.
+
+A report is a list of :class:`Section`, each a title and *blocks* (:class:`Fields`,
+:class:`Table`, :class:`Figure`, :class:`Para`, :class:`Bullets`). Builders put raw,
+unescaped text in blocks; only the renderers escape, so text from the corpus or an engine
+(schema names, subsets, error messages) cannot reach a report unescaped: Markdown escapes
+table and HTML metacharacters (:func:`md_text`), HTML uses :func:`html.escape`.
+
+Builders
+--------
+:data:`CORE_SECTIONS` are always tried, in order. :data:`OPTIONAL_SECTIONS` is the hook
+for suites that add their own findings later (drift matrix heatmap, the
+JSON-Schema-Test-Suite keyword table, mask-diff and fuzz findings, end-to-end TPOT bars):
+each entry is ``builder(ctx: ReportContext) -> Section | list[Section] | None`` and returns
+``None`` when its data is absent from the runs (so a report of a plain run is unchanged).
+Register with :func:`register_section`. They are placed after the core sections and
+before the diff section. :func:`figure_png` turns a matplotlib figure into a
+:class:`Figure` (e.g. a heatmap).
 """
 
 from __future__ import annotations
 
+import io
+import json
 import os
+import string
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from harness import metrics, table
+from harness import metrics, outcomes, table
 from harness.store import RunStore
 
+# --------------------------------------------------------------------------------------
+# Blocks
 
-def _md_cell(text: Any) -> str:
+
+@dataclass
+class Para:
+    text: str
+
+
+@dataclass
+class Bullets:
+    items: list[str]
+
+
+@dataclass
+class Fields:
+    """``key: value`` lines."""
+
+    items: list[tuple[str, str]]
+
+
+@dataclass
+class Table:
+    header: list[str]
+    rows: list[list[str]]
+    #: per column "l" or "r"; default: first column left, the others right
+    align: list[str] | None = None
+    note: str | None = None
+
+    def aligns(self) -> list[str]:
+        return self.align or ["l"] + ["r"] * (len(self.header) - 1)
+
+
+@dataclass
+class Figure:
+    name: str  # file name for the Markdown twin, e.g. "tbm.png" (ASCII, no slash)
+    png: bytes
+    caption: str = ""
+
+
+Block = Para | Bullets | Fields | Table | Figure
+
+
+@dataclass
+class Section:
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+    level: int = 2
+
+    @property
+    def anchor(self) -> str:
+        keep = string.ascii_lowercase + string.digits
+        slug = "".join(c if c in keep else "-" for c in self.title.lower())
+        return "-".join(p for p in slug.split("-") if p) or "section"
+
+
+# --------------------------------------------------------------------------------------
+# Runs
+
+
+@dataclass
+class RunData:
+    """One run folder, read-only."""
+
+    key: str  # "A", "B", ... (column tag when several runs are shown)
+    path: Path
+    meta: dict[str, Any]
+    records: list[dict[str, Any]]
+    summary: dict[str, Any]
+
+    @property
+    def run_id(self) -> str:
+        return str(self.meta.get("run_id") or self.path.name)
+
+    @property
+    def timeout_s(self) -> float | None:
+        return (self.meta.get("config") or {}).get("timeout_s")
+
+
+@dataclass
+class ReportContext:
+    runs: list[RunData]
+
+    @property
+    def multi(self) -> bool:
+        return len(self.runs) > 1
+
+    def col(self, run: RunData, engine: str) -> str:
+        """Column / legend label of an engine in a run."""
+        return f"{engine} ({run.key})" if self.multi else engine
+
+    def engines(self) -> list[str]:
+        """Engine labels in first-seen order over the runs."""
+        seen: dict[str, None] = {}
+        for r in self.runs:
+            for e in r.summary["engines"]:
+                seen.setdefault(e, None)
+        return list(seen)
+
+
+def load_run(path: Path, key: str = "A", summary: dict[str, Any] | None = None) -> RunData:
+    store = RunStore.open_readonly(path)
+    meta = store.read_meta()
+    records = list(store.records())
+    if summary is None:
+        summary = metrics.build_summary(meta, records)
+    return RunData(key=key, path=store.path, meta=meta, records=records, summary=summary)
+
+
+def run_keys(n: int) -> list[str]:
+    letters = string.ascii_uppercase
+    return [letters[i] if i < 26 else f"R{i + 1}" for i in range(n)]
+
+
+# --------------------------------------------------------------------------------------
+# Formatting helpers
+
+
+#: Markdown output: ``<``, ``>``, ``&`` become entities (so no tag can form, even for a
+#: renderer that ignores backslash escapes); these are backslash-escaped: table cells
+#: (``|``), emphasis, code, links, strike-through and math.
+MD_ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+MD_SPECIAL = frozenset("\\|`*_[]~$")
+
+
+def md_text(text: Any, limit: int | None = 300) -> str:
+    """Text from anywhere (corpus, engine) made inert for Markdown, on one line."""
     s = "" if text is None else str(text)
     s = " ".join(s.split())
-    for ch in ("\\", "|", "<", ">", "`", "*", "_", "[", "]"):
-        s = s.replace(ch, "\\" + ch)
-    return s[:200]
+    if limit is not None and len(s) > limit:
+        s = s[: limit - 1] + "…"
+    out = []
+    for ch in s:
+        if ch in MD_ENTITIES:
+            out.append(MD_ENTITIES[ch])
+        elif ch in MD_SPECIAL:
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
-def _ecdf_plot(ax, data: dict[str, np.ndarray], xlabel: str, marks=(50, 99, 99.9)) -> None:
-    for label, vals in data.items():
-        if vals.size == 0:
-            continue
-        v = np.sort(vals)
-        y = np.arange(1, v.size + 1) / v.size
-        line, = ax.step(v, y, where="post", label=f"{label} (n={v.size:,})")
-        for p in marks:
-            q = np.percentile(v, p)
-            ax.plot([q], [p / 100], marker="o", color=line.get_color(), markersize=3)
-    ax.set_xscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("share ≤ x")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+# kept for callers of the old module
+_md_cell = md_text
 
 
-def plots(records: list[dict[str, Any]], summary: dict[str, Any], out_dir: Path) -> list[str]:
-    """Write the plots; return their file names."""
+def short(text: Any, limit: int = 200) -> str:
+    s = " ".join(("" if text is None else str(text)).split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def _fmt(v: Any, digits: int = 1) -> str:
+    return table._fmt(v, digits)
+
+
+def _ratio(new: float | None, old: float | None) -> str:
+    if new is None or old is None or not old:
+        return "–"
+    return f"×{new / old:.2f}"
+
+
+def _plot_text(s: str) -> str:
+    """Matplotlib text: no mathtext from corpus names."""
+    return str(s).replace("$", r"\$")
+
+
+OUTCOME_COLORS = {
+    outcomes.PASSING: "#4caf50", outcomes.COMPILE_ERROR: "#9e9e9e", outcomes.TIMEOUT: "#ff9800",
+    outcomes.OOM: "#795548", outcomes.CRASH: "#e53935", outcomes.VALIDATION_ERROR: "#7e57c2",
+    outcomes.INVALIDATION_ERROR: "#ec407a", outcomes.BAD_INPUT: "#212121",
+}
+LINESTYLES = ("-", "--", ":", "-.")
+
+
+def _pyplot():
     os.environ.setdefault("MPLBACKEND", "Agg")
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    written = []
-    timings = metrics.token_timings(records, summary["primary_serialization"])
-    tbm = {k: (v["mask"] + v["commit"]) / 1000.0 for k, v in timings.items()}
-    fig, ax = plt.subplots(figsize=(7, 4))
-    _ecdf_plot(ax, tbm, "TBM: mask + commit per token (µs, log scale); dots: p50, p99, p99.9")
-    ax.axvline(1000, color="grey", linestyle="--", linewidth=0.8)
-    ax.set_title("Time between masks")
-    fig.tight_layout()
-    fig.savefig(out_dir / "tbm.png", dpi=120)
-    plt.close(fig)
-    written.append("tbm.png")
+    return plt
 
-    sdf = metrics.schema_frame(records)
-    ttfm = {}
-    for label in summary["engines"]:
+
+def figure_png(fig, name: str, caption: str = "", **savefig) -> Figure:
+    """A matplotlib figure as a :class:`Figure` (PNG bytes); closes the figure."""
+    plt = _pyplot()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=savefig.pop("dpi", 110), **savefig)
+    plt.close(fig)
+    return Figure(name=name, png=buf.getvalue(), caption=caption)
+
+
+# --------------------------------------------------------------------------------------
+# Data extraction (all from the records, with harness.metrics)
+
+
+def tbm_us(run: RunData) -> dict[str, np.ndarray]:
+    timings = metrics.token_timings(run.records, run.summary["primary_serialization"])
+    return {k: (v["mask"] + v["commit"]) / 1000.0 for k, v in timings.items()}
+
+
+def ttfm_ms(run: RunData) -> dict[str, np.ndarray]:
+    sdf = metrics.schema_frame(run.records)
+    out = {}
+    for label in run.summary["engines"]:
         e = sdf[sdf["engine"] == label] if len(sdf) else sdf
         if len(e):
-            ttfm[label] = metrics.ttfm_values_ms(e, summary.get("timeout_s")).to_numpy(float)
-    fig, ax = plt.subplots(figsize=(7, 4))
-    _ecdf_plot(ax, ttfm, "TTFM: schema text → first mask (ms, log scale)", marks=(50, 90, 99))
-    ax.set_title("Time to first mask (compile)")
-    fig.tight_layout()
-    fig.savefig(out_dir / "ttfm.png", dpi=120)
-    plt.close(fig)
-    written.append("ttfm.png")
-
-    if len(sdf):
-        ct = sdf.pivot_table(index=["engine"], columns="outcome", values="schema_id",
-                             aggfunc="count", fill_value=0)
-        fig, ax = plt.subplots(figsize=(7, 0.6 + 0.5 * len(ct)))
-        left = np.zeros(len(ct))
-        for col in ct.columns:
-            ax.barh(ct.index, ct[col], left=left, label=col)
-            left += ct[col].to_numpy()
-        ax.set_xlabel("schemas")
-        ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.35))
-        ax.set_title("Outcomes per engine")
-        fig.savefig(out_dir / "outcomes.png", dpi=120, bbox_inches="tight")
-        plt.close(fig)
-        written.append("outcomes.png")
-    return written
+            out[label] = metrics.ttfm_values_ms(e, run.timeout_s).to_numpy(float)
+    return out
 
 
-def write_report(store: RunStore, summary: dict[str, Any], out_dir: Path) -> Path:
-    """``out_dir/report.md`` plus its PNG plots."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    meta = store.read_meta()
-    records = list(store.records())
-    summary = {**summary, "timeout_s": meta["config"].get("timeout_s")}
-    pngs = plots(records, summary, out_dir)
-    sdf = metrics.schema_frame(records)
-    lines = [f"# Run {_md_cell(meta['run_id'])}", ""]
-    cfg = meta["config"]
-    lines += [
-        f"- suite: `{cfg['suite']}` ({meta['suite'].get('selected')} schemas of "
-        f"{meta['suite'].get('files_on_disk')} on disk; sample={cfg.get('sample')}, "
-        f"subsets={cfg.get('subsets')})",
-        f"- tokenizer: {meta['tokenizer']['name']} ({meta['tokenizer']['size']:,} ids)",
-        f"- limits: {cfg['timeout_s']:g} s and {cfg['memory_gib']} GiB per job, "
-        f"{cfg['jobs']} worker(s), engines single-threaded",
-        f"- serialisations: {', '.join(cfg['serializations'])}; outcomes and TBM from "
-        f"`{cfg['primary']}`; EOS required after the last token",
-        f"- machine: {meta['machine'].get('cpu_model', meta['machine'].get('processor'))}, "
-        f"{meta['machine'].get('cpus')} CPUs; Python {meta['machine'].get('python')}; "
-        f"commit {meta.get('git_commit')}",
-        f"- parallel efficiency: {summary.get('parallel_efficiency')}",
-        "",
-        "## Engines", "",
-    ]
-    for e in meta["engines"]:
-        state = "ran" if e["status"] == "run" else f"**not run**: {e.get('reason')}"
-        lines.append(f"- `{e['engine']}` {e.get('version') or ''} options={e.get('options')}: {state}")
-    lines += ["", "## Results", "", table.render_markdown(summary), ""]
-    if len(sdf):
-        lines += ["## Outcomes per subset", ""]
-        ct = sdf.pivot_table(index=["subset", "engine"], columns="outcome",
-                             values="schema_id", aggfunc="count", fill_value=0)
-        cols = list(ct.columns)
-        lines.append("| subset | engine | " + " | ".join(cols) + " |")
-        lines.append("|:--|:--|" + "--:|" * len(cols))
+def _ecdf(ax, vals: np.ndarray, label: str, marks: Iterable[float], unit: str, **style) -> None:
+    v = np.sort(vals)
+    if v.size > 4000:  # plot quantiles, dense in the tail, not millions of steps
+        levels = np.unique(np.concatenate([np.linspace(0, 0.99, 1500), np.linspace(0.99, 1, 1500)]))
+        xs, ys = np.quantile(v, levels), levels
+    else:
+        xs, ys = v, np.arange(1, v.size + 1) / v.size
+    qs = {p: float(np.percentile(v, p)) for p in marks}
+    tag = ", ".join(f"p{p:g} {_fmt(q)}" for p, q in qs.items())
+    line, = ax.step(xs, ys, where="post", label=_plot_text(f"{label} (n={v.size:,}; {tag} {unit})"),
+                    **style)
+    for p, q in qs.items():
+        ax.plot([q], [p / 100], marker="o", color=line.get_color(), markersize=4)
+
+
+def _cdf_figure(series: list[tuple[str, np.ndarray, dict]], title: str, xlabel: str,
+                marks: tuple[float, ...], unit: str, name: str, vline: float | None = None) -> Figure | None:
+    series = [s for s in series if s[1].size]
+    if not series:
+        return None
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    for label, vals, style in series:
+        _ecdf(ax, vals, label, marks, unit, **style)
+    if vline is not None:
+        ax.axvline(vline, color="grey", linestyle="--", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("share ≤ x")
+    ax.set_ylim(0, 1.02)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1 if len(series) < 5 else 2)
+    ax.set_title(title)
+    marks_txt = ", ".join(f"p{p:g}" for p in marks)
+    return figure_png(fig, name, f"{title}: empirical CDF on a log axis; dots mark {marks_txt}.",
+                      bbox_inches="tight")
+
+
+def _styles(ctx: ReportContext) -> dict[tuple[str, str], dict]:
+    """Colour per engine, line style per run."""
+    import matplotlib
+
+    cycle = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    engines = ctx.engines()
+    out = {}
+    for i, run in enumerate(ctx.runs):
+        for j, eng in enumerate(engines):
+            out[(run.key, eng)] = {"color": cycle[j % len(cycle)],
+                                   "linestyle": LINESTYLES[i % len(LINESTYLES)]}
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Core sections
+
+
+def _engine_line(e: dict[str, Any]) -> str:
+    state = "" if e.get("status") == "run" else f" — not run: {e.get('reason')}"
+    opts = json.dumps(e.get("options"), sort_keys=True) if e.get("options") else "{}"
+    return f"{e['engine']} {e.get('version') or '?'} {opts}{state}"
+
+
+def sec_metadata(ctx: ReportContext) -> Section:
+    def fields(run: RunData) -> list[tuple[str, str]]:
+        meta, cfg = run.meta, run.meta.get("config", {})
+        suite = meta.get("suite", {})
+        mach = meta.get("machine", {})
+        tok = meta.get("tokenizer", {})
+        lim = meta.get("limits", {})
+        cmd = meta.get("command") or []
+        return [
+            ("run", run.run_id),
+            ("folder", str(run.path)),
+            ("suite", f"{cfg.get('suite')}: {suite.get('selected')} schemas of "
+                      f"{suite.get('files_on_disk')} on disk (sample={cfg.get('sample')}, "
+                      f"subsets={cfg.get('subsets')}, schemas={cfg.get('schemas')})"),
+            ("engines", "; ".join(_engine_line(e) for e in meta.get("engines", []))),
+            ("tokenizer", f"{tok.get('name')} ({_fmt(tok.get('size'))} ids)"),
+            ("limits", f"{_fmt(lim.get('timeout_s', cfg.get('timeout_s')))} s and "
+                       f"{lim.get('memory_gib', cfg.get('memory_gib'))} GiB per job, "
+                       f"{lim.get('jobs', cfg.get('jobs'))} worker(s), engine threads "
+                       f"{lim.get('engine_threads', 1)}"),
+            ("serialisations", f"{', '.join(cfg.get('serializations', []))}; outcomes and TBM "
+                               f"from {cfg.get('primary')}; EOS required after the last token"),
+            ("machine", f"{mach.get('cpu_model', mach.get('processor'))}, {mach.get('cpus')} CPUs, "
+                        f"{_fmt(round(mach['mem_total_kib'] / 2**20, 1)) if mach.get('mem_total_kib') else '?'} GiB; "
+                        f"{mach.get('platform')}; Python {mach.get('python')}"),
+            ("commit", str(meta.get("git_commit"))),
+            ("command", " ".join(str(c) for c in cmd)),
+            ("records", f"{len(run.records):,} jobs; wall {_fmt(run.summary.get('wall_s'))} s; "
+                        f"parallel efficiency {run.summary.get('parallel_efficiency')}"),
+        ]
+
+    if not ctx.multi:
+        return Section("Run", [Fields(fields(ctx.runs[0]))])
+    per_run = [fields(r) for r in ctx.runs]
+    rows = [[key] + [f[i][1] for f in per_run] for i, (key, _) in enumerate(per_run[0])]
+    return Section("Runs", [
+        Para("Runs side by side; the first (A) is the reference the diff section compares "
+             "the others with."),
+        Table(["field", *[f"{r.key}" for r in ctx.runs]], rows, align=["l"] * (len(ctx.runs) + 1)),
+    ])
+
+
+def sec_engines(ctx: ReportContext) -> Section:
+    rows = []
+    for run in ctx.runs:
+        for e in run.meta.get("engines", []):
+            state = "ran" if e.get("status") == "run" else f"not run: {e.get('reason')}"
+            rows.append([ctx.col(run, e["engine"]), str(e.get("version") or "?"),
+                         json.dumps(e.get("options") or {}, sort_keys=True), state])
+    return Section("Engines", [Table(["engine", "version", "options", "status"], rows,
+                                     align=["l", "l", "l", "l"])])
+
+
+def merged_summary(ctx: ReportContext) -> dict[str, Any]:
+    """One summary dict whose engines are every (engine, run) column, engine-major."""
+    if not ctx.multi:
+        return ctx.runs[0].summary
+    ref = ctx.runs[0].summary
+    sers = [s for s in ref["serializations"]
+            if all(s in r.summary["serializations"] for r in ctx.runs)]
+    engines = {}
+    for eng in ctx.engines():
+        for run in ctx.runs:
+            if eng in run.summary["engines"]:
+                engines[ctx.col(run, eng)] = run.summary["engines"][eng]
+    return {"engines": engines, "serializations": sers,
+            "primary_serialization": ref["primary_serialization"]}
+
+
+def sec_results(ctx: ReportContext) -> Section:
+    summary = merged_summary(ctx)
+    header, body = table.rows(summary)
+    blocks: list[Block] = [Table(header, body, note=(
+        f"* primary serialisation ({summary['primary_serialization']}): schema outcomes and "
+        "TBM come from it. TBM in µs, TTFM in ms."))]
+    prim = {r.summary["primary_serialization"] for r in ctx.runs}
+    if len(prim) > 1:
+        blocks.append(Para(f"Warning: the runs use different primary serialisations ({', '.join(sorted(prim))}); "
+                           "their outcomes are not directly comparable."))
+    fig = _outcome_bars(ctx)
+    if fig:
+        blocks.append(fig)
+    return Section("Results", blocks)
+
+
+def _outcome_bars(ctx: ReportContext) -> Figure | None:
+    labels, counts = [], []
+    for eng in ctx.engines():
+        for run in ctx.runs:
+            e = run.summary["engines"].get(eng)
+            if e and e.get("status") == "run":
+                labels.append(ctx.col(run, eng))
+                counts.append(e["outcomes"])
+    if not labels or not any(sum(c.values()) for c in counts):
+        return None
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 1.0 + 0.4 * len(labels)))
+    y = np.arange(len(labels))[::-1]
+    left = np.zeros(len(labels))
+    for oc in outcomes.OUTCOMES:
+        vals = np.array([c.get(oc, 0) for c in counts], dtype=float)
+        if vals.any():
+            ax.barh(y, vals, left=left, color=OUTCOME_COLORS[oc], label=oc)
+            left += vals
+    ax.set_yticks(y, [_plot_text(lb) for lb in labels])
+    ax.set_xlabel("schemas")
+    ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.25))
+    ax.set_title("Outcomes per engine")
+    return figure_png(fig, "outcomes.png", "Schemas per outcome, per engine.", bbox_inches="tight")
+
+
+def _subset_counts(run: RunData):
+    sdf = metrics.schema_frame(run.records)
+    if not len(sdf):
+        return None
+    sdf["subset"] = sdf["subset"].fillna("?").astype(str)
+    return sdf.pivot_table(index=["subset", "engine"], columns="outcome", values="schema_id",
+                           aggfunc="count", fill_value=0)
+
+
+def sec_subsets(ctx: ReportContext) -> Section | None:
+    per_run = [(run, _subset_counts(run)) for run in ctx.runs]
+    per_run = [(r, ct) for r, ct in per_run if ct is not None]
+    if not per_run:
+        return None
+    cols = [o for o in outcomes.OUTCOMES if any(o in ct.columns for _, ct in per_run)]
+    keys: dict[tuple[str, str], dict[str, list[int]]] = {}
+    for run, ct in per_run:
         for (subset, engine), row in ct.iterrows():
-            lines.append(f"| {_md_cell(subset)} | {_md_cell(engine)} | "
-                         + " | ".join(str(int(row[c])) for c in cols) + " |")
-        lines.append("")
-    lines += ["## Plots", ""] + [f"![{p}]({p})" for p in pngs] + [""]
-    bad = sdf[sdf["outcome"].isin(["timeout", "oom", "crash", "bad_input"])] if len(sdf) else sdf
-    if len(bad):
-        lines += ["## Jobs that did not finish", "", "| engine | schema | outcome | error |",
-                  "|:--|:--|:--|:--|"]
-        for _, r in bad.head(200).iterrows():
-            lines.append(f"| {_md_cell(r['engine'])} | {_md_cell(r['schema_id'])} | "
-                         f"{r['outcome']} | {_md_cell(r['error'])} |")
-        lines.append("")
+            keys.setdefault((subset, engine), {})[run.key] = [int(row.get(c, 0)) for c in cols]
+    rows = []
+    engine_order = {e: i for i, e in enumerate(ctx.engines())}
+    for (subset, engine) in sorted(keys, key=lambda k: (k[0], engine_order.get(k[1], 99), k[1])):
+        for run, _ in per_run:
+            vals = keys[(subset, engine)].get(run.key)
+            if vals is None:
+                continue
+            total = sum(vals)
+            passing = vals[cols.index(outcomes.PASSING)] if outcomes.PASSING in cols else 0
+            rows.append([subset, ctx.col(run, engine), *map(str, vals), str(total),
+                         f"{100 * passing / total:.0f}%" if total else "–"])
+    # compact: passing / schemas per subset, one column per engine (and run)
+    columns = [(run, eng) for eng in ctx.engines() for run, _ in per_run]
+    compact = []
+    for subset in sorted({k[0] for k in keys}):
+        cells = []
+        for run, eng in columns:
+            vals = keys.get((subset, eng), {}).get(run.key)
+            if vals is None:
+                cells.append("–")
+                continue
+            total = sum(vals)
+            passing = vals[cols.index(outcomes.PASSING)] if outcomes.PASSING in cols else 0
+            cells.append(f"{passing}/{total} ({100 * passing / total:.0f}%)" if total else "–")
+        compact.append([subset, *cells])
+    blocks: list[Block] = [
+        Para("Passing schemas / schemas per subset:"),
+        Table(["subset", *[ctx.col(run, eng) for run, eng in columns]], compact),
+        Para("Every outcome per subset:"),
+        Table(["subset", "engine", *cols, "schemas", "passing %"], rows,
+              align=["l", "l"] + ["r"] * (len(cols) + 2)),
+    ]
+    fig = _subset_bars(ctx, per_run, cols)
+    if fig:
+        blocks.append(fig)
+    return Section("Outcomes per subset", blocks)
+
+
+def _subset_bars(ctx: ReportContext, per_run, cols) -> Figure | None:
+    panels = []
+    for eng in ctx.engines():
+        for run, ct in per_run:
+            sub = ct.xs(eng, level="engine") if eng in ct.index.get_level_values("engine") else None
+            if sub is not None and len(sub):
+                panels.append((ctx.col(run, eng), sub))
+    if not panels:
+        return None
+    subsets = sorted({s for _, sub in panels for s in sub.index})
+    plt = _pyplot()
+    ncol = min(len(panels), 4)
+    nrow = -(-len(panels) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.2 * ncol + 1.5, 0.8 + nrow * (0.6 + 0.22 * len(subsets))),
+                             sharey=True, squeeze=False)
+    y = np.arange(len(subsets))[::-1]
+    for k, (label, sub) in enumerate(panels):
+        ax = axes[k // ncol][k % ncol]
+        sub = sub.reindex(subsets, fill_value=0)
+        total = sub.sum(axis=1).replace(0, 1).to_numpy(float)
+        left = np.zeros(len(subsets))
+        for oc in cols:
+            if oc not in sub.columns:
+                continue
+            share = 100 * sub[oc].to_numpy(float) / total
+            ax.barh(y, share, left=left, color=OUTCOME_COLORS[oc], label=oc)
+            left += share
+        ax.set_title(_plot_text(label), fontsize=9)
+        ax.set_xlim(0, 100)
+        ax.set_xlabel("% of schemas", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.set_yticks(y, [_plot_text(short(s, 40)) for s in subsets])
+    for k in range(len(panels), nrow * ncol):
+        axes[k // ncol][k % ncol].axis("off")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=OUTCOME_COLORS[o]) for o in cols]
+    fig.legend(handles, cols, loc="lower center", ncol=min(len(cols), 4), fontsize=7,
+               bbox_to_anchor=(0.5, -0.02))
+    fig.suptitle("Outcomes per subset (share of the subset's schemas)", fontsize=10)
+    fig.tight_layout(rect=(0, 0.06, 1, 0.97))
+    return figure_png(fig, "subsets.png", "Outcome shares per subset, one panel per engine.",
+                      bbox_inches="tight")
+
+
+def sec_latency(ctx: ReportContext) -> Section:
+    styles = _styles(ctx)
+    tbm_series, ttfm_series = [], []
+    for eng in ctx.engines():
+        for run in ctx.runs:
+            t = run_cache(run, "tbm", tbm_us).get(eng)
+            if t is not None:
+                tbm_series.append((ctx.col(run, eng), t, styles[(run.key, eng)]))
+            f = run_cache(run, "ttfm", ttfm_ms).get(eng)
+            if f is not None:
+                ttfm_series.append((ctx.col(run, eng), f, styles[(run.key, eng)]))
+    blocks: list[Block] = []
+    fig = _cdf_figure(tbm_series, "Time between masks (TBM)",
+                      "mask + commit per token (µs, log scale); dashed line: 1 ms",
+                      (50, 99, 99.9), "µs", "tbm.png", vline=1000.0)
+    blocks.append(fig if fig else Para("No token timings recorded."))
+    fig = _cdf_figure(ttfm_series, "Time to first mask (TTFM)",
+                      "schema text → first mask (ms, log scale); timeouts count as the limit",
+                      (50, 90, 99), "ms", "ttfm.png")
+    blocks.append(fig if fig else Para("No schema compiled."))
+    return Section("Latency distributions", blocks)
+
+
+def run_cache(run: RunData, key: str, fn: Callable[[RunData], Any]) -> Any:
+    cache = run.__dict__.setdefault("_cache", {})
+    if key not in cache:
+        cache[key] = fn(run)
+    return cache[key]
+
+
+def sec_slow_masks(ctx: ReportContext) -> Section | None:
+    rows = []
+    for eng in ctx.engines():
+        for run in ctx.runs:
+            e = run.summary["engines"].get(eng)
+            if not e or e.get("status") != "run" or not e.get("tokens"):
+                continue
+            share = e["tbm_us"].get("over_1ms_share", 0.0)
+            worst = _worst_schemas(run, eng)
+            rows.append([ctx.col(run, eng), _fmt(e["tokens"]), _fmt(int(round(share * e["tokens"]))),
+                         f"{100 * share:.3f}%", _fmt(e["tbm_us"].get("p99.9")),
+                         _fmt(e["tbm_us"].get("max")), worst])
+    if not rows:
+        return None
+    return Section("Masks over 1 ms", [
+        Para("A step over 1 ms stalls a whole batch of a serving engine. Share of the "
+             "primary serialisation's token steps (mask + commit) over 1 ms, and the schemas "
+             "with the most of them."),
+        Table(["engine", "tokens", "> 1 ms", "share", "TBM p99.9 (µs)", "TBM max (µs)",
+               "schemas with most steps > 1 ms"], rows, align=["l", "r", "r", "r", "r", "r", "l"]),
+    ])
+
+
+def _worst_schemas(run: RunData, engine: str, top: int = 3) -> str:
+    ser = run.summary["primary_serialization"]
+    count: Counter = Counter()
+    for r in run.records:
+        if r["engine"] != engine:
+            continue
+        for inst in r.get("instances", ()):
+            res = inst.get("results", {}).get(ser)
+            if res and "mask_ns" in res:
+                t = np.asarray(res["mask_ns"], np.int64) + np.asarray(res["commit_ns"], np.int64)
+                n = int((t > 1_000_000).sum())
+                if n:
+                    count[r["schema_id"]] += n
+    return "; ".join(f"{s} ({n})" for s, n in count.most_common(top)) or "–"
+
+
+NOT_FINISHED = (outcomes.COMPILE_ERROR, outcomes.TIMEOUT, outcomes.OOM, outcomes.CRASH,
+                outcomes.BAD_INPUT)
+
+
+def sec_unfinished(ctx: ReportContext, limit: int = 200) -> Section | None:
+    """Compile errors, timeouts, OOMs, crashes, unusable corpus files, with their errors;
+    with several runs, one row per distinct (engine, schema, outcome, error) naming the runs."""
+    seen: dict[tuple[str, str, str, str], list[str]] = {}
+    more = 0
+    for run in ctx.runs:
+        bad = [r for r in run.records if r["outcome"] in NOT_FINISHED]
+        bad.sort(key=lambda r: (r["outcome"] == outcomes.COMPILE_ERROR, r["engine"], r["schema_id"]))
+        for r in bad[:limit]:
+            key = (r["engine"], r["schema_id"], r["outcome"], short(r.get("error"), 240))
+            seen.setdefault(key, []).append(run.key)
+        more += max(0, len(bad) - limit)
+    if not seen:
+        return None
+    if ctx.multi:
+        rows = [[eng, sid, oc, ", ".join(keys), err] for (eng, sid, oc, err), keys in seen.items()]
+        header = ["engine", "schema", "outcome", "runs", "error"]
+    else:
+        rows = [[eng, sid, oc, err] for (eng, sid, oc, err) in seen]
+        header = ["engine", "schema", "outcome", "error"]
+    blocks: list[Block] = [Table(header, rows, align=["l"] * len(header))]
+    if more:
+        blocks.append(Para(f"… and {more:,} more (see records.jsonl)."))
+    return Section("Jobs that did not compile or finish", blocks)
+
+
+# --------------------------------------------------------------------------------------
+# Diff (two or more runs): each later run against the first
+
+
+DIFF_TBM = ("avg", "p50", "p90", "p99", "p99.9")
+DIFF_TTFM = ("p50", "p90", "p99")
+
+
+def _outcome_map(run: RunData) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(r["engine"], r["schema_id"]): r for r in run.records}
+
+
+def sec_diff(ctx: ReportContext, limit: int = 300) -> list[Section]:
+    if not ctx.multi:
+        return []
+    from harness.gate import compare_outcome
+
+    ref = ctx.runs[0]
+    old = _outcome_map(ref)
+    out = [Section("Diff", [Para(
+        "Each run compared with the reference run A: schemas whose outcome changed, by "
+        "engine (classified as the gate classifies them), schemas present in only one run, "
+        "and latency percentiles with the ratio new/old (< 1 is faster).")])]
+    for run in ctx.runs[1:]:
+        new = _outcome_map(run)
+        blocks: list[Block] = []
+        changed = []
+        for key in sorted(set(old) & set(new)):
+            o, n = old[key]["outcome"], new[key]["outcome"]
+            if o != n:
+                kind, why = compare_outcome(o, n)
+                changed.append([key[0], key[1], o, n, kind, short(new[key].get("error"), 200)])
+        order = {"regression": 0, "changed": 1, "improvement": 2}
+        changed.sort(key=lambda r: (order.get(r[4], 3), r[0], r[1]))
+        kinds = Counter(r[4] for r in changed)
+        blocks.append(Para(f"Outcome changes {ref.key} → {run.key}: {len(changed)} "
+                           f"({kinds.get('regression', 0)} regression(s), "
+                           f"{kinds.get('improvement', 0)} improvement(s), "
+                           f"{kinds.get('changed', 0)} other)."))
+        if changed:
+            blocks.append(Table(["engine", "schema", f"outcome {ref.key}", f"outcome {run.key}",
+                                 "change", f"error {run.key}"], changed[:limit],
+                                align=["l"] * 6))
+            if len(changed) > limit:
+                blocks.append(Para(f"… and {len(changed) - limit:,} more."))
+        only_old = Counter(k[0] for k in set(old) - set(new))
+        only_new = Counter(k[0] for k in set(new) - set(old))
+        if only_old or only_new:
+            def examples(keys, eng):
+                return "; ".join(sorted(s for e, s in keys if e == eng)[:5]) or "–"
+
+            rows = [[eng, str(only_old.get(eng, 0)), str(only_new.get(eng, 0)),
+                     examples(set(old) - set(new), eng), examples(set(new) - set(old), eng)]
+                    for eng in sorted(set(only_old) | set(only_new))]
+            blocks.append(Table(["engine", f"only in {ref.key}", f"only in {run.key}",
+                                 f"e.g. only in {ref.key}", f"e.g. only in {run.key}"], rows,
+                                align=["l", "r", "r", "l", "l"]))
+        rows = []
+        for eng in ctx.engines():
+            a, b = ref.summary["engines"].get(eng), run.summary["engines"].get(eng)
+            if not a or not b or a.get("status") != "run" or b.get("status") != "run":
+                continue
+            for k in DIFF_TBM:
+                x, y = a["tbm_us"].get(k), b["tbm_us"].get(k)
+                rows.append([eng, f"TBM {k} (µs)", _fmt(x), _fmt(y), _ratio(y, x)])
+            x, y = a["tbm_us"].get("over_1ms_share"), b["tbm_us"].get("over_1ms_share")
+            rows.append([eng, "masks > 1 ms",
+                         f"{100 * x:.3f}%" if x is not None else "–",
+                         f"{100 * y:.3f}%" if y is not None else "–", _ratio(y, x)])
+            for k in DIFF_TTFM:
+                x, y = a["ttfm_ms"].get(k), b["ttfm_ms"].get(k)
+                rows.append([eng, f"TTFM {k} (ms)", _fmt(x), _fmt(y), _ratio(y, x)])
+        if rows:
+            blocks.append(Table(["engine", "metric", ref.key, run.key, f"{run.key}/{ref.key}"], rows,
+                                align=["l", "l", "r", "r", "r"],
+                                note="Pooled over each run's own schemas; when the schema sets "
+                                     "differ, so do the populations. `harness gate` compares "
+                                     "matched schemas with confidence intervals."))
+        out.append(Section(f"{run.key} vs {ref.key}", blocks, level=3))
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Section registry
+
+SectionBuilder = Callable[[ReportContext], "Section | list[Section] | None"]
+
+CORE_SECTIONS: list[SectionBuilder] = [
+    sec_metadata, sec_engines, sec_results, sec_subsets, sec_latency, sec_slow_masks,
+    sec_unfinished,
+]
+
+#: HOOKS for later suites (not implemented here): e.g. a drift-matrix heatmap, the
+#: JSON-Schema-Test-Suite keyword table, mask-diff and fuzz findings, end-to-end TPOT
+#: bars. Each builder returns None when the runs hold none of its data.
+OPTIONAL_SECTIONS: list[SectionBuilder] = []
+
+#: The comparison of several runs comes last.
+DIFF_SECTIONS: list[SectionBuilder] = [sec_diff]
+
+
+def register_section(builder: SectionBuilder) -> SectionBuilder:
+    """Add an optional section builder (usable as a decorator)."""
+    if builder not in OPTIONAL_SECTIONS:
+        OPTIONAL_SECTIONS.append(builder)
+    return builder
+
+
+def build_sections(ctx: ReportContext) -> list[Section]:
+    out: list[Section] = []
+    for builder in [*CORE_SECTIONS, *OPTIONAL_SECTIONS, *DIFF_SECTIONS]:
+        res = builder(ctx)
+        if res is None:
+            continue
+        out.extend(res if isinstance(res, list) else [res])
+    return out
+
+
+def report_title(ctx: ReportContext) -> str:
+    if ctx.multi:
+        return "Runs " + " vs ".join(f"{r.key}={r.run_id}" for r in ctx.runs)
+    return f"Run {ctx.runs[0].run_id}"
+
+
+# --------------------------------------------------------------------------------------
+# Markdown renderer
+
+
+def _md_table(t: Table) -> list[str]:
+    al = {"l": ":--", "r": "--:"}
+    lines = ["| " + " | ".join(md_text(h, None) for h in t.header) + " |",
+             "|" + "|".join(al[a] for a in t.aligns()) + "|"]
+    lines += ["| " + " | ".join(md_text(c) for c in row) + " |" for row in t.rows]
+    if t.note:
+        lines += ["", md_text(t.note, None)]
+    return lines
+
+
+def render_markdown(ctx: ReportContext, sections: list[Section], out_dir: Path) -> str:
+    """The Markdown text; writes each figure as a PNG file into ``out_dir``."""
+    lines = [f"# {md_text(report_title(ctx), None)}", ""]
+    for sec in sections:
+        lines += [f"{'#' * sec.level} {md_text(sec.title, None)}", ""]
+        for b in sec.blocks:
+            if isinstance(b, Para):
+                lines.append(md_text(b.text, None))
+            elif isinstance(b, Bullets):
+                lines += [f"- {md_text(i, None)}" for i in b.items]
+            elif isinstance(b, Fields):
+                lines += [f"- **{md_text(k, None)}**: {md_text(v, None)}" for k, v in b.items]
+            elif isinstance(b, Table):
+                lines += _md_table(b)
+            elif isinstance(b, Figure):
+                (out_dir / b.name).write_bytes(b.png)
+                lines.append(f"![{b.name}]({b.name})")
+                if b.caption:
+                    lines += ["", f"*{md_text(b.caption, None)}*"]
+            lines.append("")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------
+# Entry points
+
+
+def _unique_figure_names(sections: list[Section]) -> None:
+    seen: Counter = Counter()
+    for sec in sections:
+        for b in sec.blocks:
+            if isinstance(b, Figure):
+                seen[b.name] += 1
+                if seen[b.name] > 1:
+                    stem, dot, ext = b.name.rpartition(".")
+                    b.name = f"{stem}-{seen[b.name]}.{ext}"
+
+
+def build(paths: list[Path]) -> tuple[ReportContext, list[Section]]:
+    """Load the runs (read-only) and build every section."""
+    runs = [load_run(p, key) for p, key in zip(paths, run_keys(len(paths)))]
+    ctx = ReportContext(runs)
+    sections = build_sections(ctx)
+    _unique_figure_names(sections)
+    return ctx, sections
+
+
+def write_markdown(ctx: ReportContext, sections: list[Section], out_dir: Path) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "report.md"
-    path.write_text("\n".join(lines))
+    path.write_text(render_markdown(ctx, sections, out_dir))
     return path

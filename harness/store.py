@@ -96,11 +96,23 @@ class RunStore:
 
     @classmethod
     def open(cls, path: Path) -> "RunStore":
-        store = cls(Path(path))
-        if not store.meta_path.is_file():
-            raise StoreError(f"{store.path}: not a run folder (no run.json)")
+        """Open a run folder to continue it: a torn tail is repaired (see :meth:`repair`)."""
+        store = cls.open_readonly(path)
         (store.path / "workers").mkdir(exist_ok=True)
         store.repair()
+        return store
+
+    @classmethod
+    def open_readonly(cls, path: Path) -> "RunStore":
+        """Open a run folder for reading only: never repairs or truncates, so it is safe
+        on a run that is still going (a torn last line is simply not read)."""
+        store = cls(Path(path))
+        if not store.path.is_dir():
+            raise StoreError(f"{store.path}: no such run folder")
+        if not store.meta_path.is_file():
+            raise StoreError(f"{store.path}: not a run folder (no run.json)")
+        if not store.records_path.is_file():
+            raise StoreError(f"{store.records_path}: missing (the run's source of truth)")
         return store
 
     def read_meta(self) -> dict[str, Any]:

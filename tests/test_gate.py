@@ -1,0 +1,240 @@
+"""``harness baseline`` and ``harness gate`` on real runs (llguidance on real corpus files):
+the outcome ratchet catches a regression planted in a copy of a run's records and
+explains it; an improvement passes and says how to refresh; two runs of the same engine
+do not trip the latency gate, a planted 3× slowdown does; input errors exit 2."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from conftest import ROOT, harness, link_real
+from harness.gate import IMPROVEMENT, REGRESSION, SAME, compare_outcome
+from test_gate_ci import CI_SCHEMAS
+
+ENGINE = "llguidance"
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    """Two real runs of the same engine over the CI sample, started together so that both
+    see the same machine load; and a baseline of the first."""
+    data = tmp_path_factory.mktemp("corpus")
+    link_real(data, CI_SCHEMAS)
+    base = tmp_path_factory.mktemp("gate")
+    env = {"PYTHONPATH": str(ROOT), **{k: v for k, v in __import__("os").environ.items()}}
+    procs = []
+    for name in ("a", "b"):
+        cmd = [sys.executable, "-m", "harness.cli", "run", "--engine", ENGINE, "--data", str(data),
+               "--jobs", "1", "--results", str(base / name), "--reports", str(base / "reports"),
+               "--no-progress"]
+        procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-3000:]
+    run_a, = (base / "a").iterdir()
+    run_b, = (base / "b").iterdir()
+    baseline = base / "baseline.json"
+    out = harness("baseline", str(run_a), "-o", str(baseline))
+    assert out.returncode == 0, out.stderr
+    assert "baseline:" in out.stdout and str(len(CI_SCHEMAS)) in out.stdout
+    return run_a, run_b, baseline
+
+
+def copy_run(src: Path, dst: Path, edit) -> Path:
+    """A copy of a run folder whose records pass through ``edit(record) -> record | None``."""
+    dst.mkdir(parents=True)
+    shutil.copy(src / "run.json", dst / "run.json")
+    lines = []
+    for line in (src / "records.jsonl").read_text().splitlines():
+        rec = edit(json.loads(line))
+        if rec is not None:
+            lines.append(json.dumps(rec))
+    (dst / "records.jsonl").write_text("\n".join(lines) + "\n")
+    return dst
+
+
+def outcomes_of(run: Path) -> dict[str, str]:
+    return {json.loads(l)["schema_id"]: json.loads(l)["outcome"]
+            for l in (run / "records.jsonl").read_text().splitlines()}
+
+
+def test_same_engine_twice_does_not_fire(two_runs, tmp_path):
+    run_a, run_b, baseline = two_runs
+    junit = tmp_path / "gate.xml"
+    out = harness("gate", "--baseline", str(baseline), str(run_b), "--junit", str(junit))
+    print(out.stdout)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "GATE PASSED" in out.stdout
+    assert f"{len(CI_SCHEMAS)} unchanged, 0 regression(s)" in out.stdout
+    lat = [l for l in out.stdout.splitlines() if l.strip().startswith(ENGINE)]
+    assert [l.split()[1] + " " + l.split()[2] for l in lat] == ["TBM p50", "TBM p99", "TTFM p50"]
+    for line in lat:  # ratio with its interval, and the verdict
+        assert "×" in line and "[" in line and line.rstrip().endswith("ok"), line
+    root = ET.parse(junit).getroot()
+    suites = {s.get("name"): s for s in root}
+    assert suites["harness-gate.outcomes"].get("tests") == str(len(CI_SCHEMAS))
+    assert suites["harness-gate.latency"].get("failures") == "0"
+    assert len(suites["harness-gate.latency"]) == 3
+
+
+def _plant(rec: dict, sids: dict[str, str]) -> dict | None:
+    sid = rec["schema_id"]
+    if sid == sids["fail"]:  # a valid instance now rejected
+        rec["outcome"] = "validation_error"
+        inst = next(i for i in rec["instances"] if i["expected"])
+        inst["results"]["ascii"]["status"] = "rejected"
+    elif sid == sids["accept"]:  # an invalid instance now accepted
+        rec["outcome"] = "invalidation_error"
+    elif sid == sids["crash"]:
+        rec.update(outcome="crash", error="worker died with SIGSEGV (signal 11)", phase="compile")
+        rec.pop("instances", None)
+    elif sid == sids["gone"]:
+        return None
+    return rec
+
+
+@pytest.fixture(scope="module")
+def planted(two_runs, tmp_path_factory):
+    run_a, run_b, baseline = two_runs
+    outs = outcomes_of(run_b)
+    passing = sorted(s for s, o in outs.items() if o == "passing")
+    compile_errors = sorted(s for s, o in outs.items() if o == "compile_error")
+    sids = {"fail": passing[0], "accept": passing[1], "gone": passing[2], "crash": compile_errors[0]}
+    bad = copy_run(run_b, tmp_path_factory.mktemp("planted") / "run", lambda r: _plant(r, sids))
+    return bad, sids
+
+
+def test_planted_regression_is_caught_and_explained(two_runs, planted, tmp_path):
+    _, _, baseline = two_runs
+    bad, sids = planted
+    junit = tmp_path / "gate.xml"
+    out = harness("gate", "--baseline", str(baseline), str(bad), "--junit", str(junit), "--latency", "off")
+    assert out.returncode == 1, out.stdout + out.stderr
+    text = out.stdout
+    assert f"REGRESSION {ENGINE:<12} {sids['fail']}: was passing, now validation_error" in text
+    assert f"REGRESSION {ENGINE:<12} {sids['accept']}: was passing, now invalidation_error" in text
+    assert f"REGRESSION {ENGINE:<12} {sids['crash']}: new crash (was compile_error) — worker died with SIGSEGV" in text
+    assert f"MISSING    {ENGINE:<12} {sids['gone']}: missing from the run (baseline: passing): coverage shrank" in text
+    assert "GATE FAILED: 3 outcome regression(s), 1 baseline job(s) missing from the run" in text
+    assert f"refresh the baseline: harness baseline {bad} -o {baseline}" in text
+    root = ET.parse(junit).getroot()
+    fails = {tc.get("name"): tc.find("failure") for tc in root.iter("testcase")
+             if tc.find("failure") is not None}
+    assert set(fails) == {sids["fail"], sids["accept"], sids["crash"], sids["gone"]}
+    assert fails[sids["fail"]].get("message") == "was passing, now validation_error"
+    assert fails[sids["gone"]].get("type") == "coverage"
+    assert "SIGSEGV" in fails[sids["crash"]].text
+
+
+def test_improvement_is_not_a_failure(two_runs, planted, tmp_path):
+    """The planted (worse) run as the baseline, the real run gated against it."""
+    _, run_b, _ = two_runs
+    bad, sids = planted
+    worse = tmp_path / "worse.json"
+    assert harness("baseline", str(bad), "-o", str(worse)).returncode == 0
+    out = harness("gate", "--baseline", str(worse), str(run_b))
+    assert out.returncode == 0, out.stdout + out.stderr
+    text = out.stdout
+    assert f"IMPROVED   {ENGINE:<12} {sids['fail']}: now passing (was validation_error)" in text
+    assert f"IMPROVED   {ENGINE:<12} {sids['crash']}: a clean compile error now (was crash)" in text
+    assert f"NEW        {ENGINE:<12} {sids['gone']}: not in the baseline (now passing)" in text
+    assert "3 improvement(s); 1 new" in text and "GATE PASSED" in text
+    assert f"refresh it with: harness baseline {run_b} -o {worse}" in text
+
+
+def test_planted_slowdown_fires_the_latency_gate(two_runs, tmp_path):
+    run_a, run_b, baseline = two_runs
+
+    def slower(rec):
+        for k in ("compile_ns", "ttfm_ns"):
+            if rec.get(k) is not None:
+                rec[k] *= 3
+        for inst in rec.get("instances", ()):
+            for res in inst.get("results", {}).values():
+                res["mask_ns"] = [3 * t for t in res.get("mask_ns", [])]
+                res["commit_ns"] = [3 * t for t in res.get("commit_ns", [])]
+        return rec
+
+    slow = copy_run(run_a, tmp_path / "slow", slower)
+    out = harness("gate", "--baseline", str(baseline), str(slow))
+    assert out.returncode == 1, out.stdout + out.stderr
+    lines = {" ".join(l.split()[:3]): l for l in out.stdout.splitlines() if l.strip().startswith(ENGINE)}
+    for stat in ("TBM p50", "TTFM p50"):
+        line = lines[f"{ENGINE} {stat}"]
+        assert "×3.00" in line and line.rstrip().endswith("REGRESSION"), line
+    assert "latency regression(s)" in out.stdout and "outcome regression" not in out.stdout
+    warn = harness("gate", "--baseline", str(baseline), str(slow), "--latency", "warn")
+    assert warn.returncode == 0 and "WARNING (not failing)" in warn.stdout
+    assert "latency warning(s)" in warn.stdout
+    lax = harness("gate", "--baseline", str(baseline), str(slow), "--threshold", "3")
+    assert lax.returncode == 0, lax.stdout
+
+
+def test_input_errors_exit_2_with_one_line(two_runs, tmp_path, capsys):
+    """In process (``harness.cli.main``), to keep the many small calls fast."""
+    from harness.cli import main
+
+    run_a, _, baseline = two_runs
+
+    def gate(*args):
+        capsys.readouterr()
+        try:
+            rc = main(["gate", *args])
+        except SystemExit as e:  # argparse usage errors
+            rc = e.code
+        err = capsys.readouterr().err
+        assert rc == 2, err
+        assert err.count("\n") == 1 or err.startswith("usage:"), err
+        return err
+
+    assert "no-such.json: no such baseline file" in gate("--baseline", str(tmp_path / "no-such.json"), str(run_a))
+    (tmp_path / "bad.json").write_text("{not json")
+    assert "bad.json: not JSON" in gate("--baseline", str(tmp_path / "bad.json"), str(run_a))
+    (tmp_path / "other.json").write_text('{"format": "something-else"}')
+    assert "other.json: not a harness baseline" in gate("--baseline", str(tmp_path / "other.json"), str(run_a))
+    assert "no-run: no such run folder" in gate("--baseline", str(baseline), str(tmp_path / "no-run"))
+    empty = copy_run(run_a, tmp_path / "empty", lambda r: None)
+    assert "records.jsonl: no records" in gate("--baseline", str(baseline), str(empty))
+    meta = json.loads((run_a / "run.json").read_text())
+    meta["config"]["primary"] = "unicode"
+    other = copy_run(run_a, tmp_path / "unicode", lambda r: r)
+    (other / "run.json").write_text(json.dumps(meta))
+    assert "not comparable" in gate("--baseline", str(baseline), str(other))
+    assert "--threshold" in gate("--baseline", str(baseline), str(run_a), "--threshold", "-1")
+    assert "usage:" in gate(str(run_a))  # --baseline missing
+    capsys.readouterr()
+    assert main(["baseline", str(tmp_path / "no-run"), "-o", str(tmp_path / "x.json")]) == 2
+    assert "no such run folder" in capsys.readouterr().err
+    # and once through the real command line
+    out = harness("gate", "--baseline", str(tmp_path / "no-such.json"), str(run_a))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "no-such.json" in out.stderr
+
+
+@pytest.mark.parametrize("old,new,kind,words", [
+    ("passing", "passing", SAME, "still"),
+    ("passing", "validation_error", REGRESSION, "was passing"),
+    ("passing", "compile_error", REGRESSION, "was passing"),
+    ("compile_error", "invalidation_error", REGRESSION, "new invalidation error"),
+    ("validation_error", "invalidation_error", REGRESSION, "new invalidation error"),
+    ("compile_error", "timeout", REGRESSION, "new timeout"),
+    ("timeout", "crash", REGRESSION, "new crash"),
+    ("validation_error", "oom", REGRESSION, "new oom"),
+    ("validation_error", "compile_error", REGRESSION, "no longer compiles"),
+    ("invalidation_error", "validation_error", REGRESSION, "new validation error"),
+    ("validation_error", "bad_input", REGRESSION, "unusable"),
+    ("crash", "compile_error", IMPROVEMENT, "clean compile error"),
+    ("compile_error", "validation_error", IMPROVEMENT, "compiles now"),
+    ("invalidation_error", "passing", IMPROVEMENT, "now passing"),
+    ("bad_input", "compile_error", "changed", "usable again"),
+])
+def test_ratchet_rules(old, new, kind, words):
+    k, why = compare_outcome(old, new)
+    assert k == kind and words in why
