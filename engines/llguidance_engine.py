@@ -203,6 +203,12 @@ class LLGuidanceEngine(EngineAdapter):
         "lenient": {"lenient": True},
         # Any printable \\uXXXX escape in strings (default: only control characters).
         "unicode_escapes": {"json_allow_general_unicode_escapes": True},
+        # oneOf compiled as anyOf (default: a compile error), as vLLM's guidance backend can.
+        "coerce_one_of": {"coerce_one_of": True},
+        # No whitespace between tokens (vLLM's `disable_any_whitespace` for guidance).
+        # vLLM's `disable_additional_properties` is a schema rewrite in vLLM (adds
+        # additionalProperties: false), not an llguidance option: no configuration here.
+        "no_whitespace": {"whitespace_flexible": False},
     }
 
     def __init__(self, vocab: Vocabulary, config: str = "default", **overrides: Any):

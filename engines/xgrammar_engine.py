@@ -168,6 +168,11 @@ class XGrammarEngine(EngineAdapter):
         # No free whitespace. NB: with separators=None xgrammar then fixes json.dumps'
         # default layout, ", " and ": " (so `{"a": 1, "b": 2}` only, not `{"a":1,"b":2}`).
         "compact": {**XGRAMMAR_DEFAULTS, "any_whitespace": False},
+        # Properties in any order (default: the order of `properties` only).
+        "any_order": {**XGRAMMAR_DEFAULTS, "any_order": True},
+        # vLLM's xgrammar backend with `disable_additional_properties` has no engine option
+        # to map to: vLLM rewrites the schema (additionalProperties: false on every object),
+        # which strict_mode=True (the default here) already does for undeclared properties.
     }
     #: Capture xgrammar's C++ stderr during compile into ``CompiledGrammar.warnings``.
     capture_stderr = True

@@ -31,7 +31,26 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "jobs": 1,
     "serializations": ["ascii", "unicode", "compact"],
     "primary": "ascii",
+    #: K extra replays of each valid instance's primary serialisation with seeded
+    #: non-canonical tokenisations (harness/segment.py); 0 = none.
+    "segmentations": 0,
+    # suite e2e (harness/e2e): the decode loop's runtime and options
+    "runtime": "auto",
+    "model": "tiny",
+    "quant": "Q8_0",
+    "max_tokens": 128,
+    "batch": 1,
+    "overlap": False,
+    "device": "cpu",
+    "seed": 0,
+    "temperature": 1.0,
+    "server": None,
+    "apply": "auto",
 }
+
+#: Configuration keys handed to e2e jobs as ``payload["e2e"]``.
+E2E_KEYS = ("runtime", "model", "quant", "max_tokens", "batch", "overlap", "device", "seed",
+            "temperature", "server", "apply")
 
 
 def engine_status(spec: EngineSpec) -> dict[str, Any]:
@@ -66,6 +85,9 @@ def _jobs(suite, specs: list[EngineSpec], config: dict[str, Any],
                 "tokenizer": config["tokenizer"],
                 "serializations": config["serializations"],
                 "primary": config["primary"],
+                "segmentations": config.get("segmentations", 0),
+                "kind": getattr(suite, "job_kind", "replay"),
+                "e2e": {k: config.get(k) for k in E2E_KEYS},
             })
 
 

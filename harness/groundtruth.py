@@ -1,13 +1,14 @@
 """Ground truth: is an instance valid under its schema, per ``jsonschema``?
 
-The validator class comes from ``$schema`` (Draft 2020-12 when absent or unknown), with
-format checking on. Schemas are untrusted: references are resolved only inside the
+The validator class comes from ``$schema`` (the caller's ``default_draft`` when absent or
+unknown, else Draft 2020-12), with format checking on unless the caller turns it off. Schemas are untrusted: references are resolved only inside the
 schema itself (and any resources the caller registers); a remote ``$ref`` is never
 fetched, it makes the verdict unknown (``None``) with the reason.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterable
 
 import jsonschema
@@ -16,31 +17,83 @@ import referencing.exceptions
 from jsonschema.validators import validator_for
 
 
+#: ``default_draft`` names (as in the JSON-Schema-Test-Suite's folders) → validator class.
+DRAFTS: dict[str, type] = {
+    "draft2020-12": jsonschema.Draft202012Validator,
+    "draft2019-09": jsonschema.Draft201909Validator,
+    "draft7": jsonschema.Draft7Validator,
+    "draft6": jsonschema.Draft6Validator,
+    "draft4": jsonschema.Draft4Validator,
+}
+
+
 def _refuse(uri: str):
     raise referencing.exceptions.NoSuchResource(ref=uri)
 
 
-def offline_registry(resources: Iterable[tuple[str, Any]] = ()) -> referencing.Registry:
-    """A registry that never touches the network (``retrieve`` always refuses)."""
+def offline_registry(resources: Iterable[tuple[str, Any]] = (),
+                     default_draft: str | None = None) -> referencing.Registry:
+    """A registry that never touches the network (``retrieve`` always refuses).
+
+    Resources without ``$schema`` are read as ``default_draft`` (Draft 2020-12 if None)."""
+    spec = referencing.jsonschema.DRAFT202012
+    if default_draft in DRAFTS:
+        spec = referencing.jsonschema.specification_with(DRAFTS[default_draft].META_SCHEMA["$schema"])
     reg = referencing.Registry(retrieve=_refuse)
     for uri, contents in resources:
         reg = reg.with_resource(uri, referencing.Resource.from_contents(
-            contents, default_specification=referencing.jsonschema.DRAFT202012))
+            contents, default_specification=spec))
     return reg
+
+
+class _Duplicate(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in obj:
+            raise _Duplicate(k)
+        obj[k] = v
+    return obj
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_instance_text(text: str) -> tuple[Any, str | None]:
+    """Strict RFC 8259 parse of an exact instance text: (value, None) or (None, why).
+
+    Stricter than ``json.loads``: ``NaN``/``Infinity`` are refused and duplicate object keys
+    are reported (their meaning is undefined in JSON Schema's data model; callers decide the
+    verdict, see ``suites/drift_probes.py``). Raw control characters in strings are refused
+    (``json.loads`` is strict about them by default).
+    """
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates,
+                          parse_constant=_no_constant), None
+    except _Duplicate as e:
+        return None, f"duplicate object key {str(e)!r}: undefined in JSON Schema's data model"
+    except ValueError as e:  # JSONDecodeError included
+        return None, f"not JSON: {' '.join(str(e).split())[:200]}"
 
 
 class GroundTruth:
     """A compiled validator for one schema."""
 
-    def __init__(self, schema: Any, registry: referencing.Registry | None = None) -> None:
-        cls = validator_for(schema, default=jsonschema.Draft202012Validator)
+    def __init__(self, schema: Any, registry: referencing.Registry | None = None,
+                 default_draft: str | None = None, format_assertion: bool = True) -> None:
+        cls = validator_for(schema, default=DRAFTS.get(default_draft or "",
+                                                       jsonschema.Draft202012Validator))
         self.draft = cls.__name__
         self.error: str | None = None
         try:
             self.validator = cls(
                 schema,
                 registry=registry if registry is not None else offline_registry(),
-                format_checker=cls.FORMAT_CHECKER,
+                format_checker=cls.FORMAT_CHECKER if format_assertion else None,
             )
         except Exception as e:  # a schema jsonschema cannot even load
             self.validator = None

@@ -20,7 +20,7 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
     os.environ.setdefault(_var, "false" if _var == "TOKENIZERS_PARALLELISM" else "1")
 
 from harness import outcomes  # noqa: E402
-from harness.groundtruth import GroundTruth, offline_registry  # noqa: E402
+from harness.groundtruth import GroundTruth, offline_registry, parse_instance_text  # noqa: E402
 from harness.measure import SERIALIZATIONS, replay  # noqa: E402
 
 
@@ -68,12 +68,23 @@ def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, A
     import json
 
     schema = json.loads(case["schema_text"])
-    truth = GroundTruth(schema, offline_registry(case.get("resources", ())))
+    draft = case.get("default_draft")
+    truth = GroundTruth(schema, offline_registry(case.get("resources", ()), draft),
+                        default_draft=draft, format_assertion=case.get("format_assertion", True))
+    trust_label = case.get("expected_from") == "label"
     instances: list[dict[str, Any]] = []
-    for index, data, label in case["instances"]:
-        verdict, why = truth.verdict(data)
+    for item in case["instances"]:
+        index, data, label = item[:3]
+        text = item[3] if len(item) > 3 else None
+        if text is not None:  # an exact text: ground truth on its strict parse
+            data, why = parse_instance_text(text)
+            verdict, why = (None, why) if why else truth.verdict(data)
+        else:
+            verdict, why = truth.verdict(data)
         inst: dict[str, Any] = {"index": index, "label": label, "truth": verdict,
-                                "expected": label if verdict is None else verdict}
+                                "expected": label if verdict is None or trust_label else verdict}
+        if text is not None:
+            inst["text"] = text
         if why:
             inst["truth_error"] = why
         if verdict is not None and verdict != label:
@@ -100,13 +111,17 @@ def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, A
 
     phase("replay", record["ttfm_ns"])
     sers = job["serializations"]
+    primary = job["primary"]
+    n_seg = int(job.get("segmentations") or 0)
     stop_ids = vocab.stop_ids
-    for inst, (_, data, _) in zip(instances, case["instances"]):
+    for inst, item in zip(instances, case["instances"]):
+        data = item[1]
+        exact = item[3] if len(item) > 3 else None
         results: dict[str, Any] = {}
         seen: dict[str, str] = {}
-        for ser in sers:
+        for ser in (("text",) if exact is not None else sers):
             try:
-                text = SERIALIZATIONS[ser](data)
+                text = exact if exact is not None else SERIALIZATIONS[ser](data)
             except (TypeError, ValueError) as e:
                 inst["bad_instance"] = one_line(e)
                 break
@@ -117,20 +132,53 @@ def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, A
             tokens = vocab.encode(text)
             r = replay(grammar.matcher(), tokens, bitmask, stop_ids)
             results[ser] = r.to_json()
+        if n_seg and inst["expected"] is True and "bad_instance" not in inst:
+            of = "text" if exact is not None else primary
+            results.update(_segmentation_replays(
+                grammar, vocab, bitmask, case["case_id"], inst["index"], of,
+                exact if exact is not None else SERIALIZATIONS[primary](data), n_seg))
         inst["results"] = results
     record["instances"] = instances
+    # An exact-text instance is judged on its one replay, "text", whatever the primary is.
     record["outcome"] = outcomes.classify(
-        (i for i in instances if "bad_instance" not in i), job["primary"])
-    primary = job["primary"]
-    record["tokens"] = sum(len(i["results"].get(primary, {}).get("mask_ns", ()))
+        ({**i, "results": {primary: i["results"].get("text")}} if "text" in i else i
+         for i in instances if "bad_instance" not in i), primary)
+    record["tokens"] = sum(len(i["results"].get(primary, i["results"].get("text", {}))
+                               .get("mask_ns", ()))
                            for i in instances if "results" in i)
     record["busy_ns"] = time.perf_counter_ns() - t_busy
     return record
 
 
+def _segmentation_replays(grammar, vocab, bitmask, case_id: str, index: int, of: str,
+                          text: str, k: int) -> dict[str, Any]:
+    """``seg0`` … ``seg<k-1>``: ``text`` (serialisation ``of``) replayed with ``k`` seeded
+    non-canonical tokenisations (:mod:`harness.segment`). Each keeps only what judges and
+    reproduces it: status, token count, where it was rejected, the seed, ``of``."""
+    from harness.segment import SegmentationError, seed_for, segmentations
+
+    seeds = [seed_for(case_id, index, j) for j in range(k)]
+    try:
+        seqs = segmentations(vocab, text, seeds)
+    except SegmentationError as e:
+        return {f"seg{j}": {"status": "error", "error": str(e)[:300], "seed": s, "of": of}
+                for j, s in enumerate(seeds)}
+    out: dict[str, Any] = {}
+    for j, (seed, tokens) in enumerate(zip(seeds, seqs)):
+        r = replay(grammar.matcher(), tokens, bitmask, vocab.stop_ids)
+        res: dict[str, Any] = {"status": r.status, "n_tokens": r.n_tokens, "seed": seed, "of": of}
+        for key in ("reject_at", "disagreement", "error"):
+            if getattr(r, key) is not None:
+                res[key] = getattr(r, key)
+        out[f"seg{j}"] = res
+    return out
+
+
 #: Job kinds other than the default replay: ``kind`` → "module:function" taking
 #: ``(job, phase)`` and returning a record (with at least engine, schema_id, outcome).
-JOB_KINDS: dict[str, str] = {}
+JOB_KINDS: dict[str, str] = {
+    "e2e": "harness.e2e.job:run_e2e_job",
+}
 
 
 def _job_function(kind: str):

@@ -13,12 +13,19 @@ from typing import Any, Iterator, Protocol
 
 @dataclass(frozen=True)
 class Instance:
-    """One test instance: the JSON value and the corpus's claim about its validity."""
+    """One test instance: the JSON value and the corpus's claim about its validity.
+
+    ``text``, when set, is the exact JSON text to replay (the ``drift`` probes: whitespace,
+    key order, duplicate keys and number forms only exist in the bytes). The worker then
+    replays that text alone, recorded under the serialisation name ``text``, and computes
+    ground truth on its strict parse (``data`` is informative only).
+    """
 
     index: int
     data: Any
     label_valid: bool
     description: str = ""
+    text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -41,18 +48,37 @@ class Case:
     #: (uri, schema) pairs that ground truth may resolve ``$ref`` against, offline
     #: (e.g. the JSON-Schema-Test-Suite's ``remotes/``). Engines never see them.
     resources: tuple[tuple[str, Any], ...] = ()
+    #: Validator for ground truth when the schema has no ``$schema`` ("draft7",
+    #: "draft2020-12", ...; None = Draft 2020-12). The schema handed to engines is unchanged.
+    default_draft: str | None = None
+    #: Ground truth checks ``format`` (True) or treats it as an annotation (False).
+    format_assertion: bool = True
+    #: Where the expected verdict comes from: "jsonschema" (its verdict; the label only where
+    #: it cannot decide) or "label" (the corpus is the specification: the JSON-Schema-Test-Suite).
+    expected_from: str = "jsonschema"
 
     def to_job(self) -> dict[str, Any]:
-        """The picklable payload a worker needs (no file access in the worker)."""
-        return {
+        """The picklable payload a worker needs (no file access in the worker).
+
+        Instances are ``(index, data, label)``, or ``(index, data, label, text)`` when the
+        instance is an exact text."""
+        job = {
             "suite": self.suite,
             "case_id": self.case_id,
             "subset": self.subset,
             "source": self.source,
             "schema_text": self.schema_text,
-            "instances": [(i.index, i.data, i.label_valid) for i in self.instances],
+            "instances": [(i.index, i.data, i.label_valid) if i.text is None
+                          else (i.index, i.data, i.label_valid, i.text) for i in self.instances],
             "resources": list(self.resources),
         }
+        if self.default_draft is not None:
+            job["default_draft"] = self.default_draft
+        if not self.format_assertion:
+            job["format_assertion"] = False
+        if self.expected_from != "jsonschema":
+            job["expected_from"] = self.expected_from
+        return job
 
 
 class SuiteError(Exception):

@@ -18,7 +18,37 @@ def _jsonschemabench(**opts: Any):
     )
 
 
-SUITES: dict[str, Callable[..., Any]] = {"jsonschemabench": _jsonschemabench}
+def _json_schema_test_suite(**opts: Any):
+    from suites.json_schema_test_suite import JsonSchemaTestSuite
+
+    return JsonSchemaTestSuite(
+        data=opts.get("data"),
+        subsets=opts.get("subsets"),
+        sample=opts.get("sample"),
+        schemas=opts.get("schemas"),
+    )
+
+
+def _drift(**opts: Any):
+    from suites.drift import Drift
+
+    return Drift(subsets=opts.get("subsets"), sample=opts.get("sample"),
+                 schemas=opts.get("schemas"), data=opts.get("data"))
+
+
+def _e2e(**opts: Any):
+    from suites.e2e import E2ESuite
+
+    return E2ESuite(data=opts.get("data"), subsets=opts.get("subsets"),
+                    sample=opts.get("sample"), schemas=opts.get("schemas"))
+
+
+SUITES: dict[str, Callable[..., Any]] = {
+    "jsonschemabench": _jsonschemabench,
+    "json-schema-test-suite": _json_schema_test_suite,
+    "drift": _drift,
+    "e2e": _e2e,
+}
 
 
 def build_suite(name: str, **opts: Any):
