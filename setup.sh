@@ -9,4 +9,12 @@ PY=${PYTHON:-python3}
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -e ".[engines,tekken,qwen2,test]"
+# Optional runtime of the e2e suite: llama-cpp-python built once from source (~4+ min on 2
+# cores) and cached under ~/.cache/grammar-harness/wheels; later runs install it in seconds.
+# HARNESS_NO_LLAMACPP=1 skips it; outside CI a failed build only leaves the runtime out.
+if [ -z "${HARNESS_NO_LLAMACPP:-}" ]; then
+  if [ -n "${CI:-}" ]; then bash scripts/build_llamacpp.sh
+  else bash scripts/build_llamacpp.sh || echo "setup: llama-cpp-python not installed (optional: the e2e suite's llamacpp runtime)" >&2
+  fi
+fi
 .venv/bin/harness engines

@@ -20,6 +20,11 @@ _ENGINES: dict[str, tuple[str, str, str | None]] = {
     "xgrammar": ("engines.xgrammar_engine", "XGrammarEngine", "xgrammar"),
     "llguidance": ("engines.llguidance_engine", "LLGuidanceEngine", "llguidance"),
     "outlines": ("engines.outlines_engine", "OutlinesEngine", "outlines_core"),
+    # llama.cpp's own JSON-schema → GBNF path (optional: scripts/build_llamacpp.sh); hidden
+    # from --engine all, asked for by name.
+    "llamacpp-gbnf": ("engines.llamacpp_gbnf_engine", "LlamaCppGbnfEngine", "llama_cpp"),
+    # vLLM offline (e2e suite only; GPU machines): "not run" where vllm is not installed
+    "vllm": ("engines.serving.vllm_offline", "VllmEngine", "vllm"),
     # Test doubles: hidden from --engine all and from `harness engines` unless asked.
     "null": ("engines.testing", "NullEngine", None),
     "faulty": ("engines.testing", "FaultyEngine", None),

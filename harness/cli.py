@@ -35,17 +35,22 @@ def _run_parser(sub) -> None:
     p.add_argument("--jobs", type=int, help="worker processes (default 1)")
     p.add_argument("--serializations", help="comma-separated of ascii,unicode,compact (default: all three)")
     p.add_argument("--primary", help="serialisation that decides schema outcomes and TBM (default ascii)")
+    p.add_argument("--segmentations", type=int,
+                   help="K seeded non-canonical tokenisations replayed per valid instance (default 0)")
     p.add_argument("--results", help="folder for run folders (default: results/)")
     p.add_argument("--reports", help="folder for reports (default: reports/)")
     p.add_argument("--resume", help="continue the run in this run folder")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from harness.e2e.options import add_run_arguments
+
+    add_run_arguments(p)
 
 
 def _config_from_args(args) -> dict:
     """The options given explicitly on the command line (unset ones stay absent)."""
     given = {}
     for key in ("suite", "engines", "tokenizer", "data", "sample", "schemas", "timeout_s",
-                "memory_gib", "jobs", "primary"):
+                "memory_gib", "jobs", "primary", "segmentations"):
         v = getattr(args, key)
         if v is not None:
             given[key] = v
@@ -53,12 +58,16 @@ def _config_from_args(args) -> dict:
         given["subsets"] = [s.strip() for x in args.subsets for s in x.split(",") if s.strip()]
     if args.serializations:
         given["serializations"] = [s.strip() for s in args.serializations.split(",") if s.strip()]
+    from harness.e2e.options import config_from_args
+
+    given.update(config_from_args(args))
     return given
 
 
 def cmd_run(args) -> int:
     from engines.registry import UnknownEngine
-    from harness import benchmark, derive, report_md, table
+    from harness import benchmark, derive, table
+    from harness.report_html import write_reports
     from harness.measure import SERIALIZATIONS
     from harness.store import RunStore, StoreError
     from harness.vocab import VocabularyError
@@ -96,10 +105,14 @@ def cmd_run(args) -> int:
         return 130
     summary = derive.finalize(store)
     reports_root = Path(args.reports) if args.reports else REPORTS_DEFAULT
-    report = report_md.write_report(store, summary, reports_root / store.path.name)
+    html_report, report = write_reports([store.path], reports_root / store.path.name)
     print(table.render_text(summary))
+    from harness.e2e.summary import render_text as e2e_text
+
+    if e2e_text(summary):
+        print("\n" + e2e_text(summary))
     eff = summary.get("parallel_efficiency")
-    print(f"\nrun folder: {store.path}\nreport:     {report}"
+    print(f"\nrun folder: {store.path}\nreport:     {report} (and {html_report.name})"
           + (f"\nparallel efficiency: {eff:.1%} ({config['jobs']} jobs, wall {summary['wall_s']:.1f} s)"
              if eff is not None else ""))
     return 0
@@ -119,18 +132,19 @@ def cmd_engines(args) -> int:
 
 
 def cmd_summary(args) -> int:
-    from harness import derive, report_md, table
+    from harness import derive, table
+    from harness.report_html import write_reports
     from harness.store import RunStore, StoreError
 
     try:
-        store = RunStore.open(Path(args.run))
+        store = RunStore.open_readonly(Path(args.run))  # safe on a run still going
     except StoreError as e:
         return _fail(str(e))
     summary = derive.finalize(store)
     out = Path(args.output) if args.output else REPORTS_DEFAULT / store.path.name
-    report = report_md.write_report(store, summary, out)
+    html_report, report = write_reports([store.path], out)
     print(table.render_text(summary))
-    print(f"\nreport: {report}")
+    print(f"\nreport: {report} (and {html_report.name})")
     return 0
 
 
@@ -141,7 +155,7 @@ def _fail(msg: str) -> int:
 
 #: Further subcommands live in their own modules, each with ``add_parser(subparsers)``
 #: (which sets ``handler`` via ``set_defaults``); listed here so the CLI stays thin.
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = ["harness.cmd_report", "harness.cmd_gate"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,193 @@
+"""llama.cpp's own JSON-schema path as an engine row: ``llamacpp-gbnf``.
+
+``LlamaGrammar.from_json_schema`` (llama-cpp-python's schema → GBNF converter) compiled by
+llama.cpp's grammar sampler (``llama_sampler_init_grammar``). The sampler needs a
+``llama_vocab``: the adapter loads, vocabulary only, the harness's own GGUF for the
+vocabulary (:mod:`harness.e2e.gguf_model`; only the Llama-3 vocabulary is supported).
+
+- ``fill_mask``: the grammar sampler applied to a candidate array of every token with logit 0;
+  tokens it sets to -inf are disallowed. Stop tokens (llama.cpp's end-of-generation set) are
+  allowed exactly when the grammar can end.
+- ``commit``: checked against the last mask first (llama.cpp throws a C++ exception, which
+  would abort the process, on a token the grammar cannot accept), then
+  ``llama_sampler_accept``.
+- ``rollback`` is not supported by llama.cpp's grammar (ValueError).
+
+In the e2e suite with ``--runtime llamacpp`` the row uses llama-cpp-python's own path
+(``Llama.generate(grammar=...)``) instead of this matcher.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+from engines.base import (
+    CompiledGrammar,
+    CompileError,
+    EngineAdapter,
+    EngineUnavailable,
+    Matcher,
+    bitmask_words,
+    check_bitmask,
+    one_line,
+)
+from harness.vocab import Vocabulary
+
+_TOKEN_DTYPE = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
+
+
+def _import():
+    try:
+        import llama_cpp
+        from llama_cpp.llama_grammar import LlamaGrammar
+    except Exception as e:
+        raise EngineUnavailable(
+            f"llama_cpp cannot be imported ({one_line(e, 200)}); install it with: "
+            "bash scripts/build_llamacpp.sh") from None
+    return llama_cpp, LlamaGrammar
+
+
+class _VocabModel:
+    """A vocabulary-only llama.cpp model (kept for the process's life)."""
+
+    _cache: dict[str, Any] = {}
+
+    @classmethod
+    def vocab_ptr(cls, vocab: Vocabulary):
+        llama_cpp, _ = _import()
+        if vocab.name != "llama3":
+            raise EngineUnavailable("llamacpp-gbnf runs with the llama3 vocabulary only")
+        key = vocab.fingerprint
+        if key not in cls._cache:
+            from harness.e2e.gguf_model import ensure_gguf
+
+            path = ensure_gguf("micro", "Q8_0", 0, vocab)
+            from llama_cpp._logger import set_verbose
+
+            set_verbose(False)  # llama.cpp's loader prints the whole model info otherwise
+            llama_cpp.llama_backend_init()
+            params = llama_cpp.llama_model_default_params()
+            params.vocab_only = True
+            model = llama_cpp.llama_model_load_from_file(str(path).encode(), params)
+            if not model:
+                raise EngineUnavailable(f"llama.cpp could not load the vocabulary of {path}")
+            cls._cache[key] = (model, llama_cpp.llama_model_get_vocab(model))
+        return cls._cache[key][1]
+
+
+class LlamaCppGbnfMatcher(Matcher):
+    def __init__(self, owner: "LlamaCppGbnfCompiled"):
+        self._o = owner
+        self._smpl = owner._new_sampler()
+        self._dead = False
+        self._mask: np.ndarray | None = None  # bool allowed[V] of the current state
+        self._bm = None
+
+    def _allowed(self) -> np.ndarray:
+        if self._mask is None:
+            o = self._o
+            arr = o._cand
+            arr["logit"] = 0.0
+            arr["id"] = o._ids
+            o._carr.size = o.V
+            o._carr.selected = -1
+            o._carr.sorted = False
+            o.llama_cpp.llama_sampler_apply(self._smpl, ctypes.byref(o._carr))
+            self._mask = arr["logit"] != -np.inf
+        return self._mask
+
+    def fill_mask(self, bitmask: np.ndarray) -> None:
+        if bitmask is not self._bm:
+            check_bitmask(bitmask, self._o.words)
+            self._bm = bitmask
+        if self._dead:
+            bitmask.fill(0)
+            return
+        packed = np.packbits(self._allowed(), bitorder="little")
+        buf = bitmask.view(np.uint8)
+        buf[: packed.size] = packed
+        buf[packed.size:] = 0
+
+    def commit(self, token_id: int) -> bool:
+        if self._dead:
+            return False
+        allowed = self._allowed()
+        if not (0 <= token_id < self._o.V) or not allowed[token_id]:
+            self._dead = True
+            return False
+        if token_id in self._o.stop_ids:
+            return True  # the sequence ends; the grammar is not advanced
+        self._o.llama_cpp.llama_sampler_accept(self._smpl, int(token_id))
+        self._mask = None
+        return True
+
+    def eos_allowed(self) -> bool:
+        if self._dead:
+            return False
+        allowed = self._allowed()
+        return any(allowed[s] for s in self._o.stop_ids)
+
+    def rollback(self, n: int) -> None:
+        if n:
+            raise ValueError("llamacpp-gbnf: llama.cpp's grammar sampler cannot roll back")
+
+    def reset(self) -> None:
+        self._o.llama_cpp.llama_sampler_reset(self._smpl)
+        self._dead = False
+        self._mask = None
+
+    def __del__(self):
+        try:
+            self._o.llama_cpp.llama_sampler_free(self._smpl)
+        except Exception:
+            pass
+
+
+class LlamaCppGbnfCompiled(CompiledGrammar):
+    def __init__(self, llama_cpp, vocab_ptr, gbnf: str, V: int, stop_ids):
+        self.llama_cpp, self.vocab_ptr, self.gbnf = llama_cpp, vocab_ptr, gbnf
+        self.V, self.words = V, bitmask_words(V)
+        self.stop_ids = frozenset(stop_ids)
+        self._cand = np.zeros(V, dtype=_TOKEN_DTYPE)
+        self._ids = np.arange(V, dtype=np.int32)
+        self._carr = llama_cpp.llama_token_data_array(
+            data=self._cand.ctypes.data_as(llama_cpp.llama_token_data_p), size=V, selected=-1,
+            sorted=False)
+        first = self._new_sampler()
+        llama_cpp.llama_sampler_free(first)
+
+    def _new_sampler(self):
+        s = self.llama_cpp.llama_sampler_init_grammar(self.vocab_ptr, self.gbnf.encode(),
+                                                       b"root")
+        if not s:
+            raise CompileError("llama.cpp could not parse the GBNF grammar")
+        return s
+
+    def matcher(self) -> Matcher:
+        return LlamaCppGbnfMatcher(self)
+
+
+class LlamaCppGbnfEngine(EngineAdapter):
+    name = "llamacpp-gbnf"
+    package = "llama_cpp_python"
+    configs = {"default": {}}
+    #: not part of --engine all (optional install; ~10 ms a mask): ask for it by name
+    hidden = True
+
+    def __init__(self, vocab: Vocabulary, config: str = "default", **overrides: Any):
+        super().__init__(vocab, config, **overrides)
+        self.llama_cpp, self.LlamaGrammar = _import()
+        self._vocab_ptr = _VocabModel.vocab_ptr(vocab)
+
+    def gbnf(self, schema_text: str) -> str:
+        try:
+            return self.LlamaGrammar.from_json_schema(schema_text, verbose=False)._grammar
+        except Exception as e:  # the converter raises plain Exceptions / ValueErrors
+            raise CompileError(one_line(e)) from None
+
+    def compile(self, schema_text: str) -> CompiledGrammar:
+        return LlamaCppGbnfCompiled(self.llama_cpp, self._vocab_ptr, self.gbnf(schema_text),
+                                    self.vocab.size, self.vocab.stop_ids)

@@ -1,0 +1,36 @@
+"""``harness run`` flags of the e2e suite (added to the run parser by harness/cli.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: flag attribute → configuration key (harness/benchmark.py DEFAULT_CONFIG)
+FLAG_KEYS = ("model", "runtime", "max_tokens", "batch", "overlap", "device", "quant", "server",
+             "apply")
+
+
+def add_run_arguments(p) -> None:
+    g = p.add_argument_group("e2e suite (decode loop with the mask)")
+    g.add_argument("--model", choices=("micro", "tiny", "small", "1b", "8b"), help="model size: tiny (~70M), small (~360M), 1b, 8b (GPU); "
+                                   "micro for tests (default tiny)")
+    g.add_argument("--runtime", choices=("auto", "torch", "llamacpp", "llamacpp:eval"), help="llamacpp (logits_processor), llamacpp:eval (the harness's "
+                                     "loop over llama.cpp), torch; default: llamacpp where "
+                                     "installed, else torch")
+    g.add_argument("--max-tokens", dest="max_tokens", type=int,
+                   help="token budget per output; a sequence without EOS by then is a runaway "
+                        "(default 128)")
+    g.add_argument("--batch", type=int, help="sequences decoded together (torch runtime; default 1)")
+    g.add_argument("--overlap", action="store_const", const=True, default=None,
+                   help="compute the next mask on a CPU thread while the forward pass runs")
+    g.add_argument("--device", help="cpu (default) or cuda (torch runtime)")
+    g.add_argument("--quant", choices=("Q8_0", "F16", "F32"), help="GGUF weights: Q8_0 (default), F16, F32 (llamacpp runtime)")
+    g.add_argument("--server", help="OpenAI-compatible server URL (the serving route), "
+                                    "optionally dialect+URL: vllm+, sglang+, llamacpp+")
+    g.add_argument("--apply", choices=("auto", "engine", "shared"),
+                   help="mask kernel: auto (xgrammar's own for xgrammar, the harness's shared "
+                        "kernel otherwise; default), engine (each engine's own torch kernel), "
+                        "shared")
+
+
+def config_from_args(args) -> dict[str, Any]:
+    return {k: getattr(args, k) for k in FLAG_KEYS if getattr(args, k, None) is not None}

@@ -1,0 +1,32 @@
+"""The prompt of every e2e job: Llama 3's chat format asking for an instance of the schema.
+
+With random weights the words do not steer the output; the prompt gives the prefill a
+realistic length (the schema itself, capped at ``max_schema_tokens``).
+"""
+
+from __future__ import annotations
+
+from harness.vocab import Vocabulary
+
+SYSTEM = "You answer with one JSON value and nothing else."
+ASK = "Give a JSON instance that satisfies this JSON Schema:\n"
+
+
+def _special(vocab: Vocabulary, name: str) -> int:
+    b = name.encode()
+    for i in vocab.special_ids:
+        if vocab.tokens[i] == b:
+            return i
+    raise KeyError(name)
+
+
+def build_prompt(vocab: Vocabulary, schema_text: str, max_schema_tokens: int = 2048) -> list[int]:
+    start, end, eot = (_special(vocab, "<|start_header_id|>"),
+                       _special(vocab, "<|end_header_id|>"), _special(vocab, "<|eot_id|>"))
+    schema_ids = vocab.encode(schema_text)[:max_schema_tokens]
+    ids = [vocab.bos_id] if vocab.bos_id is not None else []
+    for role, body in (("system", vocab.encode(SYSTEM)),
+                       ("user", vocab.encode(ASK) + schema_ids)):
+        ids += [start, *vocab.encode(role), end, *vocab.encode("\n\n"), *body, eot]
+    ids += [start, *vocab.encode("assistant"), end, *vocab.encode("\n\n")]
+    return ids

@@ -1,0 +1,93 @@
+"""The runtime interface the decode loop sees, and the per-process model cache.
+
+A runtime holds one model and ``batch`` sequences:
+
+``prefill(ids) -> logits``     start every sequence of the batch on the same prompt ``ids``;
+                               returns the next-token logits, a float32 torch tensor [B, V]
+``step(tokens) -> logits``     feed one token per sequence; returns the next logits [B, V]
+
+The logits tensor may be a view of the runtime's own buffer (llama.cpp): it is valid until
+the next call, and the loop masks it in place. Weights are random, seeded, and made once per
+worker process: :func:`get_runtime` caches runtimes by (runtime, size, quant, seed, device,
+batch, threads).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import torch
+
+
+class RuntimeUnavailable(Exception):
+    """The runtime's package is not installed (the message says how to get it)."""
+
+
+class Runtime(Protocol):
+    name: str
+    vocab_size: int
+    batch: int
+    device: str
+
+    def prefill(self, ids: list[int]) -> torch.Tensor: ...
+
+    def step(self, tokens: list[int]) -> torch.Tensor: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+RUNTIMES = ("torch", "llamacpp", "llamacpp:eval")
+
+_CACHE: dict[tuple, Any] = {}
+
+
+def runtime_key(opts: dict[str, Any]) -> tuple:
+    return (opts["runtime"], opts["model"], opts.get("quant"), opts.get("seed", 0),
+            opts.get("device", "cpu"), opts.get("batch", 1), opts.get("threads", 1),
+            opts.get("dtype"), opts.get("n_ctx"))
+
+
+def build_runtime(opts: dict[str, Any]):
+    """A fresh runtime for the e2e options (``runtime``, ``model``, ``quant``, ``seed``,
+    ``device``, ``batch``, ``threads``, ``dtype``, ``n_ctx``)."""
+    name = opts["runtime"]
+    if name == "torch":
+        from harness.e2e.runtime_torch import TorchRuntime
+
+        return TorchRuntime(opts["model"], device=opts.get("device", "cpu"),
+                            dtype=opts.get("dtype"), seed=opts.get("seed", 0),
+                            batch=opts.get("batch", 1), threads=opts.get("threads", 1))
+    if name in ("llamacpp", "llamacpp:eval"):
+        from harness.e2e.runtime_llamacpp import LlamaCppRuntime
+
+        if opts.get("batch", 1) != 1:
+            raise ValueError("the llamacpp runtime runs batch 1 only (use --runtime torch)")
+        if opts.get("device", "cpu") != "cpu":
+            raise ValueError("the llamacpp runtime is built CPU-only here (use --runtime torch)")
+        return LlamaCppRuntime(opts["model"], quant=opts.get("quant") or "Q8_0",
+                               seed=opts.get("seed", 0), threads=opts.get("threads", 1),
+                               n_ctx=opts.get("n_ctx") or 4096)
+    raise ValueError(f"unknown runtime {name!r}; known: {', '.join(RUNTIMES)}")
+
+
+def get_runtime(opts: dict[str, Any]):
+    """The cached runtime for these options (built on first use in this process)."""
+    key = runtime_key(opts)
+    rt = _CACHE.get(key)
+    if rt is None:
+        # one model per worker at a time: drop others before building (memory)
+        _CACHE.clear()
+        rt = _CACHE[key] = build_runtime(opts)
+        warm_up(rt)
+    return rt
+
+
+def warm_up(rt) -> None:
+    """One short prefill and two steps, so that the first job's TTFT does not carry the
+    runtime's one-time costs (lazy initialisation, graph and buffer allocation)."""
+    import torch
+
+    with torch.inference_mode():
+        rt.prefill([128000, 1, 2, 3])
+        rt.step([4] * rt.batch)
+        rt.step([5] * rt.batch)

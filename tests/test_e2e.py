@@ -1,0 +1,232 @@
+"""End-to-end decode loop (harness/e2e) on the torch runtime at the test-only ``micro`` size:
+a two-layer Llama with the real 128,256-row LM head and random weights."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from engines.registry import EngineSpec, is_installed
+from harness.e2e import loop as e2e_loop
+from harness.e2e.job import resolve_options, run_e2e_job
+from harness.e2e.prompt import build_prompt
+from harness.e2e.runtime import get_runtime
+from harness.e2e.sampling import Bitmask, Sampler, apply_kernel, apply_shared
+from harness.e2e.validate import check_output
+from harness.groundtruth import GroundTruth
+from harness.vocab import load_vocabulary
+
+ENGINES = [e for e in ("xgrammar", "llguidance", "outlines") if is_installed(e)]
+
+SCHEMAS = [
+    {"type": "boolean"},
+    {"enum": ["yes", "no", 12]},
+    {"type": "integer"},
+]  # (outlines-core drops minimum/maximum: with bounds it emits e.g. 453 for maximum 99)
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    return load_vocabulary("llama3")
+
+
+@pytest.fixture(scope="module")
+def rt():
+    return get_runtime({"runtime": "torch", "model": "micro", "seed": 0})
+
+
+class EosBiased:
+    """The runtime with a large bias on the stop tokens: a sound mask is the only thing
+    between the model and an immediate EOS, so every output must end exactly when the
+    grammar allows it."""
+
+    def __init__(self, rt, stop_ids, bias=40.0):
+        self.rt, self.stop_ids, self.bias = rt, list(stop_ids), bias
+        self.batch, self.device, self.vocab_size = rt.batch, rt.device, rt.vocab_size
+
+    def _b(self, logits):
+        logits[:, self.stop_ids] += self.bias
+        return logits
+
+    def prefill(self, ids):
+        return self._b(self.rt.prefill(ids))
+
+    def step(self, toks):
+        return self._b(self.rt.step(toks))
+
+
+def test_runtime_shapes_and_seed(rt, vocab):
+    ids = build_prompt(vocab, json.dumps({"type": "boolean"}))
+    a = rt.prefill(ids)
+    assert a.shape == (1, 128256) and a.dtype == torch.float32
+    b = rt.step([vocab.encode("true")[0]])
+    assert b.shape == (1, 128256)
+    again = get_runtime({"runtime": "torch", "model": "micro", "seed": 0})
+    assert again is rt  # built once per process
+    assert torch.equal(rt.prefill(ids), a)
+
+
+def test_sampler_never_draws_masked_ids():
+    logits = torch.randn(1, 128256)
+    bm = Bitmask(1, 128256)
+    allowed = [5, 77, 128009]
+    for t in allowed:
+        bm.np[0, t >> 5] |= np.int32(1 << (t & 31)) if (t & 31) != 31 else np.int32(-2**31)
+    apply_shared(logits, bm)
+    s = Sampler(seed=3)
+    draws = {s(logits.clone())[0] for _ in range(300)}
+    assert draws <= set(allowed) and len(draws) >= 2
+
+
+@pytest.mark.skipif(not is_installed("xgrammar"), reason="xgrammar not installed")
+def test_apply_kernels_agree():
+    rng = np.random.default_rng(0)
+    bm = Bitmask(2, 128256)
+    bm.np[:] = rng.integers(-2**31, 2**31 - 1, size=bm.np.shape, dtype=np.int64).astype(np.int32)
+    a = torch.randn(2, 128256)
+    b = a.clone()
+    apply_shared(a, bm)
+    label, xk = apply_kernel("xgrammar", "engine")
+    assert label.startswith("xgrammar") and apply_kernel("xgrammar", "auto", "cpu")[0] == "shared"
+    xk(b, bm)
+    assert torch.equal(torch.isinf(a), torch.isinf(b))
+    bits = np.unpackbits(bm.np.view(np.uint8), axis=-1, count=128256, bitorder="little")
+    assert np.array_equal(~torch.isinf(a).numpy(), bits.astype(bool))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_generation_under_each_mask(engine, rt, vocab):
+    """Outputs end on EOS exactly when allowed, parse and validate; per-step counts match."""
+    adapter = EngineSpec(engine).build(vocab)
+    biased = EosBiased(rt, vocab.stop_ids)
+    for schema in SCHEMAS:
+        text = json.dumps(schema)
+        grammar = adapter.compile(text)
+        truth = GroundTruth(schema)
+        # xgrammar's own kernel here (auto picks the shared one on CPU, tested as the others)
+        _, apply = apply_kernel(engine, "engine" if engine == "xgrammar" else "auto")
+        serial_tokens = None
+        for overlap in (False, True):
+            res = e2e_loop.decode(biased, build_prompt(vocab, text), stop_ids=vocab.stop_ids,
+                                  max_tokens=24, sampler=Sampler(seed=7),
+                                  matchers=[grammar.matcher()], bitmask=Bitmask(1, vocab.size),
+                                  apply=apply, overlap=overlap)
+            s = res.sequences[0]
+            assert s.stop == "eos", (engine, schema, s)
+            assert s.tokens, "EOS before any token: the mask let EOS through at the start"
+            raw = b"".join(vocab.tokens[t] for t in s.tokens)
+            assert check_output(raw, truth)["valid"] is True, (engine, schema, raw)
+            n = s.n_emitted
+            assert len(res.steps["mask"]) == n and len(res.steps["apply"]) == n
+            assert len(res.steps["sample"]) == n and len(res.steps["forward"]) == n
+            assert len(res.steps["commit"]) == n - 1 and len(res.steps["step"]) == n - 1
+            if overlap:
+                assert len(res.steps["wait"]) == n - 1
+                assert s.tokens == serial_tokens  # same seed: same tokens, either schedule
+            serial_tokens = s.tokens
+
+
+def test_unconstrained_runs_to_budget(rt, vocab):
+    res = e2e_loop.decode(rt, build_prompt(vocab, "{}"), stop_ids=vocab.stop_ids,
+                          max_tokens=12, sampler=Sampler(seed=1))
+    s = res.sequences[0]
+    assert s.stop == "runaway" and s.n_emitted == 12 and len(res.steps["step"]) == 11
+    assert not res.steps["mask"]
+
+
+def test_batch_decoding(vocab):
+    rt2 = get_runtime({"runtime": "torch", "model": "micro", "seed": 0, "batch": 3})
+    eng = ENGINES[0]
+    grammar = EngineSpec(eng).build(vocab).compile(json.dumps({"type": "boolean"}))
+    _, apply = apply_kernel(eng)
+    res = e2e_loop.decode(EosBiased(rt2, vocab.stop_ids), build_prompt(vocab, "x"),
+                          stop_ids=vocab.stop_ids, max_tokens=16, sampler=Sampler(seed=2),
+                          matchers=[grammar.matcher() for _ in range(3)],
+                          bitmask=Bitmask(3, vocab.size), apply=apply)
+    for s in res.sequences:
+        assert s.stop == "eos"
+        assert json.loads(b"".join(vocab.tokens[t] for t in s.tokens)) in (True, False)
+
+
+def test_check_output_catches_control_characters():
+    truth = GroundTruth({"type": "object"})
+    bad = check_output(b'{"a": "x\x01y"}', truth)
+    assert bad["valid"] is False and "control character" in bad["why"]
+    assert check_output(b'{"a": 1}', truth) == {"valid": True}
+    assert check_output(b'[1]', truth)["valid"] is False
+    assert check_output(b'\xff', truth)["valid"] is False
+
+
+@pytest.mark.parametrize("engine", ENGINES[:1])
+def test_job_record(engine):
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    job = {"kind": "e2e", "engine": {"name": engine, "config": "default", "label": engine},
+           "tokenizer": "llama3",
+           "case": {"suite": "e2e", "case_id": "c1", "subset": "t", "source": "-",
+                    "schema_text": json.dumps(schema), "instances": [], "resources": []},
+           "e2e": {"runtime": "torch", "model": "micro", "max_tokens": 16, "seed": 0}}
+    phases = []
+    rec = run_e2e_job(job, lambda p, info=None: phases.append(p))
+    assert phases[:3] == ["setup", "groundtruth", "compile"]
+    assert rec["outcome"] in ("passing", "invalidation_error"), rec.get("error")
+    e = rec["e2e"]
+    for k in ("ttft_ns", "tpot_ns", "tpot_unconstrained_ns", "tpot_ratio", "invalid_outputs",
+              "runaways"):
+        assert k in e
+    assert e["ttft_ns"] >= rec["compile_ns"] > 0
+    assert e["outputs"] == 1 and e["unconstrained_tokens"] <= 16
+    assert e["steps_us"]["forward"]["p50"] > 0
+
+
+def test_resolve_options():
+    o = resolve_options({"runtime": "torch", "model": None})
+    assert o["model"] == "tiny" and o["max_tokens"] == 128 and o["batch"] == 1
+    assert resolve_options({"runtime": "llamacpp", "overlap": True})["runtime"] == "llamacpp:eval"
+
+
+def test_e2e_summary_block():
+    from harness.e2e.summary import e2e_block, render_text
+
+    def rec(engine, con, unc, invalid=0, runaways=0):
+        return {"engine": engine, "outcome": "passing", "e2e_config": {"runtime": "torch"},
+                "e2e": {"ttft_ns": 5e6, "ttft_unconstrained_ns": 4e6, "tpot_ratio": 1.1,
+                        "schedule": "serial", "invalid_outputs": invalid,
+                        "runaways": runaways, "outputs": 1},
+                "steps_ns": {"step": con, "forward": [9] + [900] * len(con),
+                             "mask": [1] + [50] * len(con), "apply": [1] + [40] * len(con),
+                             "commit": [10] * len(con)},
+                "steps_unconstrained_ns": {"step": unc}}
+
+    b = e2e_block([rec("x", [1100, 1100, 1100], [1000, 1000, 1000], invalid=1),
+                   rec("x", [1100], [1000], runaways=1), {"engine": "x", "outcome": "crash"}])
+    assert b["schemas"] == 2 and b["invalid_outputs"] == 1 and b["runaways"] == 1
+    assert b["tpot_ms"] == 0.0011 and b["tpot_unconstrained_ms"] == 0.001
+    assert b["tpot_ratio"] == 1.1 and b["ttft_ms"] == 5.0
+    assert b["steps_us"]["forward"]["p50"] == 0.9  # the prefill entry is not a decode step
+    assert b["constraint_us"] == 0.1  # mask 50 + apply 40 + commit 10 ns
+    assert e2e_block([{"engine": "x", "outcome": "passing"}]) is None
+    assert "x" in render_text({"engines": {"x": {"e2e": b}}})
+
+
+def test_e2e_suite_cases(tmp_path):
+    from suites.registry import build_suite
+    from tests.conftest import link_real
+
+    link_real(tmp_path)
+    suite = build_suite("e2e", data=str(tmp_path), subsets=None, sample=None, schemas=None)
+    assert suite.job_kind == "e2e" and len(suite) == 3  # default sample 40 > 3 files
+    case = next(suite.cases())
+    assert case.suite == "e2e" and case.instances == () and case.schema_text
+
+
+def test_vllm_row_not_run_without_vllm():
+    from harness.benchmark import engine_status
+
+    st = engine_status(EngineSpec("vllm", "xgrammar"))
+    if is_installed("vllm"):
+        assert st["status"] == "run"
+    else:
+        assert st["status"] == "not_run" and "vllm" in st["reason"]
