@@ -343,6 +343,9 @@ def _cell(c: dict[str, int]) -> str:
     return " ".join(bits)
 
 
+keyword_cell = _cell  # public name for the report
+
+
 def keyword_totals(table: dict[str, dict[str, dict[str, dict[str, int]]]]
                    ) -> dict[str, dict[str, dict[str, dict[str, int]]]]:
     """Per draft and part (``required``, ``optional``, ``optional/format``) and engine: sums."""

@@ -802,6 +802,8 @@ def _unique_figure_names(sections: list[Section]) -> None:
 
 def build(paths: list[Path]) -> tuple[ReportContext, list[Section]]:
     """Load the runs (read-only) and build every section."""
+    import harness.report_suites  # noqa: F401  (registers the suites' optional sections)
+
     runs = [load_run(p, key) for p, key in zip(paths, run_keys(len(paths)))]
     ctx = ReportContext(runs)
     sections = build_sections(ctx)
