@@ -25,6 +25,8 @@ _ENGINES: dict[str, tuple[str, str, str | None]] = {
     "llamacpp-gbnf": ("engines.llamacpp_gbnf_engine", "LlamaCppGbnfEngine", "llama_cpp"),
     # vLLM offline (e2e suite only; GPU machines): "not run" where vllm is not installed
     "vllm": ("engines.serving.vllm_offline", "VllmEngine", "vllm"),
+    # Our own engine (reference_engine/): pure Python + numpy, nothing to install.
+    "reference": ("engines.reference", "ReferenceEngine", None),
     # Test doubles: hidden from --engine all and from `harness engines` unless asked.
     "null": ("engines.testing", "NullEngine", None),
     "faulty": ("engines.testing", "FaultyEngine", None),

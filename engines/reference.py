@@ -1,0 +1,145 @@
+"""Adapter for the project's own reference engine (``reference_engine/``).
+
+The engine is pure Python + numpy and exact by construction (see
+``reference_engine/SEMANTICS.md``); this module is its only door into the harness.
+
+- The token trie over the vocabulary's raw bytes is built once per vocabulary and
+  process (~1–3 s for Llama-3) and shared by all configurations.
+- Special ids are never allowed; stop ids are allowed exactly when the grammar may
+  end. ``commit(stop_id)`` changes no state when allowed (as in the other adapters).
+- A rejected token makes the matcher dead until :meth:`reset`: ``fill_mask`` writes
+  zeros, ``eos_allowed`` is False and ``rollback`` raises ValueError.
+- Compile errors (unsupported keyword, remote ``$ref``, empty language, ...) are
+  :class:`~engines.base.CompileError` with the engine's one-line message.
+
+Configurations: ``default`` (flexible whitespace, at most 32 characters per gap;
+properties in any order with per-object key tracking), ``compact`` (no whitespace),
+``canonical-order`` (properties in declaration order, as the peer engines do).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engines.base import CompiledGrammar, CompileError, EngineAdapter, Matcher, bitmask_words, one_line
+from harness.vocab import Vocabulary
+
+_DEFAULTS: dict[str, Any] = {"whitespace": "flexible", "max_ws": 32, "separators": None,
+                             "property_order": "any"}
+_TRIES: dict[str, Any] = {}
+
+
+def _trie_for(vocab: Vocabulary):
+    from reference_engine.trie import TokenTrie
+
+    key = vocab.fingerprint
+    trie = _TRIES.get(key)
+    if trie is None:
+        trie = _TRIES[key] = TokenTrie(vocab.tokens, excluded=vocab.special_ids)
+    return trie
+
+
+class ReferenceMatcher(Matcher):
+    __slots__ = ("_m", "_words", "_bm")
+
+    def __init__(self, m, words: int):
+        self._m = m
+        self._words = words
+        self._bm: np.ndarray | None = None
+
+    def _check(self, bitmask: np.ndarray) -> None:
+        if (bitmask.dtype != np.int32 or bitmask.ndim != 1
+                or not bitmask.flags["C_CONTIGUOUS"] or bitmask.size != self._words):
+            raise ValueError(
+                f"bitmask must be a C-contiguous 1-D int32 array of {self._words} words, "
+                f"got {bitmask.dtype} shape {bitmask.shape}")
+        self._bm = bitmask
+
+    def fill_mask(self, bitmask: np.ndarray) -> None:
+        if bitmask is not self._bm:
+            self._check(bitmask)
+        self._m.fill_mask(bitmask)
+
+    def commit(self, token_id: int) -> bool:
+        return self._m.accept_token(token_id)
+
+    def eos_allowed(self) -> bool:
+        return self._m.is_accepting()
+
+    def rollback(self, n: int) -> None:
+        self._m.rollback(n)
+
+    def reset(self) -> None:
+        self._m.reset()
+
+
+class ReferenceCompiled(CompiledGrammar):
+    def __init__(self, compiled, words: int):
+        self.compiled = compiled
+        self._words = words
+
+    @property
+    def grammar(self):
+        return self.compiled.grammar
+
+    def matcher(self) -> ReferenceMatcher:
+        return ReferenceMatcher(self.compiled.matcher(), self._words)
+
+
+class ReferenceEngine(EngineAdapter):
+    """The reference engine (byte-level PDA, exact masks)."""
+
+    name = "reference"
+    package = None
+    configs = {
+        "default": dict(_DEFAULTS),
+        "compact": {**_DEFAULTS, "whitespace": "compact"},
+        "canonical-order": {**_DEFAULTS, "property_order": "declared"},
+    }
+    # Kept out of ``--engine all`` for now: the existing registry tests pin "all" to the
+    # three peer engines. Select it explicitly with ``--engine reference``.
+    hidden = True
+
+    @classmethod
+    def version(cls) -> str | None:
+        import reference_engine
+
+        h = hashlib.sha256()
+        root = Path(reference_engine.__file__).resolve().parent
+        for p in sorted(root.glob("*.py")):
+            h.update(p.name.encode())
+            h.update(p.read_bytes())
+        return f"{reference_engine.__version__}+{h.hexdigest()[:8]}"
+
+    def __init__(self, vocab: Vocabulary, config: str = "default", **overrides: Any):
+        super().__init__(vocab, config, **overrides)
+        unknown = set(self.options) - set(_DEFAULTS)
+        if unknown:
+            raise ValueError(f"unknown reference option(s): {', '.join(sorted(unknown))}")
+        self.trie = _trie_for(vocab)
+        self._words = bitmask_words(vocab.size)
+
+    def compile(self, schema_text: str) -> ReferenceCompiled:
+        from reference_engine import Compiled
+        from reference_engine.json_schema import SchemaCompileError, compile_schema
+        from reference_engine.pda import GrammarError
+
+        try:
+            grammar = compile_schema(schema_text, **self.options)
+            compiled = Compiled(grammar, self.trie, self.vocab.stop_ids, self.vocab.special_ids)
+        except (SchemaCompileError, GrammarError) as e:
+            raise CompileError(one_line(str(e))) from None
+        except MemoryError:
+            raise
+        except RecursionError:
+            raise CompileError("schema nesting too deep") from None
+        return ReferenceCompiled(compiled, self._words)
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d["trie_nodes"] = int(self.trie.n_nodes)
+        return d

@@ -1,0 +1,58 @@
+"""The reference engine: an exact byte-level pushdown automaton for grammar-constrained
+decoding, independent of the harness (``engines/reference.py`` is its only door).
+
+Typical use::
+
+    from reference_engine import compile_json_schema, Compiled, TokenTrie
+    grammar = compile_json_schema({"type": "object", ...})
+    compiled = Compiled(grammar, TokenTrie(token_bytes, excluded=special_ids),
+                        stop_ids=[eos], special_ids=special_ids)
+    m = compiled.matcher(); m.fill_mask(bitmask); m.accept_token(tid); m.rollback(1)
+"""
+
+from __future__ import annotations
+
+from reference_engine.ir import Grammar, format_grammar
+from reference_engine.matcher import GrammarMatcher, MaskComputer
+from reference_engine.pda import PDA, GrammarError
+from reference_engine.trie import TokenTrie
+
+__version__ = "0.1"
+
+
+class Compiled:
+    """A grammar compiled against one vocabulary: the PDA plus its mask caches."""
+
+    def __init__(self, grammar: Grammar, trie: TokenTrie, stop_ids=(), special_ids=()):
+        self.grammar = grammar
+        self.pda = PDA(grammar)
+        self.trie = trie
+        self.stop_ids = tuple(stop_ids)
+        self.special_ids = frozenset(special_ids)
+        self.masks = MaskComputer(self.pda, trie, self.stop_ids)
+
+    def matcher(self) -> GrammarMatcher:
+        return GrammarMatcher(self.pda, self.masks, self.trie.token_bytes, self.stop_ids,
+                              self.special_ids)
+
+
+def compile_json_schema(schema, **options) -> Grammar:
+    from reference_engine.json_schema import compile_schema
+
+    return compile_schema(schema, **options)
+
+
+def compile_gbnf(text: str, start: str | None = None) -> Grammar:
+    from reference_engine.gbnf import parse_gbnf
+
+    return parse_gbnf(text, start)
+
+
+def compile_regex(pattern: str) -> Grammar:
+    from reference_engine.regex import regex_grammar
+
+    return regex_grammar(pattern, "fullmatch")
+
+
+__all__ = ["Compiled", "Grammar", "GrammarError", "GrammarMatcher", "MaskComputer", "PDA",
+           "TokenTrie", "compile_gbnf", "compile_json_schema", "compile_regex", "format_grammar"]

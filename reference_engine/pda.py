@@ -1,0 +1,986 @@
+"""Byte-level pushdown automaton over the grammar IR.
+
+Compilation (:class:`PDA`):
+
+1. *Productivity*: rules and IR nodes with an empty language are pruned (a required
+   member that can never be produced empties its object, etc.), so that every
+   automaton state built later can still reach acceptance: "alive" then simply
+   means "not dead".
+2. *Rules*: a rule stays a PDA rule (entered by a push) when it is the start rule,
+   recursive, holds an :class:`~reference_engine.ir.ObjectBody`, is an object member
+   value, or is large and used in many places; every other reference is inlined.
+   Left recursion is refused.
+3. *NFA*: one Thompson-style NFA over bytes for all rules together. Edges are byte
+   sets, epsilons (some carrying an object-body action on the node parameter),
+   calls ``(rule, return node)``, and entries into *code-point fragments*: a DFA over
+   code points (``Automaton`` nodes) read through a UTF-8 or JSON-string decoder,
+   with an optional length window tracked by a counter.
+4. *Lazy DFA*: per rule, the NFA is determinised on demand. A DFA state is a set of
+   NFA items (``(node, param)`` or ``(fragment, dfa state, decoder state, count,
+   param)``); its row of 256 byte transitions is built the first time someone needs
+   it and kept in a numpy table shared by all matchers (``table[state, byte]``, -1 =
+   dead). A state also lists its calls ``(rule, return state)`` and whether its rule
+   can end there (``final``).
+
+Run time (:meth:`PDA.closure`): a *configuration* is ``(state, stack)``, the stack a
+persistent linked list of return states (:mod:`reference_engine.stack`). The closure
+of a configuration follows calls (push) and rule ends (pop) until it reaches states
+that consume bytes; reaching the end of the start rule with an empty stack means
+"accepting". A token is allowed iff feeding its bytes from some configuration keeps
+one alive.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from reference_engine import ir
+from reference_engine.automata import DFA
+from reference_engine.encoding import START, STEPS, candidates
+from reference_engine.stack import EMPTY, StackPool
+
+
+class GrammarError(Exception):
+    """The grammar cannot be compiled (left recursion, too large, empty language)."""
+
+
+#: A rule used in several places is kept as a separate PDA rule (not inlined) when
+#: its size times its number of uses exceeds this.
+INLINE_BUDGET = 4000
+MAX_NFA_NODES = 600_000
+
+
+# --------------------------------------------------------------------------- pruning
+
+def _nonempty(rules: dict[str, ir.Expr]) -> dict[str, bool]:
+    """Which rules have a non-empty language (least fixpoint)."""
+    ok = {n: False for n in rules}
+    changed = True
+    while changed:
+        changed = False
+        for n, e in rules.items():
+            if not ok[n] and _expr_nonempty(e, ok):
+                ok[n] = changed = True
+    return ok
+
+
+def _automaton_nonempty(a: ir.Automaton) -> bool:
+    if a.dfa.is_empty():
+        return False
+    if a.lo == 0 and a.hi is None:
+        return True
+    return a.dfa.lengths().feasible(0, a.lo, a.hi)
+
+
+def _expr_nonempty(e: ir.Expr, ok: dict[str, bool]) -> bool:
+    if isinstance(e, (ir.Empty, ir.Bytes)):
+        return True
+    if isinstance(e, ir.Nothing):
+        return False
+    if isinstance(e, ir.ByteClass):
+        return e.mask != 0
+    if isinstance(e, ir.CharClass):
+        return bool(e.cs)
+    if isinstance(e, ir.Seq):
+        return all(_expr_nonempty(x, ok) for x in e.items)
+    if isinstance(e, ir.Alt):
+        return any(_expr_nonempty(x, ok) for x in e.items)
+    if isinstance(e, ir.Repeat):
+        return e.lo == 0 or _expr_nonempty(e.item, ok)
+    if isinstance(e, ir.Ref):
+        return ok.get(e.name, False)
+    if isinstance(e, ir.Automaton):
+        return _automaton_nonempty(e)
+    if isinstance(e, ir.ObjectBody):
+        return _object_viable(e, ok) is not None
+    raise TypeError(type(e))
+
+
+def _object_viable(ob: ir.ObjectBody, ok: dict[str, bool]):
+    """(addable members, addable extras) or None if the body has an empty language."""
+    if not (_expr_nonempty(ob.ws, ok) and _expr_nonempty(ob.colon, ok)):
+        return None
+    addable = [(_expr_nonempty(m.key, ok) and _expr_nonempty(m.value, ok)) for m in ob.members]
+    deps = dict(ob.dependent)
+    changed = True
+    while changed:  # a member whose dependencies cannot appear cannot appear either
+        changed = False
+        for i, js in deps.items():
+            if addable[i] and not all(addable[j] for j in js):
+                addable[i] = False
+                changed = True
+    if any(m.required and not addable[i] for i, m in enumerate(ob.members)):
+        return None
+    extras = [(_expr_nonempty(x.key, ok) and _expr_nonempty(x.value, ok)) for x in ob.extras]
+    n_req = sum(m.required for m in ob.members)
+    if ob.max_props is not None and n_req > ob.max_props:
+        return None
+    many = any(extras) and _expr_nonempty(ob.sep, ok)
+    if ob.min_props and not many:
+        reach = sum(addable) if (_expr_nonempty(ob.sep, ok) or sum(addable) <= 1) else min(1, sum(addable))
+        if any(extras):
+            reach += 1
+        if reach < ob.min_props:
+            return None
+    if (n_req > 1 or ob.min_props > 1) and not _expr_nonempty(ob.sep, ok):
+        return None
+    return addable, extras
+
+
+def _prune(e: ir.Expr, ok: dict[str, bool]) -> ir.Expr:
+    """Rebuild ``e`` without empty parts (refs to empty rules become Nothing)."""
+    if isinstance(e, ir.Ref):
+        return e if ok.get(e.name, False) else ir.NOTHING
+    if isinstance(e, ir.Seq):
+        return ir.seq(*(_prune(x, ok) for x in e.items))
+    if isinstance(e, ir.Alt):
+        return ir.alt(*(_prune(x, ok) for x in e.items))
+    if isinstance(e, ir.Repeat):
+        return ir.rep(_prune(e.item, ok), e.lo, e.hi)
+    if isinstance(e, ir.Automaton):
+        return e if _automaton_nonempty(e) else ir.NOTHING
+    if isinstance(e, (ir.ByteClass, ir.CharClass)):
+        return e if _expr_nonempty(e, ok) else ir.NOTHING
+    if isinstance(e, ir.ObjectBody):
+        v = _object_viable(e, ok)
+        if v is None:
+            return ir.NOTHING
+        addable, extras = v
+        keep = [i for i, a in enumerate(addable) if a]
+        remap = {old: new for new, old in enumerate(keep)}
+        members = tuple(ir.Member(e.members[i].name, _prune(e.members[i].key, ok),
+                                  _prune(e.members[i].value, ok), e.members[i].required)
+                        for i in keep)
+        xs = tuple(ir.Extra(_prune(x.key, ok), _prune(x.value, ok), x.label)
+                   for x, a in zip(e.extras, extras) if a)
+        dep = tuple((remap[i], tuple(remap[j] for j in js)) for i, js in e.dependent
+                    if i in remap)
+        return ir.ObjectBody(members, xs, e.ws, _prune(e.sep, ok), e.colon, e.min_props,
+                             e.max_props, e.ordered, dep)
+    return e
+
+
+# --------------------------------------------------------------------------- object bodies
+
+class _ObjectLogic:
+    """Parameter arithmetic of one object body: the parameter packs the set ``S`` of
+    members seen (bits ``0..n-1``), an "extra member seen" flag (bit ``n``, used in
+    ordered mode) and the number of extra members (above, capped)."""
+
+    def __init__(self, ob: ir.ObjectBody):
+        self.n = n = len(ob.members)
+        self.req = sum(1 << i for i, m in enumerate(ob.members) if m.required)
+        self.deps = [0] * n
+        for i, js in ob.dependent:
+            for j in js:
+                self.deps[i] |= 1 << j
+        self.ordered = ob.ordered
+        self.min = ob.min_props
+        self.max = ob.max_props
+        self.has_extras = bool(ob.extras)
+        self.counting = bool(self.min) or self.max is not None
+        self.cap = max(self.min, (self.max + 1) if self.max is not None else 0)
+        self.xbit = 1 << n
+        self.cshift = n + 1
+        self.all = (1 << n) - 1
+        self._feas: dict[int, bool] = {}
+
+    def unpack(self, p: int):
+        return p & self.all, (p >> self.n) & 1, p >> self.cshift
+
+    def pack(self, s: int, x: int, c: int) -> int:
+        return s | (x << self.n) | (c << self.cshift)
+
+    def missing(self, s: int) -> int:
+        m = self.req & ~s
+        while True:
+            add = 0
+            cur = s | m
+            i = 0
+            while cur >> i:
+                if cur >> i & 1:
+                    add |= self.deps[i]
+                i += 1
+            add &= ~(s | m)
+            if not add:
+                return m
+            m |= add
+
+    def feasible(self, p: int) -> bool:
+        r = self._feas.get(p)
+        if r is not None:
+            return r
+        s, x, c = self.unpack(p)
+        m = self.missing(s)
+        r = True
+        if self.ordered and m:
+            if x or (s and m & ((1 << s.bit_length()) - 1)):
+                r = False
+        total = bin(s).count("1") + c
+        if r and self.max is not None and total + bin(m).count("1") > self.max:
+            r = False
+        if r and self.min:
+            free = self.all & ~(s | m)
+            if self.ordered:
+                free = 0 if x else free & ~((1 << s.bit_length()) - 1)
+            avail = bin(free).count("1") + (10 ** 9 if self.has_extras else 0)
+            if total + bin(m).count("1") + avail < self.min:
+                r = False
+        self._feas[p] = r
+        return r
+
+    def add(self, k: int) -> Callable[[int], int | None]:
+        bit = 1 << k
+
+        def act(p: int) -> int | None:
+            s, x, c = self.unpack(p)
+            if s & bit:
+                return None
+            if self.ordered and (x or s >> k):
+                return None
+            q = self.pack(s | bit, x, c)
+            return q if self.feasible(q) else None
+        return act
+
+    def add_extra(self) -> Callable[[int], int | None]:
+        def act(p: int) -> int | None:
+            s, x, c = self.unpack(p)
+            c2 = min(c + 1, self.cap) if self.counting else 0
+            q = self.pack(s, 1 if self.ordered else x, c2)
+            return q if self.feasible(q) else None
+        return act
+
+    def close(self) -> Callable[[int], int | None]:
+        def act(p: int) -> int | None:
+            s, x, c = self.unpack(p)
+            if self.missing(s):
+                return None
+            total = bin(s).count("1") + c
+            if total < self.min or (self.max is not None and total > self.max):
+                return None
+            return 0  # leave the body with a neutral parameter
+        return act
+
+
+# --------------------------------------------------------------------------- fragments
+
+class _FragClass:
+    """A code-point DFA read through a decoder, with a length window."""
+
+    __slots__ = ("dfa", "enc", "lo", "hi", "cap", "step", "windowed", "lens", "_row_memo")
+
+    def __init__(self, dfa: DFA, enc: str, lo: int, hi: int | None):
+        self.dfa = dfa
+        self.enc = enc
+        self.lo = lo
+        self.hi = hi
+        self.windowed = lo > 0 or hi is not None
+        self.cap = hi if hi is not None else lo
+        self.step = STEPS[enc]
+        self.lens = dfa.lengths() if self.windowed else None
+        self._row_memo: dict[tuple, list] = {}
+
+    def feasible(self, d: int, cnt: int) -> bool:
+        if not self.windowed:
+            return True
+        return self.lens.feasible(d, self.lo - cnt, None if self.hi is None else self.hi - cnt)
+
+    def can_exit(self, d: int, cnt: int) -> bool:
+        return self.dfa.finals[d] and cnt >= self.lo and (self.hi is None or cnt <= self.hi)
+
+    def _live(self, d: int, cnt: int, cands) -> bool:
+        for lo, hi, t in self.dfa.edges[d]:
+            for a, b in cands:
+                if lo <= b and a <= hi and self.feasible(t, cnt + 1):
+                    return True
+        return False
+
+    def _uniform(self, d: int, lo: int, hi: int) -> int | None:
+        """The DFA target of every code point in ``[lo, hi]`` from ``d``, if it is one
+        and the same state (else None)."""
+        for elo, ehi, t in self.dfa.edges[d]:
+            if elo <= lo <= ehi:
+                return t if hi <= ehi else None
+        return None
+
+    def _canon(self, d: int, st, cnt: int):
+        """Replace a partial character by ``("*", n, t)`` ("n more free continuation
+        units, then DFA state t") when every completion is valid and lands in the
+        same state ``t``: the code point read no longer matters, so partial
+        characters from different lead bytes share one automaton state."""
+        kind = st[0] if isinstance(st, tuple) else None
+        first = (0x80, 0xBF)
+        if kind == "8":
+            _, need, v, length = st
+            cands = candidates(st)
+            if len(cands) != 1:
+                return None
+            lo, hi = cands[0]
+            sh = 6 * (need - 1)
+            # the lead byte may restrict the next byte (E0, ED, F0, F4); later ones are free
+            first = (0x80 | ((lo >> sh) & 0x3F), 0x80 | ((hi >> sh) & 0x3F))
+            if ((((v << 6) | (first[0] & 0x3F)) << sh) != lo
+                    or ((((v << 6) | (first[1] & 0x3F)) + 1) << sh) - 1 != hi):
+                return None
+            unit = "8"
+        elif kind == "u":
+            _, k, v = st
+            sh = 4 * (4 - k)
+            lo, hi = v << sh, ((v + 1) << sh) - 1
+            if hi >= 0xD800 and lo <= 0xDFFF:
+                return None
+            need, unit = 4 - k, "x"
+        elif kind == "l":
+            _, hs, k, v = st
+            sh = 4 * (4 - k)
+            llo, lhi = v << sh, ((v + 1) << sh) - 1
+            if llo < 0xDC00 or lhi > 0xDFFF:
+                return None
+            base = 0x10000 + ((hs - 0xD800) << 10)
+            lo, hi = base + llo - 0xDC00, base + lhi - 0xDC00
+            need, unit = 4 - k, "x"
+        else:
+            return None
+        t = self._uniform(d, lo, hi)
+        if t is None or not self.feasible(t, cnt + 1):
+            return None
+        return ("*", need, t, unit, first) if unit == "8" else ("*", need, t, unit)
+
+    def row(self, d: int, dec, cnt: int) -> list:
+        """``[(byte, (d2, dec2, cnt2)), ...]`` for the bytes that keep the item alive."""
+        key = (d, dec, cnt)
+        got = self._row_memo.get(key)
+        if got is not None:
+            return got
+        out = []
+        cnt1 = min(cnt + 1, self.cap) if self.windowed else 0
+        if isinstance(dec, tuple) and dec[0] == "*":
+            if dec[3] == "8":
+                _, need, t, unit, (blo, bhi) = dec
+                rng = range(blo, bhi + 1)
+                nxt = (t, START, cnt1) if need == 1 else (t, ("*", need - 1, t, unit, (0x80, 0xBF)), cnt)
+            else:
+                _, need, t, unit = dec
+                rng = _HEXB
+                nxt = (t, START, cnt1) if need == 1 else (t, ("*", need - 1, t, unit), cnt)
+            out = [(b, nxt) for b in rng]
+            self._row_memo[key] = out
+            return out
+        step = self.step
+        dstep = self.dfa.step
+        live_cache: dict = {}
+        for b in range(256):
+            r = step(dec, b)
+            if r is None:
+                continue
+            if r[0] == "c":
+                d2 = dstep(d, r[1])
+                if d2 is None or not self.feasible(d2, cnt + 1):
+                    continue
+                out.append((b, (d2, START, cnt1)))
+            else:
+                st = r[1]
+                ok = live_cache.get(st)
+                if ok is None:
+                    c = self._canon(d, st, cnt)
+                    if c is not None:
+                        ok = live_cache[st] = (c[2], c)
+                    else:
+                        ok = live_cache[st] = (d, st) if self._live(d, cnt, candidates(st)) else False
+                if ok:
+                    out.append((b, (ok[0], ok[1], cnt)))
+        self._row_memo[key] = out
+        return out
+
+
+_CONT = list(range(0x80, 0xC0))
+_HEXB = list(b"0123456789abcdefABCDEF")
+
+
+# --------------------------------------------------------------------------- the PDA
+
+class PDA:
+    """A compiled grammar: NFA, lazy DFA table, rules, stacks."""
+
+    def __init__(self, grammar: ir.Grammar):
+        grammar.check()
+        ok = _nonempty(grammar.rules)
+        #: the language is empty: no configuration at all (every mask is empty, EOS never)
+        self.empty = not ok[grammar.start]
+        if self.empty:
+            grammar = ir.Grammar({grammar.start: ir.NOTHING}, grammar.start, list(grammar.notes))
+            ok = {grammar.start: True}
+        rules = {n: _prune(e, ok) for n, e in grammar.rules.items() if ok[n]}
+        self.grammar = ir.Grammar(rules, grammar.start, list(grammar.notes))
+        self._choose_rules()
+        self._build_nfa()
+        self._check_left_recursion()
+        self._init_dfa()
+        self.stacks = StackPool()
+        self._pclosure_memo: dict[tuple[int, int], tuple[tuple, bool]] = {}
+        self.entry_state = [self._intern(self._closure([(self.rule_entry[r], 0)]))
+                            for r in range(len(self.rule_names))]
+        self.start_state = self.entry_state[self.rule_index[self.grammar.start]]
+
+    # ---------------------------------------------------------------- rule choice
+    def _choose_rules(self) -> None:
+        g = self.grammar
+        rules = g.rules
+        graph = {n: set(ir.refs(e)) for n, e in rules.items()}
+        # Tarjan SCC: rules on a cycle are recursive
+        index: dict[str, int] = {}
+        low: dict[str, int] = {}
+        onstack: set[str] = set()
+        stack: list[str] = []
+        recursive: set[str] = set()
+        counter = [0]
+
+        def strong(v: str) -> None:
+            work = [(v, iter(sorted(graph[v])))]
+            index[v] = low[v] = counter[0]
+            counter[0] += 1
+            stack.append(v)
+            onstack.add(v)
+            while work:
+                node, it = work[-1]
+                advanced = False
+                for w in it:
+                    if w not in index:
+                        index[w] = low[w] = counter[0]
+                        counter[0] += 1
+                        stack.append(w)
+                        onstack.add(w)
+                        work.append((w, iter(sorted(graph[w]))))
+                        advanced = True
+                        break
+                    if w in onstack:
+                        low[node] = min(low[node], index[w])
+                if advanced:
+                    continue
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        onstack.discard(w)
+                        comp.append(w)
+                        if w == node:
+                            break
+                    if len(comp) > 1 or node in graph[node]:
+                        recursive.update(comp)
+
+        for v in rules:
+            if v not in index:
+                strong(v)
+
+        real = {g.start} | recursive
+        uses: dict[str, int] = {n: 0 for n in rules}
+
+        def scan(e: ir.Expr, mult: int) -> None:
+            if isinstance(e, ir.Ref):
+                uses[e.name] += mult
+            elif isinstance(e, (ir.Seq, ir.Alt)):
+                for x in e.items:
+                    scan(x, mult)
+            elif isinstance(e, ir.Repeat):
+                scan(e.item, mult * max(1, min(e.hi if e.hi is not None else e.lo + 1, 1000)))
+            elif isinstance(e, ir.ObjectBody):
+                for m in e.members:
+                    scan(m.key, mult)
+                    if isinstance(m.value, ir.Ref):
+                        real.add(m.value.name)
+                    scan(m.value, mult)
+                for x in e.extras:
+                    scan(x.key, mult)
+                    if isinstance(x.value, ir.Ref):
+                        real.add(x.value.name)
+                    scan(x.value, mult)
+                real.add("\0object")
+
+        for n, e in rules.items():
+            has_obj = [False]
+
+            def find_obj(x: ir.Expr) -> None:
+                if isinstance(x, ir.ObjectBody):
+                    has_obj[0] = True
+                elif isinstance(x, (ir.Seq, ir.Alt)):
+                    for y in x.items:
+                        find_obj(y)
+                elif isinstance(x, ir.Repeat):
+                    find_obj(x.item)
+
+            find_obj(e)
+            if has_obj[0]:
+                real.add(n)
+            scan(e, 1)
+        real.discard("\0object")
+        # size with inlining, bottom-up (memoised); real rules count as one node
+        sizes: dict[str, int] = {}
+
+        def rsize(n: str, depth: int = 0) -> int:
+            if n in sizes:
+                return sizes[n]
+            if depth > 200:
+                return 1
+            sizes[n] = 1  # cycle guard
+            total = ir.size(rules[n])
+            for r in ir.refs(rules[n]):
+                if r not in real:
+                    total += rsize(r, depth + 1)
+            sizes[n] = total
+            return total
+
+        for n in rules:
+            if n not in real and uses[n] >= 2 and rsize(n) * uses[n] > INLINE_BUDGET:
+                real.add(n)
+        self.rule_names = [g.start] + sorted(n for n in real if n != g.start)
+        self.rule_index = {n: i for i, n in enumerate(self.rule_names)}
+
+    # ---------------------------------------------------------------- NFA
+    def _new(self) -> int:
+        self.byte_edges.append([])
+        self.eps.append([])
+        self.calls.append([])
+        self.frags.append([])
+        self.exit_rule.append(-1)
+        n = len(self.eps) - 1
+        if n > MAX_NFA_NODES:
+            raise GrammarError(f"grammar too large (more than {MAX_NFA_NODES} automaton nodes)")
+        return n
+
+    def _build_nfa(self) -> None:
+        self.byte_edges: list[list[tuple[int, int]]] = []
+        self.eps: list[list[tuple[int, Callable | None]]] = []
+        self.calls: list[list[tuple[int, int]]] = []
+        self.frags: list[list[int]] = []
+        self.exit_rule: list[int] = []
+        self.frag_class: list[_FragClass] = []
+        self.frag_exit: list[int] = []
+        self._fclass_memo: dict[tuple, _FragClass] = {}
+        self.rule_entry: list[int] = []
+        self.rule_exit: list[int] = []
+        self._inlining: list[str] = []
+        self._charclass_dfa: dict[tuple, DFA] = {}
+        for i, name in enumerate(self.rule_names):
+            a, b = self._new(), self._new()
+            self.rule_entry.append(a)
+            self.rule_exit.append(b)
+            self.exit_rule[b] = i
+        for i, name in enumerate(self.rule_names):
+            self._build(self.grammar.rules[name], self.rule_entry[i], self.rule_exit[i], None)
+
+    def _fragment(self, dfa: DFA, enc: str, lo: int, hi: int | None, a: int, b: int) -> None:
+        key = (id(dfa), enc, lo, hi)
+        fc = self._fclass_memo.get(key)
+        if fc is None:
+            fc = self._fclass_memo[key] = _FragClass(dfa, enc, lo, hi)
+        f = len(self.frag_class)
+        self.frag_class.append(fc)
+        self.frag_exit.append(b)
+        self.frags[a].append(f)
+
+    def _build(self, e: ir.Expr, a: int, b: int, obj) -> None:
+        if isinstance(e, ir.Empty):
+            self.eps[a].append((b, None))
+        elif isinstance(e, ir.Nothing):
+            pass
+        elif isinstance(e, ir.Bytes):
+            cur = a
+            for k, c in enumerate(e.data):
+                nxt = b if k == len(e.data) - 1 else self._new()
+                self.byte_edges[cur].append((1 << c, nxt))
+                cur = nxt
+        elif isinstance(e, ir.ByteClass):
+            self.byte_edges[a].append((e.mask, b))
+        elif isinstance(e, ir.CharClass):
+            dfa = self._charclass_dfa.get(e.cs)
+            if dfa is None:
+                dfa = self._charclass_dfa[e.cs] = DFA([[(lo, hi, 1) for lo, hi in e.cs], []],
+                                                      [False, True])
+            self._fragment(dfa, "utf8", 0, None, a, b)
+        elif isinstance(e, ir.Seq):
+            cur = a
+            for k, x in enumerate(e.items):
+                nxt = b if k == len(e.items) - 1 else self._new()
+                self._build(x, cur, nxt, obj)
+                cur = nxt
+        elif isinstance(e, ir.Alt):
+            for x in e.items:
+                s, t = self._new(), self._new()
+                self.eps[a].append((s, None))
+                self._build(x, s, t, obj)
+                self.eps[t].append((b, None))
+        elif isinstance(e, ir.Repeat):
+            cur = a
+            for _ in range(e.lo):
+                nxt = self._new()
+                self._build(e.item, cur, nxt, obj)
+                cur = nxt
+            if e.hi is None:
+                loop, back = self._new(), self._new()
+                self.eps[cur].append((loop, None))
+                self._build(e.item, loop, back, obj)
+                self.eps[back].append((loop, None))
+                self.eps[loop].append((b, None))
+            else:
+                for _ in range(e.hi - e.lo):
+                    nxt = self._new()
+                    self.eps[cur].append((b, None))
+                    self._build(e.item, cur, nxt, obj)
+                    cur = nxt
+                self.eps[cur].append((b, None))
+        elif isinstance(e, ir.Ref):
+            if e.name in self.rule_index:
+                self.calls[a].append((self.rule_index[e.name], b))
+            else:
+                if e.name in self._inlining:  # cannot happen: recursive rules are real
+                    raise GrammarError(f"internal: recursive inlining of {e.name}")
+                self._inlining.append(e.name)
+                self._build(self.grammar.rules[e.name], a, b, obj)
+                self._inlining.pop()
+        elif isinstance(e, ir.Automaton):
+            if e.encoding == "byte":
+                if e.lo or e.hi is not None:
+                    raise GrammarError("a length window on a byte automaton is not supported")
+                nodes = [self._new() for _ in range(e.dfa.n)]
+                self.eps[a].append((nodes[0], None))
+                for s, row in enumerate(e.dfa.edges):
+                    for lo, hi, t in row:
+                        mask = ((1 << (hi + 1)) - 1) ^ ((1 << lo) - 1)
+                        self.byte_edges[nodes[s]].append((mask, nodes[t]))
+                    if e.dfa.finals[s]:
+                        self.eps[nodes[s]].append((b, None))
+            else:
+                self._fragment(e.dfa, e.encoding, e.lo, e.hi, a, b)
+        elif isinstance(e, ir.ObjectBody):
+            if obj is not None:
+                raise GrammarError("internal: nested object body in one rule")
+            self._build_object(e, a, b)
+        else:
+            raise TypeError(type(e))
+
+    def _build_object(self, ob: ir.ObjectBody, a: int, b: int) -> None:
+        logic = _ObjectLogic(ob)
+        close = logic.close()
+        choice, hub = self._new(), self._new()
+        # non-empty: ws then the first member
+        w1 = self._new()
+        self.eps[a].append((w1, None))
+        self._build(ob.ws, w1, choice, logic)
+        # empty object: ws only
+        w0, r0 = self._new(), self._new()
+        self.eps[a].append((w0, close))
+        self._build(ob.ws, w0, b, logic)
+        for k, m in enumerate(ob.members):
+            ks, ke, vs = self._new(), self._new(), self._new()
+            self.eps[choice].append((ks, logic.add(k)))
+            self._build(m.key, ks, ke, logic)
+            self._build(ob.colon, ke, vs, logic)
+            self._build(m.value, vs, hub, logic)
+        for x in ob.extras:
+            ks, ke, vs = self._new(), self._new(), self._new()
+            self.eps[choice].append((ks, logic.add_extra()))
+            self._build(x.key, ks, ke, logic)
+            self._build(ob.colon, ke, vs, logic)
+            self._build(x.value, vs, hub, logic)
+        self._build(ob.sep, hub, choice, logic)
+        w2 = self._new()
+        self.eps[hub].append((w2, close))
+        self._build(ob.ws, w2, b, logic)
+        del r0
+
+    # ---------------------------------------------------------------- left recursion
+    def _check_left_recursion(self) -> None:
+        """Refuse rules that can call themselves without consuming a byte."""
+        nr = len(self.rule_names)
+        nullable = [False] * nr
+        left: list[set[int]] = [set() for _ in range(nr)]
+        changed = True
+        while changed:
+            changed = False
+            for r in range(nr):
+                seen = {self.rule_entry[r]}
+                stack = [self.rule_entry[r]]
+                reach_exit = False
+                calls: set[int] = set()
+                while stack:
+                    n = stack.pop()
+                    if n == self.rule_exit[r]:
+                        reach_exit = True
+                    nxt = [t for t, _ in self.eps[n]]
+                    for r2, t in self.calls[n]:
+                        calls.add(r2)
+                        if nullable[r2]:
+                            nxt.append(t)
+                    for f in self.frags[n]:
+                        fc = self.frag_class[f]
+                        if fc.dfa.finals[0] and fc.lo == 0:
+                            nxt.append(self.frag_exit[f])
+                    for t in nxt:
+                        if t not in seen:
+                            seen.add(t)
+                            stack.append(t)
+                if reach_exit and not nullable[r]:
+                    nullable[r] = changed = True
+                if calls != left[r]:
+                    left[r] = calls
+                    changed = True
+        # cycle in the "calls before consuming" graph?
+        color = [0] * nr
+        for r0 in range(nr):
+            if color[r0]:
+                continue
+            stack = [(r0, iter(sorted(left[r0])))]
+            color[r0] = 1
+            while stack:
+                r, it = stack[-1]
+                nxt = next(it, None)
+                if nxt is None:
+                    color[r] = 2
+                    stack.pop()
+                elif color[nxt] == 1:
+                    raise GrammarError(f"left recursion through rule {self.rule_names[nxt]!r}")
+                elif color[nxt] == 0:
+                    color[nxt] = 1
+                    stack.append((nxt, iter(sorted(left[nxt]))))
+
+    # ---------------------------------------------------------------- lazy DFA
+    def _init_dfa(self) -> None:
+        self.n_states = 0
+        cap = 64
+        self.table = np.full((cap, 256), -1, dtype=np.int32)
+        self.materialised = np.zeros(cap, dtype=bool)
+        self.exitflag = np.zeros(cap, dtype=bool)
+        self.items: list[frozenset] = []
+        self.final: list[bool] = []
+        self.state_calls: list[tuple] = []
+        self.has_bytes: list[bool] = []
+        self.rows: list[list[int] | None] = []
+        self.exit_list: list[bool] = []
+        self._index: dict[frozenset, int] = {}
+        self._bits: dict[int, list[int]] = {}
+        # NFA nodes worth keeping in a DFA state's identity
+        self._relevant = [bool(self.byte_edges[n] or self.calls[n] or self.exit_rule[n] >= 0)
+                          for n in range(len(self.eps))]
+
+    def _grow(self) -> None:
+        cap = self.table.shape[0] * 2
+        t = np.full((cap, 256), -1, dtype=np.int32)
+        t[: self.table.shape[0]] = self.table
+        self.table = t
+        m = np.zeros(cap, dtype=bool)
+        m[: self.materialised.shape[0]] = self.materialised
+        self.materialised = m
+        x = np.zeros(cap, dtype=bool)
+        x[: self.exitflag.shape[0]] = self.exitflag
+        self.exitflag = x
+
+    def _closure(self, seed) -> frozenset:
+        seen = set(seed)
+        stack = list(seen)
+        eps, frags = self.eps, self.frags
+        while stack:
+            it = stack.pop()
+            if len(it) == 2:
+                n, p = it
+                for t, act in eps[n]:
+                    p2 = p if act is None else act(p)
+                    if p2 is None:
+                        continue
+                    new = (t, p2)
+                    if new not in seen:
+                        seen.add(new)
+                        stack.append(new)
+                for f in frags[n]:
+                    fc = self.frag_class[f]
+                    if fc.feasible(0, 0):
+                        new = (f, 0, START, 0, p)
+                        if new not in seen:
+                            seen.add(new)
+                            stack.append(new)
+            else:
+                f, d, dec, cnt, p = it
+                if dec == START and self.frag_class[f].can_exit(d, cnt):
+                    new = (self.frag_exit[f], p)
+                    if new not in seen:
+                        seen.add(new)
+                        stack.append(new)
+        rel = self._relevant
+        return frozenset(it for it in seen if len(it) == 5 or rel[it[0]])
+
+    def _intern(self, items: frozenset) -> int:
+        if not items:
+            return -1
+        sid = self._index.get(items)
+        if sid is not None:
+            return sid
+        sid = self.n_states
+        self._index[items] = sid
+        self.n_states += 1
+        if sid >= self.table.shape[0]:
+            self._grow()
+        self.items.append(items)
+        self.rows.append(None)
+        final = False
+        has_bytes = False
+        by_rule: dict[int, list] = {}
+        for it in items:
+            if len(it) == 5:
+                has_bytes = True
+                continue
+            n, p = it
+            if self.exit_rule[n] >= 0:
+                final = True
+            if self.byte_edges[n]:
+                has_bytes = True
+            for r, t in self.calls[n]:
+                by_rule.setdefault(r, []).append((t, p))
+        self.final.append(final)
+        self.has_bytes.append(has_bytes)
+        self.state_calls.append(())
+        self.exitflag[sid] = final or bool(by_rule)
+        self.exit_list.append(final or bool(by_rule))
+        if by_rule:
+            calls = []
+            for r in sorted(by_rule):
+                ret = self._intern(self._closure(by_rule[r]))
+                if ret >= 0:
+                    calls.append((r, ret))
+            self.state_calls[sid] = tuple(calls)
+            self.exitflag[sid] = final or bool(calls)
+            self.exit_list[sid] = final or bool(calls)
+        return sid
+
+    def _bytes_of(self, mask: int) -> list[int]:
+        got = self._bits.get(mask)
+        if got is None:
+            got = self._bits[mask] = [b for b in range(256) if mask >> b & 1]
+        return got
+
+    def materialise(self, sid: int) -> list[int]:
+        """Build the byte row of state ``sid`` (idempotent); returns it as a list."""
+        row = self.rows[sid]
+        if row is not None:
+            return row
+        nxt: list[list] = [[] for _ in range(256)]
+        for it in self.items[sid]:
+            if len(it) == 2:
+                n, p = it
+                for mask, t in self.byte_edges[n]:
+                    item = (t, p)
+                    for b in self._bytes_of(mask):
+                        nxt[b].append(item)
+            else:
+                f, d, dec, cnt, p = it
+                for b, (d2, dec2, cnt2) in self.frag_class[f].row(d, dec, cnt):
+                    nxt[b].append((f, d2, dec2, cnt2, p))
+        groups: dict[frozenset, int] = {}
+        row = [-1] * 256
+        for b in range(256):
+            if nxt[b]:
+                key = frozenset(nxt[b])
+                t = groups.get(key)
+                if t is None:
+                    t = groups[key] = self._intern(self._closure(key))
+                row[b] = t
+        self.rows[sid] = row
+        self.table[sid] = row
+        self.materialised[sid] = True
+        return row
+
+    def ensure(self, states: np.ndarray) -> None:
+        """Materialise the rows of all ``states`` (a numpy int array, no -1)."""
+        if states.size == 0:
+            return
+        mat = self.materialised[states]
+        if not mat.all():
+            for s in np.unique(states[~mat]).tolist():
+                self.materialise(s)
+
+    # ---------------------------------------------------------------- configurations
+    def closure(self, sid: int, stack: int) -> tuple[tuple, bool]:
+        """Configurations that consume bytes reachable from ``(sid, stack)`` through
+        calls and rule ends, and whether the document may end here."""
+        key = (sid, stack)
+        got = self._pclosure_memo.get(key)
+        if got is not None:
+            return got
+        out = []
+        accept = False
+        seen = {key}
+        work = [key]
+        pool = self.stacks
+        while work:
+            s, st = work.pop()
+            if self.has_bytes[s]:
+                out.append((s, st))
+            for r, ret in self.state_calls[s]:
+                new = (self.entry_state[r], pool.push(ret, st))
+                if new not in seen:
+                    seen.add(new)
+                    work.append(new)
+            if self.final[s]:
+                if st == EMPTY:
+                    accept = True
+                else:
+                    new = (pool.ret[st], pool.parent[st])
+                    if new not in seen:
+                        seen.add(new)
+                        work.append(new)
+        got = (tuple(out), accept)
+        self._pclosure_memo[key] = got
+        return got
+
+    def initial(self) -> tuple[tuple, bool]:
+        if self.empty:
+            return (), False
+        return self.closure(self.start_state, EMPTY)
+
+    def advance(self, configs: tuple, data: bytes) -> tuple[tuple, bool] | None:
+        """Feed ``data`` from a configuration set; None if every path dies."""
+        cur = configs
+        accept = False
+        last = len(data) - 1
+        rows = self.rows
+        exitflag = self.exit_list
+        for i, b in enumerate(data):
+            nxt: dict = {}
+            accept = False
+            for s, st in cur:
+                row = rows[s]
+                if row is None:
+                    row = self.materialise(s)
+                t = row[b]
+                if t < 0:
+                    continue
+                if exitflag[t]:
+                    confs, acc = self.closure(t, st)
+                    for c in confs:
+                        nxt[c] = None
+                    if acc and i == last:
+                        accept = True
+                else:
+                    nxt[(t, st)] = None
+            cur = tuple(nxt)
+            if not cur and not (accept and i == last):
+                return None
+        return cur, accept
+
+    def accepts(self, data: bytes) -> bool:
+        """Is ``data`` a complete sentence of the grammar (for tests and tools)."""
+        configs, acc = self.initial()
+        if not data:
+            return acc
+        r = self.advance(configs, data)
+        return r is not None and r[1]
+
+    def stats(self) -> dict:
+        return {"rules": len(self.rule_names), "nfa_nodes": len(self.eps),
+                "dfa_states": self.n_states,
+                "materialised": int(self.materialised[: self.n_states].sum()),
+                "stack_nodes": len(self.stacks)}

@@ -1,0 +1,110 @@
+"""Helpers shared by the reference-engine tests: the real Llama-3 vocabulary, one
+adapter per configuration, brute-force masks and replays."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import tempfile
+
+import numpy as np
+from hypothesis.configuration import set_hypothesis_home_dir
+
+# keep hypothesis' caches out of the working tree
+set_hypothesis_home_dir(os.path.join(tempfile.gettempdir(), "hypothesis-reference-engine"))
+
+from engines.base import allocate_bitmask
+from harness.vocab import load_vocabulary
+
+SERIALIZATIONS = {
+    "ascii": lambda d: json.dumps(d),
+    "unicode": lambda d: json.dumps(d, ensure_ascii=False),
+    "compact": lambda d: json.dumps(d, separators=(",", ":")),
+}
+
+_ADAPTERS: dict = {}
+
+
+def vocab():
+    return load_vocabulary("llama3")
+
+
+def adapter(config: str = "default"):
+    from engines.registry import EngineSpec
+
+    if config not in _ADAPTERS:
+        _ADAPTERS[config] = EngineSpec("reference", config).build(vocab())
+    return _ADAPTERS[config]
+
+
+def mask_ids(bm: np.ndarray, size: int) -> set[int]:
+    bits = np.unpackbits(bm.view(np.uint8), bitorder="little")[:size]
+    return set(np.nonzero(bits)[0].tolist())
+
+
+def brute_force(compiled, matcher, sample) -> set[int]:
+    """Token ids of ``sample`` allowed from the matcher's live configurations, each
+    checked by feeding its bytes through the automaton (no trie, no cache)."""
+    v = vocab()
+    pda = compiled.pda
+    configs, accept = matcher._hist[-1]
+    out = set()
+    for t in sample:
+        if t in v.special_ids:
+            if t in v.stop_ids and accept:
+                out.add(t)
+            continue
+        if pda.advance(configs, v.tokens[t]) is not None:
+            out.add(t)
+    return out
+
+
+def interesting_tokens(text: str, pos_bytes: int, rng: random.Random, n: int = 2000) -> list[int]:
+    """A random sample of ids plus the tokens that start with the next few bytes of
+    ``text`` (the ones that matter at this step), plus the stop ids."""
+    v = vocab()
+    data = text.encode()
+    sample = set(rng.sample(range(v.size), n))
+    trie = adapter().trie
+    for k in range(1, 6):
+        node = trie.node_of(data[pos_bytes:pos_bytes + k])
+        if node is None:
+            break
+        sample.update(trie.tokens_at(np.array([node])).tolist())
+        kids = trie.children(node)[:64]
+        sample.update(trie.tokens_at(kids).tolist())
+    sample.update(v.stop_ids)
+    return sorted(sample)
+
+
+def replay(grammar, text: str, check_steps=(), rng=None, compiled=None):
+    """Token-by-token replay of ``text`` through a ReferenceCompiled: returns
+    (accepted, eos_ok, mismatches) where mismatches lists (step, mask-only, brute-only)
+    for the steps in ``check_steps`` (mask vs brute force on a sample)."""
+    v = vocab()
+    m = grammar.matcher()
+    bm = allocate_bitmask(v.size)
+    ids = v.encode(text)
+    mismatches = []
+    pos = 0
+    for i, tid in enumerate(ids):
+        if i in check_steps:
+            m.fill_mask(bm)
+            sample = interesting_tokens(text, pos, rng or random.Random(i))
+            allowed = mask_ids(bm, v.size) & set(sample)
+            brute = brute_force(grammar.compiled, m._m, sample)
+            if allowed != brute:
+                mismatches.append((i, sorted(allowed - brute)[:5], sorted(brute - allowed)[:5]))
+        if not m.commit(tid):
+            return False, False, mismatches
+        pos += len(v.tokens[tid])
+    if len(ids) in check_steps:
+        m.fill_mask(bm)
+        sample = interesting_tokens(text, pos, rng or random.Random(0))
+        allowed = mask_ids(bm, v.size) & set(sample)
+        brute = brute_force(grammar.compiled, m._m, sample)
+        if allowed != brute:
+            mismatches.append((len(ids), sorted(allowed - brute)[:5], sorted(brute - allowed)[:5]))
+    eos = m.eos_allowed()
+    return True, eos, mismatches
