@@ -7,8 +7,12 @@ as a ``bad_input`` outcome and goes on.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Protocol
+from pathlib import Path
+from typing import Any, Callable, Iterator, Protocol
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
@@ -91,3 +95,26 @@ class Suite(Protocol):
     def cases(self) -> Iterator[Case]: ...
 
     def describe(self) -> dict[str, Any]: ...
+
+
+def corpus_candidates(name: str, data: str | None) -> list[Path]:
+    """Where a corpus named ``name`` may be, in order: ``--data DIR``; else
+    ``$HARNESS_DATA/<name>`` then ``$HARNESS_DATA``; else ``../shared/corpora/<name>``
+    beside the project."""
+    if data:
+        return [Path(data)]
+    if os.environ.get("HARNESS_DATA"):
+        root = Path(os.environ["HARNESS_DATA"])
+        return [root / name, root]
+    return [PROJECT_ROOT.parent / "shared" / "corpora" / name]
+
+
+def find_corpus(name: str, data: str | None, looks_right: Callable[[Path], bool],
+                missing: str) -> Path:
+    """The first candidate folder that ``looks_right``; else :class:`SuiteError` naming
+    the first candidate and saying how to get the corpus (``missing``)."""
+    candidates = corpus_candidates(name, data)
+    for c in candidates:
+        if c.is_dir() and looks_right(c):
+            return c
+    raise SuiteError(missing.format(path=candidates[0]))

@@ -43,11 +43,10 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from suites.base import Case, Instance, SuiteError
+from suites.base import Case, Instance, SuiteError, find_corpus
 
 NAME = "json-schema-test-suite"
 DRAFTS = ("draft2020-12", "draft7")
@@ -58,24 +57,10 @@ HOW_TO_GET = (
     "`--data JSON-Schema-Test-Suite` (or set HARNESS_DATA to that folder)"
 )
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
-
 def resolve_data_dir(data: str | None = None) -> Path:
     """Where the suite is (a folder holding ``tests/``); raises :class:`SuiteError`."""
-    candidates: list[Path] = []
-    if data:
-        candidates.append(Path(data))
-    elif os.environ.get("HARNESS_DATA"):
-        root = Path(os.environ["HARNESS_DATA"])
-        candidates += [root / NAME, root]
-    else:
-        candidates.append(PROJECT_ROOT.parent / "shared" / "corpora" / NAME)
-    for c in candidates:
-        if (c / "tests").is_dir():
-            return c
-    raise SuiteError(f"no JSON Schema Test Suite at {candidates[0]} (no tests/ folder there); "
-                     f"{HOW_TO_GET}")
+    return find_corpus(NAME, data, lambda c: (c / "tests").is_dir(),
+                       "no JSON Schema Test Suite at {path} (no tests/ folder there); " + HOW_TO_GET)
 
 
 def split_case_id(cid: str) -> tuple[str, str, int]:

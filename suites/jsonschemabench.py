@@ -12,11 +12,10 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from suites.base import Case, Instance, SuiteError
+from suites.base import Case, Instance, SuiteError, find_corpus
 
 NAME = "jsonschemabench"
 
@@ -32,9 +31,6 @@ HOW_TO_GET = (
     "get the public MaskBench data: `git clone https://github.com/guidance-ai/jsonschemabench` "
     "and pass `--data jsonschemabench/maskbench/data` (or set HARNESS_DATA to that folder)"
 )
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
 
 def subset_of(file_name: str) -> str:
     """Subset of a corpus file: the part before ``---``; ``BFCL_*`` → BFCL, ``JME_*`` → JME."""
@@ -53,20 +49,8 @@ def sample_key(file_name: str) -> str:
 
 def resolve_data_dir(data: str | None = None) -> Path:
     """Where the corpus is; raises :class:`SuiteError` saying how to get it."""
-    candidates: list[Path] = []
-    if data:
-        candidates.append(Path(data))
-    elif os.environ.get("HARNESS_DATA"):
-        root = Path(os.environ["HARNESS_DATA"])
-        candidates += [root / NAME, root]
-    else:
-        candidates.append(PROJECT_ROOT.parent / "shared" / "corpora" / NAME)
-    for c in candidates:
-        if c.is_dir() and any(c.glob("*.json")):
-            return c
-    raise SuiteError(
-        f"no jsonschemabench corpus at {candidates[0]} (no *.json files there); {HOW_TO_GET}"
-    )
+    return find_corpus(NAME, data, lambda c: any(c.glob("*.json")),
+                       "no jsonschemabench corpus at {path} (no *.json files there); " + HOW_TO_GET)
 
 
 def stratified_sample(names: Sequence[str], n: int) -> list[str]:
