@@ -13,10 +13,15 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from engines.registry import EngineSpec, parse_engines
+from harness.e2e.job import E2E_DEFAULTS
 from harness.runner import Job, Runner
 from harness.store import RunStore, git_commit, machine_info, new_run_id
 from harness.vocab import load_vocabulary
 from suites.registry import build_suite
+
+#: Configuration keys handed to e2e jobs as ``payload["e2e"]``.
+E2E_KEYS = ("runtime", "model", "quant", "max_tokens", "batch", "overlap", "device", "seed",
+            "temperature", "server", "apply")
 
 DEFAULT_CONFIG: dict[str, Any] = {
     "suite": "jsonschemabench",
@@ -34,23 +39,9 @@ DEFAULT_CONFIG: dict[str, Any] = {
     #: K extra replays of each valid instance's primary serialisation with seeded
     #: non-canonical tokenisations (harness/segment.py); 0 = none.
     "segmentations": 0,
-    # suite e2e (harness/e2e): the decode loop's runtime and options
-    "runtime": "auto",
-    "model": "tiny",
-    "quant": "Q8_0",
-    "max_tokens": 128,
-    "batch": 1,
-    "overlap": False,
-    "device": "cpu",
-    "seed": 0,
-    "temperature": 1.0,
-    "server": None,
-    "apply": "auto",
+    # suite e2e: the decode loop's runtime and options (defaults: harness/e2e/job.py)
+    **{k: E2E_DEFAULTS[k] for k in E2E_KEYS},
 }
-
-#: Configuration keys handed to e2e jobs as ``payload["e2e"]``.
-E2E_KEYS = ("runtime", "model", "quant", "max_tokens", "batch", "overlap", "device", "seed",
-            "temperature", "server", "apply")
 
 
 def engine_status(spec: EngineSpec) -> dict[str, Any]:

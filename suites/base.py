@@ -97,6 +97,19 @@ class Suite(Protocol):
     def describe(self) -> dict[str, Any]: ...
 
 
+def round_robin(queues: list[list[Any]], n: int) -> list[Any]:
+    """Up to ``n`` items taken one from each queue in turn (a stratified sample: a queue
+    that runs out leaves its share to the others). Deterministic."""
+    out: list[Any] = []
+    depth = 0
+    while len(out) < n and any(depth < len(q) for q in queues):
+        for q in queues:
+            if depth < len(q) and len(out) < n:
+                out.append(q[depth])
+        depth += 1
+    return out
+
+
 def corpus_candidates(name: str, data: str | None) -> list[Path]:
     """Where a corpus named ``name`` may be, in order: ``--data DIR``; else
     ``$HARNESS_DATA/<name>`` then ``$HARNESS_DATA``; else ``../shared/corpora/<name>``

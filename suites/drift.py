@@ -19,7 +19,7 @@ import json
 from typing import Any, Iterator, Sequence
 
 from harness.groundtruth import parse_instance_text
-from suites.base import Case, Instance, SuiteError
+from suites.base import Case, Instance, SuiteError, round_robin
 from suites.drift_probes import AXES, GROUPS
 
 NAME = "drift"
@@ -78,14 +78,7 @@ class Drift:
             by_axis: dict[str, list] = {}
             for g in groups:
                 by_axis.setdefault(g["axis"], []).append(g)
-            queues = list(by_axis.values())
-            picked: list = []
-            depth = 0
-            while len(picked) < sample and any(depth < len(q) for q in queues):
-                for q in queues:
-                    if depth < len(q) and len(picked) < sample:
-                        picked.append(q[depth])
-                depth += 1
+            picked = round_robin(list(by_axis.values()), sample)
             groups = [g for g in groups if any(g is p for p in picked)]
         if not groups:
             raise SuiteError("no drift probes match the selection")

@@ -46,7 +46,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from suites.base import Case, Instance, SuiteError, find_corpus
+from suites.base import Case, Instance, SuiteError, find_corpus, round_robin
 
 NAME = "json-schema-test-suite"
 DRAFTS = ("draft2020-12", "draft7")
@@ -148,14 +148,7 @@ class JsonSchemaTestSuite:
                 by_file.setdefault(e[1], []).append(e)
             queues = [sorted(v, key=lambda e: hashlib.sha256(e[0].encode()).hexdigest())
                       for _, v in sorted(by_file.items())]
-            picked: list = []
-            depth = 0
-            while len(picked) < sample and any(depth < len(q) for q in queues):
-                for q in queues:
-                    if depth < len(q) and len(picked) < sample:
-                        picked.append(q[depth])
-                depth += 1
-            keep = set(picked)
+            keep = set(round_robin(queues, sample))
             entries = [e for e in entries if e in keep]
         if not entries:
             raise SuiteError(f"no test groups in {tests} match the selection")

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from suites.base import Case, Instance, SuiteError, find_corpus
+from suites.base import Case, Instance, SuiteError, find_corpus, round_robin
 
 NAME = "jsonschemabench"
 
@@ -60,15 +60,7 @@ def stratified_sample(names: Sequence[str], n: int) -> list[str]:
     groups: dict[str, list[str]] = {}
     for name in names:
         groups.setdefault(subset_of(name), []).append(name)
-    queues = [sorted(v, key=sample_key) for _, v in sorted(groups.items())]
-    out: list[str] = []
-    depth = 0
-    while len(out) < n and any(depth < len(q) for q in queues):
-        for q in queues:
-            if depth < len(q) and len(out) < n:
-                out.append(q[depth])
-        depth += 1
-    return out
+    return round_robin([sorted(v, key=sample_key) for _, v in sorted(groups.items())], n)
 
 
 def parse_case(path: Path) -> Case:

@@ -14,7 +14,6 @@ and renamed, so parallel workers never read a half-written model.
 
 from __future__ import annotations
 
-import functools
 import os
 import tempfile
 from pathlib import Path
@@ -23,6 +22,7 @@ import numpy as np
 
 from harness.e2e.models import BOS_ID, EOS_ID, ModelShape, shape
 from harness.vocab import Vocabulary
+from harness.vocab_hf import bytes_to_unicode
 
 FORMAT_VERSION = 2
 QUANTS = ("Q8_0", "F16", "F32")
@@ -41,23 +41,8 @@ def cache_root() -> Path:
     return Path(root) if root else Path.home() / ".cache" / "grammar-harness"
 
 
-@functools.lru_cache(maxsize=1)
-def byte_encoder() -> dict[int, str]:
-    """GPT-2's reversible byte → printable unicode map (what llama.cpp's BPE vocab stores)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) \
-        + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, map(chr, cs)))
-
-
 def token_text(tok: bytes) -> str:
-    enc = byte_encoder()
+    enc = bytes_to_unicode()
     return "".join(enc[b] for b in tok)
 
 
