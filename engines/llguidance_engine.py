@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from engines.base import (
+    BatchFiller,
     CompiledGrammar,
     CompileError,
     EngineAdapter,
@@ -186,6 +187,37 @@ class LLGuidanceCompiled(CompiledGrammar):
         return LLGuidanceMatcher(self._proto, self._stop, self._words)
 
 
+class LLGuidanceBatchFiller(BatchFiller):
+    """A batch's masks through ``llguidance.numpy.fill_next_token_bitmask_par`` on an
+    ``LLExecutor`` of ``threads`` (Rust threads). A matcher that errs while filling is
+    dead with an all-zero row, as in :meth:`LLGuidanceMatcher.fill_mask`."""
+
+    method = "llguidance fill_next_token_bitmask_par"
+
+    def __init__(self, llg: Any, threads: int) -> None:
+        super().__init__(1)
+        import llguidance.numpy as llg_np
+
+        self.threads = max(1, int(threads))
+        self._executor = llg.LLExecutor(num_threads=self.threads)
+        self._fill_par = llg_np.fill_next_token_bitmask_par
+
+    def fill(self, matchers, bitmask: np.ndarray, rows) -> None:
+        pairs, live = [], []
+        for m, r in zip(matchers, rows):
+            if m._dead:
+                bitmask[r].fill(0)
+            else:
+                pairs.append((m._m, int(r)))
+                live.append((m, r))
+        if pairs:
+            self._fill_par(self._executor, pairs, bitmask)
+            for m, r in live:
+                if m._m.is_error():
+                    m._dead = True
+                    bitmask[r].fill(0)
+
+
 class LLGuidanceEngine(EngineAdapter):
     """llguidance JSON schema → ``LLMatcher``.
 
@@ -238,3 +270,6 @@ class LLGuidanceEngine(EngineAdapter):
             raise CompileError(one_line(proto.get_error()))
         warnings = [one_line(w) for w in proto.get_grammar_warnings()]
         return LLGuidanceCompiled(proto, self._stop, self._words, warnings)
+
+    def batch_filler(self, threads: int) -> LLGuidanceBatchFiller:
+        return LLGuidanceBatchFiller(self._llg, threads)

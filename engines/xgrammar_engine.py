@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from engines.base import (
+    BatchFiller,
     CompiledGrammar,
     CompileError,
     EngineAdapter,
@@ -155,6 +156,31 @@ class XGrammarCompiled(CompiledGrammar):
                                self._nontext, self._words)
 
 
+class XGrammarBatchFiller(BatchFiller):
+    """A batch's masks through xgrammar's ``BatchGrammarMatcher`` (its own C++ threads).
+
+    Dead matchers (a token was rejected) get an all-zero row, as in
+    :meth:`XGrammarMatcher.fill_mask`."""
+
+    method = "xgrammar BatchGrammarMatcher"
+
+    def __init__(self, xgr: Any, threads: int) -> None:
+        super().__init__(1)
+        self.threads = max(1, int(threads))
+        self._batch = xgr.BatchGrammarMatcher(max_threads=self.threads)
+
+    def fill(self, matchers, bitmask: np.ndarray, rows) -> None:
+        native, idx = [], []
+        for m, r in zip(matchers, rows):
+            if m._dead:
+                bitmask[r].fill(0)
+            else:
+                native.append(m._m)
+                idx.append(int(r))
+        if native:
+            self._batch.batch_fill_next_token_bitmask(native, bitmask, idx)
+
+
 class XGrammarEngine(EngineAdapter):
     """xgrammar ``GrammarCompiler.compile_json_schema`` (single-threaded, no cache)."""
 
@@ -229,6 +255,9 @@ class XGrammarEngine(EngineAdapter):
             warnings = list(dict.fromkeys(warnings))  # xgrammar often prints twice
         return XGrammarCompiled(self._xgr, compiled, self._stop, self._nontext,
                                bitmask_words(self.vocab.size), warnings)
+
+    def batch_filler(self, threads: int) -> XGrammarBatchFiller:
+        return XGrammarBatchFiller(self._xgr, threads)
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()

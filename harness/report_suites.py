@@ -133,5 +133,44 @@ def sec_e2e(ctx: ReportContext) -> Section | None:
                   [[n, *(f"{d[k]:.3g}" if isinstance(d.get(k), (int, float)) else str(d.get(k, "–"))
                          for k in ("ttft_ms", "tpot_ms", "tpot_unconstrained_ms", "tpot_ratio",
                                    "invalid_outputs", "runaways"))] for n, d in rows])
-    return Section("End to end (decode loop)", [
-        figure_png(fig, "e2e_tpot.png", "median TPOT per engine", bbox_inches="tight"), table])
+    parts = [figure_png(fig, "e2e_tpot.png", "median TPOT per engine", bbox_inches="tight"),
+             table]
+    batch_fig = _tpot_by_batch(ctx, plt)
+    if batch_fig is not None:
+        parts.append(batch_fig)
+    return Section("End to end (decode loop)", parts)
+
+
+def _tpot_by_batch(ctx: ReportContext, plt):
+    """TPOT against batch size per engine: from one run's ``--batch 1,4,8`` sweep and from
+    several runs at different ``--batch``; None when fewer than two sizes were measured."""
+    curves: dict[str, dict[int, tuple[float, float | None]]] = {}
+    for run in ctx.runs:
+        for e, d in run.summary["engines"].items():
+            d = d.get("e2e") if isinstance(d, dict) else None
+            if not d:
+                continue
+            pts = curves.setdefault(e, {})
+            for b, pt in (d.get("by_batch") or {}).items():
+                if pt.get("tpot_ms"):
+                    pts[int(b)] = (pt["tpot_ms"], pt.get("tpot_unconstrained_ms"))
+            if d.get("batch") and d.get("tpot_ms") and int(d["batch"]) not in pts:
+                pts[int(d["batch"])] = (d["tpot_ms"], d.get("tpot_unconstrained_ms"))
+    curves = {e: pts for e, pts in curves.items() if len(pts) >= 2}
+    if not curves:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for e, pts in sorted(curves.items()):
+        xs = sorted(pts)
+        line, = ax.plot(xs, [pts[x][0] for x in xs], marker="o", label=f"{e}")
+        unc = [(x, pts[x][1]) for x in xs if pts[x][1]]
+        if unc:
+            ax.plot([x for x, _ in unc], [u for _, u in unc], ls="--", color=line.get_color(),
+                    alpha=0.6, label=f"{e} unconstrained")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("batch size (sequences decoded together)")
+    ax.set_ylabel("TPOT, median (ms)")
+    ax.set_title("End to end: TPOT against batch")
+    ax.legend(fontsize=7)
+    return figure_png(fig, "e2e_tpot_batch.png", "TPOT against batch size per engine",
+                      bbox_inches="tight")

@@ -36,10 +36,16 @@ E2E_DEFAULTS: dict[str, Any] = {
 
 def resolve_options(opts: dict[str, Any] | None) -> dict[str, Any]:
     o = {**E2E_DEFAULTS, **{k: v for k, v in (opts or {}).items() if v is not None}}
+    # --batch 1,4,8: every job decodes at each batch size (the first is the primary one)
+    batches = [int(b) for b in (o["batch"] if isinstance(o["batch"], (list, tuple))
+                                else [o["batch"]])]
+    if not batches or min(batches) < 1:
+        raise ValueError(f"batch sizes must be >= 1, got {o['batch']!r}")
+    o["batches"], o["batch"] = batches, batches[0]
     if o["runtime"] == "auto":
         import importlib.util
 
-        o["runtime"] = ("llamacpp" if o["device"] == "cpu" and o["batch"] == 1
+        o["runtime"] = ("llamacpp" if o["device"] == "cpu" and max(batches) == 1
                         and importlib.util.find_spec("llama_cpp") is not None else "torch")
     if o["runtime"] == "llamacpp" and o["overlap"]:
         # logits_processor runs inside llama-cpp-python's own loop: overlap needs the eval path
@@ -91,7 +97,7 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
     rt = get_runtime(o)
     if getattr(rt, "vocab_checked", None) is None and hasattr(rt, "check_vocabulary"):
         rt.check_vocabulary(vocab)
-    record["e2e_config"] = {**{k: o[k] for k in ("runtime", "model", "max_tokens", "batch",
+    record["e2e_config"] = {**{k: o[k] for k in ("runtime", "model", "max_tokens", "batch", "batches",
                                                  "overlap", "device", "seed", "temperature",
                                                  "top_p", "apply")},
                             "runtime_info": rt.describe()}
@@ -136,7 +142,7 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
     if gbnf:
         con = _gbnf(rt, prompt, vocab, grammar, o)
     else:
-        con = _constrained(rt, run_decode, prompt, vocab, matchers, eng["name"], o)
+        con = _constrained(rt, run_decode, prompt, vocab, matchers, eng["name"], o, adapter)
     unc = _unconstrained(rt, run_decode, prompt, vocab, o)
     if con.get("error"):
         record.update(outcome=outcomes.CRASH, error=con["error"],
@@ -199,9 +205,15 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
         "tokens": sum(s.n_emitted for s in res.sequences),
         "unconstrained_tokens": sum(s.n_emitted for s in unc.sequences),
     }
-    for k in ("processor_calls", "tokens_sampled"):
+    for k in ("processor_calls", "tokens_sampled", "fill"):
         if k in con:
             e2e[k] = con[k]
+    if len(o["batches"]) > 1 and not gbnf:
+        phase("decode")
+        e2e["by_batch"], record["steps_by_batch_ns"] = _batch_sweep(
+            res, unc, con.get("fill"), o, rt, run_decode, prompt, vocab, grammar, eng["name"],
+            adapter, truth)
+        invalid += sum(b["invalid_outputs"] for b in e2e["by_batch"][1:])
     record["e2e"] = e2e
     record["outputs"] = outputs
     record["steps_ns"] = {k: v for k, v in res.steps.items() if v}
@@ -222,7 +234,9 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
     return record
 
 
-def _constrained(rt, run_decode, prompt, vocab, matchers, engine_name, o) -> dict[str, Any]:
+def _constrained(rt, run_decode, prompt, vocab, matchers, engine_name, o,
+                 adapter=None) -> dict[str, Any]:
+    from engines.base import default_fill_threads
     from harness.e2e.sampling import Bitmask, Sampler, apply_kernel
 
     kernel, apply = apply_kernel(engine_name, o["apply"], rt.device)
@@ -230,10 +244,21 @@ def _constrained(rt, run_decode, prompt, vocab, matchers, engine_name, o) -> dic
         kernel = "numpy, inside the logits_processor"
     bm = Bitmask(rt.batch, vocab.size, rt.device)
     sampler = Sampler(o["temperature"], o["top_p"], o["seed"], rt.device)
-    res = run_decode(rt, prompt, stop_ids=vocab.stop_ids, max_tokens=o["max_tokens"],
-                     sampler=sampler, matchers=matchers, bitmask=bm, apply=apply,
-                     overlap=bool(o["overlap"]))
+    kw: dict[str, Any] = {}
+    filler = None
+    if rt.batch > 1 and adapter is not None:
+        filler = adapter.batch_filler(default_fill_threads(rt.batch))
+        kw["filler"] = filler
+    try:
+        res = run_decode(rt, prompt, stop_ids=vocab.stop_ids, max_tokens=o["max_tokens"],
+                         sampler=sampler, matchers=matchers, bitmask=bm, apply=apply,
+                         overlap=bool(o["overlap"]), **kw)
+    finally:
+        if filler is not None:
+            filler.close()
     out = {"result": res, "kernel": kernel}
+    if filler is not None:
+        out["fill"] = f"{filler.method} ({filler.threads} threads)"
     extra = getattr(res, "extra", None) or {}
     out.update(extra)
     return out
@@ -256,3 +281,49 @@ def _unconstrained(rt, run_decode, prompt, vocab, o):
     sampler = Sampler(o["temperature"], o["top_p"], o["seed"], rt.device)
     return run_decode(rt, prompt, stop_ids=vocab.stop_ids, max_tokens=o["max_tokens"],
                       sampler=sampler)
+
+
+def _batch_point(batch: int, fill: str | None, con, unc, invalid: int) -> dict[str, Any]:
+    """One point of the TPOT-against-batch curve: per-step medians over this job (ns)."""
+    cs = np.asarray(con.steps.get("step", []), dtype=np.float64)
+    us = np.asarray(unc.steps.get("step", []), dtype=np.float64)
+    mk = np.asarray(con.steps.get("mask", [])[1:], dtype=np.float64)
+    tpot = float(np.median(cs)) if cs.size else None
+    tpot_u = float(np.median(us)) if us.size else None
+    return {"batch": batch, "fill": fill,
+            "tpot_ns": tpot, "tpot_unconstrained_ns": tpot_u,
+            "tpot_ratio": round(tpot / tpot_u, 4) if tpot and tpot_u else None,
+            "mask_p50_ns": float(np.median(mk)) if mk.size else None,
+            "tokens": sum(s.n_emitted for s in con.sequences),
+            "runaways": sum(1 for s in con.sequences if s.stop == "runaway"),
+            "invalid_outputs": invalid}
+
+
+def _batch_sweep(res, unc, fill, o, rt, run_decode, prompt, vocab, grammar, engine_name,
+                 adapter, truth) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Decode again at every further batch size of ``--batch`` (same weights, seed and
+    budget); every output is validated like the primary batch's."""
+    from harness.e2e.runtime import get_runtime
+    from harness.e2e.validate import check_output, detokenize
+
+    def invalid_of(r) -> int:
+        return sum(1 for s in r.sequences if s.stop == "eos"
+                   and check_output(detokenize(vocab.tokens, s.tokens), truth)["valid"] is False)
+
+    first = o["batches"][0]
+    points = [_batch_point(first, fill, res, unc, invalid_of(res))]
+    steps = {str(first): {"step": list(res.steps.get("step", [])),
+                          "unconstrained": list(unc.steps.get("step", []))}}
+    for b in o["batches"][1:]:
+        rt_b = get_runtime({**o, "batch": b})
+        matchers = [grammar.matcher() for _ in range(b)]
+        con = _constrained(rt_b, run_decode, prompt, vocab, matchers, engine_name, o, adapter)
+        if con.get("error"):
+            raise RuntimeError(f"batch {b}: {con['error']}")
+        u = _unconstrained(rt_b, run_decode, prompt, vocab, o)
+        points.append(_batch_point(b, con.get("fill"), con["result"], u,
+                                   invalid_of(con["result"])))
+        steps[str(b)] = {"step": list(con["result"].steps.get("step", [])),
+                         "unconstrained": list(u.steps.get("step", []))}
+    get_runtime(o)  # back to the primary batch size for the next job
+    return points, steps

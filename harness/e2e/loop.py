@@ -20,12 +20,12 @@ token the mask allowed but the matcher refused on commit (``rejected``); a stop 
 mask allowed but ``eos_allowed()`` denies (``eos_refused``); a sampled token outside the
 mask (``mask_leak``: the apply kernel failed). Without matchers the loop is the
 unconstrained baseline of the same runtime, sampler and budget. With a batch, the masks of
-the batch's sequences are filled in parallel on a thread pool.
+the batch's sequences are filled together by the engine's batch filler (xgrammar's
+``BatchGrammarMatcher``, llguidance's ``fill_next_token_bitmask_par``, else a thread pool).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -79,10 +79,13 @@ class LoopResult:
 def decode(runtime, prompt: Sequence[int], *, stop_ids: Sequence[int], max_tokens: int,
            sampler: Sampler, matchers: list | None = None, bitmask: Bitmask | None = None,
            apply: Callable[[torch.Tensor, Bitmask], None] | None = None,
-           overlap: bool = False, executor: ThreadPoolExecutor | None = None) -> LoopResult:
+           overlap: bool = False, executor: ThreadPoolExecutor | None = None,
+           filler: Any = None) -> LoopResult:
     """Generate up to ``max_tokens`` tokens (stop token included) for each of the runtime's
     ``batch`` sequences from ``prompt``. Constrained when ``matchers`` (one per sequence,
-    fresh) are given, with ``bitmask`` and ``apply``."""
+    fresh) are given, with ``bitmask`` and ``apply``. With ``batch > 1`` the masks of the
+    live sequences are filled together by ``filler`` (the engine's
+    :meth:`~engines.base.EngineAdapter.batch_filler`; a thread pool when none is given)."""
     B = runtime.batch
     constrained = matchers is not None
     if constrained:
@@ -100,24 +103,24 @@ def decode(runtime, prompt: Sequence[int], *, stop_ids: Sequence[int], max_token
     else:
         own_executor = False
 
-    def fill_one(b: int) -> None:
-        if active[b]:
-            matchers[b].fill_mask(rows[b])
-        else:
-            rows[b].fill(-1)  # finished rows: anything (their samples are ignored)
+    own_filler = False
+    if constrained and B > 1 and filler is None:
+        from engines.base import BatchFiller, default_fill_threads
 
-    # batch > 1: the rows are filled in parallel (the engines release the GIL while filling)
-    pool = (ThreadPoolExecutor(min(B, os.cpu_count() or 1), thread_name_prefix="fill")
-            if constrained and B > 1 and (os.cpu_count() or 1) > 1 else None)
+        filler, own_filler = BatchFiller(default_fill_threads(B)), True
 
     def fill_all() -> int:
         t = _now()
-        if pool is not None:
-            for _ in pool.map(fill_one, range(B)):
-                pass
+        if B == 1:
+            if active[0]:
+                matchers[0].fill_mask(rows[0])
         else:
+            live = [b for b in range(B) if active[b]]
             for b in range(B):
-                fill_one(b)
+                if not active[b]:
+                    rows[b].fill(-1)  # finished rows: anything (their samples are ignored)
+            if live:
+                filler.fill([matchers[b] for b in live], bitmask.np, live)
         return _now() - t
 
     def commit_all(toks: list[int]) -> int:
@@ -227,7 +230,7 @@ def decode(runtime, prompt: Sequence[int], *, stop_ids: Sequence[int], max_token
     finally:
         if own_executor:
             executor.shutdown(wait=True)
-        if pool is not None:
-            pool.shutdown(wait=True)
+        if own_filler:
+            filler.close()
     return LoopResult("overlapped" if overlap and constrained else "serial", constrained,
                       len(prompt), prefill_ns, ttft_ns, seqs, steps, _now() - t_start)

@@ -9,6 +9,19 @@ FLAG_KEYS = ("model", "runtime", "max_tokens", "batch", "overlap", "device", "qu
              "apply")
 
 
+def batch_sizes(text: str) -> int | list[int]:
+    """``--batch`` value: ``N`` or ``N,M,...`` (each >= 1)."""
+    import argparse
+
+    try:
+        sizes = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"expected N or N,M,... with each >= 1, got {text!r}")
+    return sizes[0] if len(sizes) == 1 else sizes
+
+
 def add_run_arguments(p) -> None:
     g = p.add_argument_group("e2e suite (decode loop with the mask)")
     g.add_argument("--model", choices=("micro", "tiny", "small", "1b", "8b"), help="model size: tiny (~70M), small (~360M), 1b, 8b (GPU); "
@@ -19,7 +32,10 @@ def add_run_arguments(p) -> None:
     g.add_argument("--max-tokens", dest="max_tokens", type=int,
                    help="token budget per output; a sequence without EOS by then is a runaway "
                         "(default 128)")
-    g.add_argument("--batch", type=int, help="sequences decoded together (torch runtime; default 1)")
+    g.add_argument("--batch", type=batch_sizes,
+                   help="sequences decoded together (torch runtime; default 1); a list such as "
+                        "1,4,8 decodes every schema at each size and the report plots TPOT "
+                        "against batch")
     g.add_argument("--overlap", action="store_const", const=True, default=None,
                    help="compute the next mask on a CPU thread while the forward pass runs")
     g.add_argument("--device", help="cpu (default) or cuda (torch runtime)")

@@ -9,7 +9,7 @@ A runtime holds one model and ``batch`` sequences:
 The logits tensor may be a view of the runtime's own buffer (llama.cpp): it is valid until
 the next call, and the loop masks it in place. Weights are random, seeded, and made once per
 worker process: :func:`get_runtime` caches runtimes by (runtime, size, quant, seed, device,
-batch, threads).
+threads); a torch runtime switches batch size on the same weights.
 """
 
 from __future__ import annotations
@@ -42,9 +42,10 @@ _CACHE: dict[tuple, Any] = {}
 
 
 def runtime_key(opts: dict[str, Any]) -> tuple:
+    # the batch is not part of the key: a torch runtime changes it on the same weights
     return (opts["runtime"], opts["model"], opts.get("quant"), opts.get("seed", 0),
-            opts.get("device", "cpu"), opts.get("batch", 1), opts.get("threads", 1),
-            opts.get("dtype"), opts.get("n_ctx"))
+            opts.get("device", "cpu"), opts.get("threads", 1), opts.get("dtype"),
+            opts.get("n_ctx"))
 
 
 def build_runtime(opts: dict[str, Any]):
@@ -78,6 +79,13 @@ def get_runtime(opts: dict[str, Any]):
         # one model per worker at a time: drop others before building (memory)
         _CACHE.clear()
         rt = _CACHE[key] = build_runtime(opts)
+        warm_up(rt)
+    batch = int(opts.get("batch", 1))
+    if batch != rt.batch:
+        if not hasattr(rt, "set_batch"):
+            raise ValueError(f"the {rt.name} runtime runs batch {rt.batch} only "
+                             "(use --runtime torch)")
+        rt.set_batch(batch)
         warm_up(rt)
     return rt
 

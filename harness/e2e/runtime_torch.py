@@ -71,6 +71,19 @@ class TorchRuntime:
         if device.startswith("cuda"):
             self._ids_cpu = self._ids_cpu.pin_memory()
 
+    def set_batch(self, batch: int) -> None:
+        """Decode ``batch`` sequences from the next :meth:`prefill` on (same weights)."""
+        batch = int(batch)
+        if batch < 1:
+            raise ValueError(f"batch must be >= 1, got {batch}")
+        if batch != self.batch:
+            self.batch = batch
+            self._ids = torch.empty((batch, 1), dtype=torch.long, device=self.device)
+            self._ids_cpu = torch.empty((batch, 1), dtype=torch.long)
+            if self.device.startswith("cuda"):
+                self._ids_cpu = self._ids_cpu.pin_memory()
+            self._cache = None
+
     def _new_cache(self):
         from transformers import DynamicCache
 

@@ -12,6 +12,9 @@
                            mean / the unconstrained mean step (noise-robust: 1 + share is the
                            ratio a quiet machine would show, if the rest of the step is equal)
 and the step breakdown (µs; p50 and mean of forward / mask / apply / sample / commit / wait).
+With ``--batch 1,4,8``, ``by_batch`` maps each batch size to the same pooled ``tpot_ms``,
+``tpot_unconstrained_ms`` and ``tpot_ratio`` (one step of a batch = one token of each of its
+sequences, so the step time is the TPOT every sequence sees) and the ``fill`` that ran.
 """
 
 from __future__ import annotations
@@ -72,9 +75,11 @@ def e2e_block(records: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
         return int(sum(r["e2e"].get(k, 0) or 0 for r in recs))
 
     cfg = recs[0].get("e2e_config", {})
+    by_batch = _by_batch(recs)
     return {
         "runtime": cfg.get("runtime"),
         "model": cfg.get("model"),
+        "batch": cfg.get("batch"),
         "schedule": recs[0]["e2e"].get("schedule"),
         "api": recs[0]["e2e"].get("api"),
         "apply_kernel": recs[0]["e2e"].get("apply_kernel"),
@@ -107,7 +112,29 @@ def e2e_block(records: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
         "eos_refused": tot("eos_refused"),
         "mask_leaks": tot("mask_leaks"),
         "tokens": tot("tokens"),
+        **({"by_batch": by_batch} if by_batch else {}),
     }
+
+
+def _by_batch(recs: list[dict]) -> dict[str, Any]:
+    pooled: dict[str, dict[str, list]] = {}
+    fills: dict[str, str] = {}
+    for r in recs:
+        for b, d in (r.get("steps_by_batch_ns") or {}).items():
+            acc = pooled.setdefault(b, {"step": [], "unconstrained": []})
+            acc["step"] += d.get("step", [])
+            acc["unconstrained"] += d.get("unconstrained", [])
+        for pt in r["e2e"].get("by_batch") or ():
+            if pt.get("fill"):
+                fills.setdefault(str(pt["batch"]), pt["fill"])
+    out = {}
+    for b in sorted(pooled, key=int):
+        c = np.asarray(pooled[b]["step"], dtype=np.float64) / 1e6
+        u = np.asarray(pooled[b]["unconstrained"], dtype=np.float64) / 1e6
+        t, tu = (float(np.median(c)) if c.size else None), (float(np.median(u)) if u.size else None)
+        out[b] = {"tpot_ms": _r(t, 4), "tpot_unconstrained_ms": _r(tu, 4),
+                  "tpot_ratio": _r(t / tu, 4) if t and tu else None, "fill": fills.get(b)}
+    return out
 
 
 def render_text(summary: dict[str, Any]) -> str:
@@ -129,4 +156,9 @@ def render_text(summary: dict[str, Any]) -> str:
             f"{f(b['tpot_mean_ratio'], '7.3f')} {f(b.get('constraint_mean_us'), '8.1f')} "
             f"{f(b.get('constraint_share'), '6.3f')} {b['invalid_outputs']:>8} {b['runaways']:>8} "
             f"{b['eos']:>5}")
+    for eng, b in rows:
+        for size, pt in (b.get("by_batch") or {}).items():
+            lines.append(f"  {eng} batch {size:>3}: TPOT {pt['tpot_ms']} ms, unconstrained "
+                         f"{pt['tpot_unconstrained_ms']} ms, ratio {pt['tpot_ratio']}"
+                         + (f" ({pt['fill']})" if pt.get("fill") else ""))
     return "\n".join(lines)

@@ -1,0 +1,86 @@
+"""Batch mask filling (engines' native batch APIs behind ``EngineAdapter.batch_filler``) and
+``--batch 1,N`` sweeps of the e2e suite, on the real Llama-3 vocabulary."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from engines.base import BatchFiller, allocate_bitmask, bitmask_words
+from engines.registry import EngineSpec, is_installed
+from harness.vocab import load_vocabulary
+from tests.conftest import harness, link_real, read_records
+
+ENGINES = [e for e in ("xgrammar", "llguidance", "outlines") if is_installed(e)]
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer"}},
+          "required": ["name"]}
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    return load_vocabulary("llama3")
+
+
+def _advance(vocab, matcher, text: str) -> None:
+    for t in vocab.encode(text):
+        assert matcher.commit(t), text
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_batch_fill_equals_one_by_one(engine, vocab):
+    """Rows filled together equal each matcher's own mask, for matchers at different
+    states, with a dead matcher (all-zero row) and rows given out of order."""
+    adapter = EngineSpec(engine).build(vocab)
+    g = adapter.compile(json.dumps(SCHEMA))
+    ms = [g.matcher() for _ in range(4)]
+    _advance(vocab, ms[1], '{"name": "ab')
+    _advance(vocab, ms[2], '{"name": "x", "n": 1')
+    assert not ms[3].commit(vocab.encode("[")[0])  # dead: '[' cannot start the object
+    bm = np.full((5, bitmask_words(vocab.size)), 7, dtype=np.int32)
+    filler = adapter.batch_filler(2)
+    try:
+        filler.fill(ms, bm, [4, 2, 0, 1])
+    finally:
+        filler.close()
+    assert (bm[3] == 7).all()  # a row not asked for is untouched
+    one = allocate_bitmask(vocab.size)
+    for m, row in zip(ms, [4, 2, 0, 1]):
+        m.fill_mask(one)
+        assert np.array_equal(one, bm[row]), (engine, row, filler.method)
+    assert not bm[1].any()  # the dead matcher
+    assert bm[4].any() and not np.array_equal(bm[4], bm[2])
+    if engine in ("xgrammar", "llguidance"):
+        assert type(filler) is not BatchFiller  # the engine's own batch API
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not is_installed("llguidance"), reason="llguidance not installed")
+def test_cli_batch_sweep(tmp_path):
+    data = tmp_path / "data"
+    link_real(data, names=("Glaiveai2K---calculate_area_5c088303.json",))
+    res, rep = tmp_path / "results", tmp_path / "reports"
+    p = harness("run", "--suite", "e2e", "--engine", "llguidance", "--data", str(data),
+                "--model", "micro", "--runtime", "torch", "--max-tokens", "10",
+                "--batch", "1,3", "--results", str(res), "--reports", str(rep), "--no-progress")
+    assert p.returncode == 0, p.stderr[-3000:]
+    run, recs = read_records(res)
+    r = recs[0]
+    pts = r["e2e"]["by_batch"]
+    assert [pt["batch"] for pt in pts] == [1, 3]
+    assert "fill_next_token_bitmask_par" in pts[1]["fill"]
+    assert all(pt["tpot_ns"] > 0 and pt["tpot_unconstrained_ns"] > 0 for pt in pts)
+    assert len(r["steps_by_batch_ns"]["3"]["step"]) > 0
+    block = json.loads((run / "summary.json").read_text())["engines"]["llguidance"]["e2e"]
+    assert set(block["by_batch"]) == {"1", "3"} and block["by_batch"]["3"]["tpot_ms"] > 0
+    assert "batch   3" in p.stdout
+    assert (rep / run.name / "e2e_tpot_batch.png").stat().st_size > 1000
+    assert "TPOT against batch" in (rep / run.name / "report.md").read_text()
+    s = harness("summary", str(run), "--output", str(tmp_path / "again"))
+    assert s.returncode == 0 and "end to end" in s.stdout
+
+
+def test_batch_flag_rejects_bad_sizes(tmp_path):
+    p = harness("run", "--suite", "e2e", "--engine", "llguidance", "--batch", "2,0")
+    assert p.returncode == 2 and "--batch" in p.stderr
