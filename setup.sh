@@ -8,7 +8,7 @@ PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "torch==2.13.0"
-.venv/bin/python -m pip install -q -e ".[engines,tekken,qwen2,test]"
+.venv/bin/python -m pip install -q -e ".[engines,tekken,qwen2,test,ray]"
 # Optional runtime of the e2e suite: llama-cpp-python built once from source (~4+ min on 2
 # cores) and cached under ~/.cache/grammar-harness/wheels; later runs install it in seconds.
 # HARNESS_NO_LLAMACPP=1 skips it; outside CI a failed build only leaves the runtime out.

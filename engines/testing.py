@@ -7,6 +7,10 @@
             ===============  =====================================================
             ``crash``        SIGSEGV to itself during compile
             ``hang``         busy loop forever during compile (pure Python)
+            ``gil_hang``     a native call that never returns and keeps the GIL: every
+                             catchable signal blocked, then libc ``pause()`` through
+                             ``ctypes.PyDLL`` (which does not release the GIL); only
+                             SIGKILL ends it
             ``oom``          reserve 64 MiB chunks during compile until MemoryError
                              (propagated, never caught; needs a memory limit such as
                              RLIMIT_AS, or the OS OOM killer acts first)
@@ -40,7 +44,7 @@ from engines.base import (
 )
 from harness.vocab import Vocabulary
 
-FAULTY_MODES = ("crash", "hang", "oom", "exit", "compile_error", "reject_all", "accept_all",
+FAULTY_MODES = ("crash", "hang", "gil_hang", "oom", "exit", "compile_error", "reject_all", "accept_all",
                 "sleep")
 
 
@@ -157,6 +161,12 @@ class FaultyEngine(NullEngine):
         elif mode == "hang":
             while True:
                 pass
+        elif mode == "gil_hang":
+            import ctypes
+
+            signal.pthread_sigmask(signal.SIG_BLOCK, set(signal.Signals) - {
+                signal.SIGKILL, signal.SIGSTOP})
+            ctypes.PyDLL(None).pause()  # PyDLL: the GIL stays held for the whole call
         elif mode == "oom":
             hog = []
             while True:

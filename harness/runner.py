@@ -170,8 +170,12 @@ class Runner:
         self._stop(slot)
 
     # -- main loop ------------------------------------------------------------------------
-    def run(self, jobs: Iterable[Job]) -> None:
-        """Run every job (consumed lazily, in order) until all have records."""
+    def run(self, jobs: Iterable[Job], keep_workers: bool = False) -> None:
+        """Run every job (consumed lazily, in order) until all have records.
+
+        ``keep_workers``: leave idle workers running afterwards (their vocabulary and
+        adapters stay built) for the next call; :meth:`close` stops them. A worker still
+        busy when this returns by an exception is killed either way."""
         queue = iter(jobs)
         more = True
         try:
@@ -209,12 +213,22 @@ class Runner:
                         self._death(slot, "timeout")
         finally:
             for slot in self._slots:
-                if slot.process is not None:
-                    try:
-                        slot.conn.send(None)
-                    except (OSError, ValueError):
-                        pass
-                    self._stop(slot, kill=slot.job is not None)
+                if slot.process is not None and (slot.job is not None or not keep_workers):
+                    self._close_slot(slot)
+
+    def _close_slot(self, slot: _Slot) -> None:
+        try:
+            slot.conn.send(None)
+        except (OSError, ValueError):
+            pass
+        self._stop(slot, kill=slot.job is not None)
+        slot.job = None
+
+    def close(self) -> None:
+        """Stop every worker (after ``run(..., keep_workers=True)``)."""
+        for slot in self._slots:
+            if slot.process is not None:
+                self._close_slot(slot)
 
     def _drain(self, slot: _Slot) -> None:
         """Read every message the worker has sent; handle its death if it died."""

@@ -122,9 +122,15 @@ class RunStore:
             raise StoreError(f"{self.meta_path}: unreadable run metadata: {e}") from None
 
     def write_meta(self, meta: dict[str, Any]) -> None:
+        """Replace ``run.json`` atomically (a full disk leaves the old one in place)."""
         tmp = self.meta_path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(meta, indent=2, default=str))
-        os.replace(tmp, self.meta_path)
+        try:
+            tmp.write_text(json.dumps(meta, indent=2, default=str))
+            os.replace(tmp, self.meta_path)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            raise StoreError(f"{self.meta_path}: cannot write run metadata "
+                             f"({e.strerror or e}); free space and retry") from None
 
     # -- records ----------------------------------------------------------------
     def repair(self) -> int:
@@ -176,12 +182,21 @@ class RunStore:
     def append(self, record: dict[str, Any]) -> None:
         """Append one record durably (one write, flush, fsync)."""
         line = (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode()
+        start = None
         try:
             if self._fh is None:
                 self._fh = open(self.records_path, "ab", buffering=0)
-            self._fh.write(line)
+            start = self._fh.seek(0, os.SEEK_END)
+            written = self._fh.write(line)
+            if written != len(line):  # a short write: the disk filled up mid-line
+                raise OSError(28, os.strerror(28))
             os.fsync(self._fh.fileno())
         except OSError as e:
+            if start is not None:  # cut the partial line away: earlier records stay whole
+                try:
+                    self._fh.truncate(start)
+                except OSError:
+                    pass  # a torn last line is still repaired on --resume
             raise StoreError(
                 f"{self.records_path}: cannot append a record ({e.strerror or e}); "
                 "earlier records are intact, resume with --resume after fixing it"
