@@ -14,8 +14,10 @@ from typing import Any, Iterator
 
 from engines.registry import EngineSpec, parse_engines
 from harness.e2e.job import E2E_DEFAULTS
-from harness.runner import Job, Runner
-from harness.store import RunStore, git_commit, machine_info, new_run_id
+from harness.tokens.options import DEFAULTS as TOKEN_DEFAULTS
+from harness.executor import make_executor
+from harness.runner import Job
+from harness.store import RunStore, StoreError, git_commit, machine_info, new_run_id
 from harness.vocab import load_vocabulary
 from suites.registry import build_suite
 
@@ -41,6 +43,8 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "segmentations": 0,
     # suite e2e: the decode loop's runtime and options (defaults: harness/e2e/job.py)
     **{k: E2E_DEFAULTS[k] for k in E2E_KEYS},
+    # suites mask-diff and fuzz: walks, budgets, tightness k (defaults: harness/tokens/options.py)
+    **TOKEN_DEFAULTS,
 }
 
 
@@ -62,12 +66,18 @@ def engine_status(spec: EngineSpec) -> dict[str, Any]:
 def _jobs(suite, specs: list[EngineSpec], config: dict[str, Any],
           finished: set[tuple[str, str]]) -> Iterator[Job]:
     """Engine by engine (so each engine's wall time is its own), case by case."""
+    told: set[str] = set()
     for spec in specs:
         for case in suite.cases():
             if (spec.label, case.case_id) in finished:
                 continue
             if case.load_error:
-                print(f"harness: {case.load_error}", file=sys.stderr)
+                if case.case_id in told:
+                    yield Job(spec.label, case.case_id, case.subset, None, case.load_error)
+                    continue
+                told.add(case.case_id)  # one line per file, however many engines
+                print(f"harness: {case.load_error}; skipped as bad_input (fix or remove "
+                      "it; the run goes on)", file=sys.stderr)
                 yield Job(spec.label, case.case_id, case.subset, None, case.load_error)
                 continue
             yield Job(spec.label, case.case_id, case.subset, {
@@ -79,7 +89,27 @@ def _jobs(suite, specs: list[EngineSpec], config: dict[str, Any],
                 "segmentations": config.get("segmentations", 0),
                 "kind": getattr(suite, "job_kind", "replay"),
                 "e2e": {k: config.get(k) for k in E2E_KEYS},
+                "tokens": {k: config.get(k) for k in TOKEN_DEFAULTS},
             })
+
+
+class BadInstanceWarnings:
+    """One stderr line per corpus instance that could not be serialised (e.g. ``NaN``,
+    which ``json.loads`` accepts and JSON forbids), once per (case, instance) whatever
+    the number of engines: the case's other instances still ran."""
+
+    def __init__(self) -> None:
+        self.seen: set[tuple[str, int]] = set()
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        for inst in record.get("instances") or ():
+            key = (record["schema_id"], inst.get("index", -1))
+            if "bad_instance" in inst and key not in self.seen:
+                self.seen.add(key)
+                print(f"harness: {record['schema_id']}: instance #{key[1]} is not "
+                      f"JSON-serialisable ({inst['bad_instance']}); not replayed: fix or "
+                      "remove it in the corpus file (the case's other instances ran)",
+                      file=sys.stderr)
 
 
 class Progress:
@@ -107,8 +137,13 @@ class Progress:
 
 
 def run(config: dict[str, Any], results_root: Path, resume: Path | None = None,
-        argv: list[str] | None = None, progress: bool = True) -> RunStore:
-    """Run (or resume) a benchmark; returns the store holding its records."""
+        argv: list[str] | None = None, progress: bool = True, executor: str = "local",
+        ray_address: str | None = None) -> RunStore:
+    """Run (or resume) a benchmark; returns the store holding its records.
+
+    ``executor`` (``local`` or ``ray``, :mod:`harness.executor`) and ``ray_address`` say
+    where this session's jobs run; they are recorded in the session, not the config, so
+    a run may be resumed with another executor."""
     if resume is not None:
         store = RunStore.open(resume)
         meta = store.read_meta()
@@ -141,18 +176,29 @@ def run(config: dict[str, Any], results_root: Path, resume: Path | None = None,
     runnable = [s for s, st in zip(specs, statuses) if st["status"] == "run"]
     finished = store.finished()
     total = sum(1 for s in runnable for cid in suite.case_ids() if (s.label, cid) not in finished)
-    session = {"started_at": time.time(), "jobs": config["jobs"], "argv": argv or sys.argv}
+    session = {"started_at": time.time(), "jobs": config["jobs"], "argv": argv or sys.argv,
+               "executor": executor}
+    if ray_address:
+        session["ray_address"] = ray_address
+    bar = Progress(total, enabled=progress)
+    bad_instances = BadInstanceWarnings()
+    runner = make_executor(executor, store, jobs=config["jobs"], timeout_s=config["timeout_s"],
+                           memory_gib=config["memory_gib"],
+                           on_record=lambda r: (bad_instances(r), bar.update(r)),
+                           ray_address=ray_address)
     meta["sessions"].append(session)
     store.write_meta(meta)
-    bar = Progress(total, enabled=progress)
-    runner = Runner(store, jobs=config["jobs"], timeout_s=config["timeout_s"],
-                    memory_gib=config["memory_gib"], on_record=bar.update)
     try:
         runner.run(_jobs(suite, runnable, config, finished))
     finally:
         bar.close()
         store.close()
         session["ended_at"] = time.time()
-        session["completed"] = sys.exc_info()[0] is None
-        store.write_meta(meta)
+        failing = sys.exc_info()[0] is not None
+        session["completed"] = not failing
+        try:
+            store.write_meta(meta)
+        except StoreError:
+            if not failing:  # else the error already in flight (e.g. a full disk) is the one to show
+                raise
     return store

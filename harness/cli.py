@@ -41,9 +41,17 @@ def _run_parser(sub) -> None:
     p.add_argument("--reports", help="folder for reports (default: reports/)")
     p.add_argument("--resume", help="continue the run in this run folder")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="where jobs run: local worker processes (default) or a Ray cluster")
+    p.add_argument("--ray-address",
+                   help="Ray cluster to join with --executor ray, e.g. HOST:6379 (default: "
+                        "start a local Ray instance)")
     from harness.e2e.options import add_run_arguments
 
     add_run_arguments(p)
+    from harness.tokens import options as token_options
+
+    token_options.add_run_arguments(p)
 
 
 def _config_from_args(args) -> dict:
@@ -61,6 +69,9 @@ def _config_from_args(args) -> dict:
     from harness.e2e.options import config_from_args
 
     given.update(config_from_args(args))
+    from harness.tokens import options as token_options
+
+    given.update(token_options.config_from_args(args))
     return given
 
 
@@ -69,6 +80,7 @@ def cmd_run(args) -> int:
     from harness import benchmark, derive, table
     from harness.report_html import write_reports
     from harness.measure import SERIALIZATIONS
+    from harness.executor import ExecutorError
     from harness.store import RunStore, StoreError
     from harness.vocab import VocabularyError
     from suites.base import SuiteError
@@ -95,9 +107,16 @@ def cmd_run(args) -> int:
         return _fail("--jobs must be ≥ 1 and --timeout > 0")
     results_root = Path(args.results) if args.results else RESULTS_DEFAULT
     try:
+        if args.executor == "ray":  # before any run folder exists
+            from harness.executor_ray import require_ray
+
+            require_ray()
+        elif args.ray_address:
+            raise ExecutorError("--ray-address needs --executor ray")
         store = benchmark.run(config, results_root, resume=resume, argv=sys.argv,
-                              progress=not args.no_progress)
-    except (SuiteError, UnknownEngine, VocabularyError, StoreError) as e:
+                              progress=not args.no_progress, executor=args.executor,
+                              ray_address=args.ray_address)
+    except (SuiteError, UnknownEngine, VocabularyError, StoreError, ExecutorError) as e:
         return _fail(str(e))
     except KeyboardInterrupt:
         print("\nharness: interrupted; finished jobs are saved. Continue with "
@@ -159,7 +178,7 @@ def _fail(msg: str) -> int:
 
 #: Further subcommands live in their own modules, each with ``add_parser(subparsers)``
 #: (which sets ``handler`` via ``set_defaults``); listed here so the CLI stays thin.
-COMMAND_MODULES: list[str] = ["harness.cmd_report", "harness.cmd_gate"]
+COMMAND_MODULES: list[str] = ["harness.cmd_report", "harness.cmd_gate", "harness.cmd_explain"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,6 +5,7 @@
 ``instances.parquet``  one row per (engine, schema, instance, serialisation) replay
 ``drift.json``         suite drift: engine × axis verdicts (:mod:`harness.conformance`)
 ``keywords.json``      suite json-schema-test-suite: the per-keyword table
+suites mask-diff / fuzz add blocks to summary.json (:mod:`harness.tokens.summary`)
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ def finalize(store: RunStore) -> dict[str, Any]:
     meta = store.read_meta()
     records = list(store.records())
     summary = metrics.build_summary(meta, records)
+    from harness.tokens.summary import extend as token_blocks
+
+    token_text = token_blocks(summary, records)  # suites mask-diff / fuzz (else None)
+    from harness.report_adversarial import extend as adversarial_block
+
+    adversarial_text = adversarial_block(summary, meta, records)  # suite adversarial (else None)
     (store.path / "summary.json").write_text(json.dumps(summary, indent=2))
     sdf = metrics.schema_frame(records)
     if len(sdf):
@@ -33,4 +40,8 @@ def finalize(store: RunStore) -> dict[str, Any]:
     extra = conformance.finalize(store.path, records, summary, meta)
     if extra:  # the drift matrix / keyword pass rates, on the console of run and summary
         print(extra + "\n")
+    if token_text:  # the mask-diff / fuzz table, on the console of run and summary
+        print(token_text + "\n")
+    if adversarial_text:  # cases per class per engine, on the console of run and summary
+        print(adversarial_text + "\n")
     return summary

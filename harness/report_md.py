@@ -803,6 +803,8 @@ def _unique_figure_names(sections: list[Section]) -> None:
 def build(paths: list[Path]) -> tuple[ReportContext, list[Section]]:
     """Load the runs (read-only) and build every section."""
     import harness.report_suites  # noqa: F401  (registers the suites' optional sections)
+    import harness.report_tokens  # noqa: F401  (mask-diff, tightness, fuzz sections)
+    import harness.report_adversarial  # noqa: F401  (the adversarial suite's section)
 
     runs = [load_run(p, key) for p, key in zip(paths, run_keys(len(paths)))]
     ctx = ReportContext(runs)

@@ -146,6 +146,10 @@ def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, A
     record["tokens"] = sum(len(i["results"].get(primary, i["results"].get("text", {}))
                                .get("mask_ns", ()))
                            for i in instances if "results" in i)
+    # Optional engine statistics (e.g. the reference engine's mask-cache memory).
+    stats = getattr(grammar, "stats", None)
+    if callable(stats):
+        record["engine_stats"] = stats()
     record["busy_ns"] = time.perf_counter_ns() - t_busy
     return record
 
@@ -178,6 +182,8 @@ def _segmentation_replays(grammar, vocab, bitmask, case_id: str, index: int, of:
 #: ``(job, phase)`` and returning a record (with at least engine, schema_id, outcome).
 JOB_KINDS: dict[str, str] = {
     "e2e": "harness.e2e.job:run_e2e_job",
+    "mask-diff": "harness.tokens.maskdiff_job:run_mask_diff_job",
+    "fuzz": "harness.tokens.fuzz_job:run_fuzz_job",
 }
 
 

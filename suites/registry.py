@@ -43,11 +43,35 @@ def _e2e(**opts: Any):
                     sample=opts.get("sample"), schemas=opts.get("schemas"))
 
 
+def _adversarial(**opts: Any):
+    from suites.adversarial import Adversarial
+
+    return Adversarial(subsets=opts.get("subsets"), sample=opts.get("sample"),
+                       schemas=opts.get("schemas"), data=opts.get("data"))
+
+
+def _mask_diff(**opts: Any):
+    from suites.token_suites import MaskDiffSuite
+
+    return MaskDiffSuite(data=opts.get("data"), subsets=opts.get("subsets"),
+                         sample=opts.get("sample"), schemas=opts.get("schemas"))
+
+
+def _fuzz(**opts: Any):
+    from suites.token_suites import FuzzSuite
+
+    return FuzzSuite(data=opts.get("data"), subsets=opts.get("subsets"),
+                     sample=opts.get("sample"), schemas=opts.get("schemas"))
+
+
 SUITES: dict[str, Callable[..., Any]] = {
     "jsonschemabench": _jsonschemabench,
     "json-schema-test-suite": _json_schema_test_suite,
     "drift": _drift,
     "e2e": _e2e,
+    "mask-diff": _mask_diff,
+    "fuzz": _fuzz,
+    "adversarial": _adversarial,
 }
 
 
