@@ -89,6 +89,12 @@ class ReferenceCompiled(CompiledGrammar):
     def matcher(self) -> ReferenceMatcher:
         return ReferenceMatcher(self.compiled.matcher(), self._words)
 
+    def stats(self) -> dict[str, Any]:
+        """Engine statistics stored in the job record (``engine_stats``): the PDA's
+        size and the adaptive mask cache's (bytes of numpy buffers; the dense
+        equivalent is one 16 KiB bitmask per cached automaton node)."""
+        return {**self.compiled.pda.stats(), **self.compiled.masks.stats()}
+
 
 class ReferenceEngine(EngineAdapter):
     """The reference engine (byte-level PDA, exact masks)."""

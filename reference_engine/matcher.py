@@ -1,22 +1,32 @@
 """Matchers: per-sequence configuration sets, masks, rollback.
 
 :class:`MaskComputer` (one per compiled grammar and vocabulary, shared by its
-matchers) computes exact token masks:
+matchers) computes exact token masks with an **adaptive token mask cache**
+(:mod:`reference_engine.maskcache` stores it):
 
-- for a configuration ``(state, stack)``, the tokens whose bytes keep ``state`` alive
-  *without* leaving its rule are found by a vectorised trie walk
-  (:meth:`~reference_engine.trie.TokenTrie.walk`) and cached per state as a packed
-  bitmask: they are allowed whatever the stack holds;
-- the walk also reports *exits* (trie nodes where the rule may end or call another
-  rule); from each exit the stack is consulted (pop / push through
-  :meth:`~reference_engine.pda.PDA.closure`) and the rest of the subtree is walked
-  from the configurations found there, recursively. The result depends on the
-  stack and is cached per ``(state, stack)``; stacks are hash-consed, so the same
-  nesting reuses it.
+- For each DFA state (an automaton node), the vocabulary is split once into tokens
+  accepted whatever the stack holds (*context-independent accepted*), rejected whatever
+  it holds (*context-independent rejected*) and the *context-dependent* rest. The split
+  is one trie walk from the state (:meth:`~reference_engine.trie.TokenTrie.walk`)
+  extended through calls (a push needs no stack: the walk follows it with a local
+  stack of the return states it pushed) and through rule ends whose return state is
+  known: a local frame, the single return state of a rule called from one place
+  (:attr:`~reference_engine.pda.PDA.unique_return`), or the end of the document after
+  a start rule nothing calls (the *context expansion*). Only a
+  rule end that must pop a frame of the live stack leaves tokens context-dependent:
+  those strictly below that trie node.
+- At run time a configuration ``(state, stack)`` starts from the cached accepted set
+  and checks only the context-dependent tokens against the live stack: pop the frame,
+  walk the rest of those subtrees from the configurations found there
+  (:meth:`MaskComputer.context`, cached per ``(state, stack)``).
+- A single configuration whose node has no context-dependent tokens is written
+  straight from the node's entry; any other composed mask (several configurations,
+  or context-dependent tokens settled) is kept in a small LRU of dense bitmasks, so a
+  revisited step is a dict lookup and a 16 KiB copy.
 
-This is exact by construction (every token is either walked byte by byte through
-the automaton or pruned because a prefix is dead); ``brute_force_mask`` in the
-tests re-derives masks token by token to check it.
+This is exact by construction (every token is either walked byte by byte through the
+automaton or pruned because a prefix is dead); the tests re-derive masks token by
+token from the live configurations to check it, bit for bit.
 
 :class:`GrammarMatcher` keeps one ``(configurations, accepting)`` entry per
 committed token, so ``rollback(n)`` just drops entries (no recomputation).
@@ -24,109 +34,326 @@ committed token, so ``rollback(n)`` just drops entries (no recomputation).
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 
+from reference_engine.maskcache import NodeMask, WordSet, node_mask, word_set
 from reference_engine.pda import PDA
+from reference_engine.stack import EMPTY
 from reference_engine.trie import TokenTrie
+
+#: Frames the split may pop statically in a row (a guard: chains of single-site
+#: rules are as deep as the grammar's nesting, far below this).
+MAX_STATIC_POPS = 64
+#: Composed masks of whole configuration sets kept (dense, 16 KiB each at 128k tokens).
+FINAL_CACHE_SIZE = 512
 
 
 def words_for(vocab_size: int) -> int:
+    """Number of int32 words of a bitmask over ``vocab_size`` tokens."""
     return (vocab_size + 31) // 32
 
 
 class MaskComputer:
+    """Exact masks for one compiled grammar and one vocabulary (shared by matchers)."""
+
     def __init__(self, pda: PDA, trie: TokenTrie, stop_ids=()):
         self.pda = pda
         self.trie = trie
         self.words = words_for(trie.vocab_size)
         self.stop_ids = tuple(stop_ids)
-        self._root: dict[int, tuple[np.ndarray, list]] = {}
-        self._ctx: dict[tuple[int, int], np.ndarray] = {}
-        self._nbytes = self.words * 4
+        self._nodes: dict[int, NodeMask] = {}
+        self._by_key: dict[frozenset, NodeMask] = {}
+        self._shared = 0  # states served by another state's entry (see mask_key)
+        self._ctx: dict[tuple[int, int], WordSet] = {}
+        self._final: OrderedDict = OrderedDict()
+        self._lclosure: dict[tuple, tuple] = {}
+        self._stop_words: list[tuple[int, int]] = []
+        for t in self.stop_ids:
+            v = 1 << (t & 31)
+            self._stop_words.append((t >> 5, v - (1 << 32) if v >= 1 << 31 else v))
 
-    def _pack(self, flags: np.ndarray) -> np.ndarray:
-        """Packed int32 bitmask from a bool per token id."""
-        out = np.zeros(self._nbytes, dtype=np.uint8)
-        packed = np.packbits(flags, bitorder="little")
-        out[: packed.size] = packed
-        return out.view(np.int32)
-
-    def root(self, state: int) -> tuple[np.ndarray, list]:
-        """(packed bitmask of the tokens allowed from ``state`` inside its rule, exits)."""
-        got = self._root.get(state)
-        if got is None:
-            nodes, exits = self.trie.walk(self.pda, state, 0)
-            got = (self._pack(self.trie.token_flags(nodes)), exits)
-            self._root[state] = got
+    # ------------------------------------------------------------ compile-time split
+    def _local_closure(self, t: int, lst: tuple, k: int):
+        """Byte-consuming configurations reachable from state ``t`` with the *local*
+        stack ``lst`` (return states pushed inside the current token, top last) after
+        ``k`` statically known frames of the real stack were popped; plus the final
+        states from which a rule end must pop the real stack (context-dependent)."""
+        key = (t, lst, k)
+        got = self._lclosure.get(key)
+        if got is not None:
+            return got
+        pda = self.pda
+        confs: list[tuple[int, tuple, int]] = []
+        pops: list[tuple[int, int]] = []
+        moved = False
+        seen = {key}
+        work = [key]
+        while work:
+            s, l, kk = work.pop()
+            if pda.has_bytes[s]:
+                confs.append((s, l, kk))
+            for r, ret in pda.state_calls[s]:
+                new = (pda.entry_state[r], l + (ret,), kk)
+                if new not in seen:
+                    seen.add(new)
+                    work.append(new)
+            if pda.final[s]:
+                if l:
+                    new = (l[-1], l[:-1], kk)
+                else:
+                    r = pda.state_rule[s]
+                    if r == 0 and not pda.call_sites[0]:
+                        # the end of a start rule nothing calls: the stack is empty, the
+                        # document ends here and nothing may follow (known statically)
+                        moved = True
+                        continue
+                    u = pda.unique_return[r]
+                    if u < 0 or kk >= MAX_STATIC_POPS:
+                        pops.append((s, kk))
+                        continue
+                    moved = True
+                    new = (u, (), kk + 1)
+                if new not in seen:
+                    seen.add(new)
+                    work.append(new)
+        got = (confs, pops, moved)
+        self._lclosure[key] = got
         return got
 
-    def context(self, state: int, stack: int) -> np.ndarray:
-        """Token ids allowed from ``(state, stack)`` through rule ends and calls.
+    def mask_key(self, state: int):
+        """A key equal for states whose masks are equal: the state's NFA items with
+        each length counter that is far from its bound replaced by ``-1``.
 
-        Exits are grouped by (exit state, stack): the configurations that follow are
-        the same for all of them, so their subtrees are walked together."""
+        A counter ``cnt`` of a code-point fragment with window ``[lo, hi]`` only matters
+        through the checks ``cnt >= lo`` and the remaining budget ``hi - cnt``. Within
+        one token (at most ``trie.maxlen`` bytes, so at most that many characters) a
+        counter with ``cnt >= lo`` and ``hi - cnt > trie.maxlen + dfa.n`` never meets
+        the bound nor changes a feasibility answer (the shortest way to acceptance
+        from any DFA state is shorter than ``dfa.n``), so all such counters behave
+        alike. Without this, a ``maxLength: 2048`` string costs one trie walk per
+        position."""
+        pda = self.pda
+        far = self.trie.maxlen
+        changed = False
+        items = []
+        for it in pda.items[state]:
+            if len(it) == 5:
+                f, d, dec, cnt, p = it
+                fc = pda.frag_class[f]
+                if fc.hi is not None and cnt >= fc.lo and fc.hi - cnt > far + fc.dfa.n:
+                    it = (f, d, dec, -1, p)
+                    changed = True
+            items.append(it)
+        return frozenset(items) if changed else state
+
+    def node(self, state: int) -> NodeMask:
+        """The cached three-way split of the vocabulary at ``state`` (built on first use)."""
+        got = self._nodes.get(state)
+        if got is not None:
+            return got
+        mkey = self.mask_key(state)
+        if mkey != state:
+            got = self._by_key.get(mkey)
+            if got is not None:
+                self._nodes[state] = got
+                self._shared += 1
+                return got
+        trie, pda = self.trie, self.pda
+        count = trie._py_count
+        nodes, exits = trie.walk(pda, state, 0)
+        alive = [nodes]
+        plain_exits = [n for n, _ in exits if count[n]]  # the split without any expansion
+        cd_exits: list[tuple[int, int]] = []  # (trie node, frames popped statically)
+        via_return: list[int] = []  # trie nodes where a single-site rule's return was used
+        work: dict[tuple, list[int]] = {}
+        for n, t in exits:
+            if count[n]:
+                work.setdefault((t, (), 0), []).append(n)
+        seen: set = set()
+        while work:
+            (t, lst, k), ns = work.popitem()
+            confs, pops, lookahead = self._local_closure(t, lst, k)
+            if lookahead:
+                via_return.extend(ns)
+            for _, kk in pops:
+                cd_exits.extend((n, kk) for n in ns)
+            for s2, l2, k2 in confs:
+                if s2 == t and l2 == lst and k2 == k:
+                    continue  # the pure continuation: walked already by the walk that found the exit
+                todo = []
+                for n in ns:
+                    key = (n, s2, l2, k2)
+                    if key not in seen:
+                        seen.add(key)
+                        todo.append(n)
+                if not todo:
+                    continue
+                a2, ex2 = trie.walk_many(pda, s2, todo)
+                if a2.size:
+                    alive.append(a2)
+                for n2, t2 in ex2:
+                    if count[n2]:
+                        work.setdefault((t2, l2, k2), []).append(n2)
+        alive_nodes = np.concatenate(alive) if len(alive) > 1 else alive[0]
+        accepted = trie.token_flags(alive_nodes)
+        cd = np.zeros(trie.vocab_size, dtype=bool)
+        cd_nodes = sorted({n for n, _ in cd_exits})
+        if cd_nodes:
+            cd[trie.tokens_below(cd_nodes)] = True
+        cd &= ~accepted
+        plain_cd = np.zeros(trie.vocab_size, dtype=bool)
+        if plain_exits:
+            plain_cd[trie.tokens_below(plain_exits)] = True
+        plain_cd &= ~(accepted if len(alive) == 1 else trie.token_flags(nodes))
+        moved_return = 0
+        if via_return:
+            la = np.zeros(trie.vocab_size, dtype=bool)
+            la[trie.tokens_below(sorted(set(via_return)))] = True
+            moved_return = int((la & plain_cd & ~cd).sum())
+        # exits grouped by frames popped statically, for the run-time pop
+        by_k: dict[int, list[int]] = {}
+        for n, kk in cd_exits:
+            by_k.setdefault(kk, []).append(n)
+        got = node_mask(accepted, cd, self.words,
+                        tuple((kk, tuple(sorted(set(ns)))) for kk, ns in sorted(by_k.items())),
+                        moved=max(0, int(plain_cd.sum()) - int(cd.sum())),
+                        moved_return=moved_return)
+        self._nodes[state] = got
+        if mkey != state:
+            self._by_key[mkey] = got
+        return got
+
+    # ------------------------------------------------------------ run time
+    def context(self, state: int, stack: int) -> WordSet:
+        """Context-dependent tokens of ``state`` allowed with the live ``stack``.
+
+        Each context-dependent trie node pops the live stack (after the frames the
+        split already popped statically); the subtrees below it are walked from the
+        configurations found there, grouped per (state, stack) so that equal
+        continuations are walked once. Cached per ``(state, stack)``."""
         key = (state, stack)
         got = self._ctx.get(key)
         if got is not None:
             return got
-        pda = self.pda
-        child_count = self.trie._py_count
+        pda, trie = self.pda, self.trie
+        pool = pda.stacks
+        child_count = trie._py_count
         parts: list[np.ndarray] = []
+        # work: (state, stack, popped) -> trie nodes; ``popped``: the configuration was
+        # reached by a pop, so nothing below these nodes has been walked from it yet
+        work: dict[tuple[int, int, bool], list[int]] = {}
+        for k, ns in self.node(state).pops:
+            st = stack
+            for _ in range(k):
+                if st == EMPTY:
+                    break
+                st = pool.parent[st]
+            if st == EMPTY:
+                continue  # the document ends here: nothing may follow
+            work.setdefault((pool.ret[st], pool.parent[st], True), []).extend(ns)
         seen: set = set()
-        work: dict[tuple[int, int], list[int]] = {}
-        for node, t in self.root(state)[1]:
-            if child_count[node]:
-                work.setdefault((t, stack), []).append(node)
         while work:
-            (t, st), nodes = work.popitem()
+            (t, st, popped), nodes = work.popitem()
             confs, _ = pda.closure(t, st)
             for s2, st2 in confs:
-                if s2 == t and st2 == st:
-                    continue  # the pure continuation, walked by the caller
+                if not popped and s2 == t and st2 == st:
+                    continue  # the pure continuation, walked by the walk that found the exit
                 todo = []
                 for node in nodes:
-                    k = (node, s2, st2)
-                    if k not in seen:
-                        seen.add(k)
+                    k2 = (node, s2, st2)
+                    if k2 not in seen:
+                        seen.add(k2)
                         todo.append(node)
                 if not todo:
                     continue
-                alive, exits = self.trie.walk_many(pda, s2, todo)
+                alive, exits = trie.walk_many(pda, s2, todo)
                 if alive.size:
-                    parts.append(self.trie.tokens_at(alive))
+                    parts.append(trie.tokens_at(alive))
                 for n2, t2 in exits:
                     if child_count[n2]:
-                        work.setdefault((t2, st2), []).append(n2)
-        got = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+                        work.setdefault((t2, st2, False), []).append(n2)
+        ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        got = word_set(ids, self.words)
         self._ctx[key] = got
         return got
 
     def fill(self, configs: tuple, accept: bool, out: np.ndarray) -> None:
+        """Write the mask of a configuration set (and EOS if ``accept``) into ``out``."""
+        if len(configs) == 1:
+            # one configuration without context-dependent tokens: the node's own entry
+            # is the mask (a memset and one store; not worth a composed copy)
+            nm = self._nodes.get(configs[0][0])
+            if nm is None:
+                nm = self.node(configs[0][0])
+            if not nm.pops:
+                nm.write(out)
+                if accept:
+                    for w, v in self._stop_words:
+                        out[w] |= v
+                return
+        key = (configs, accept)
+        hit = self._final.get(key)
+        if hit is not None:
+            out[:] = hit
+            return
         if not configs:
             out.fill(0)
         else:
             first = True
             for s, st in configs:
-                words, exits = self.root(s)
+                nm = self._nodes.get(s)
+                if nm is None:
+                    nm = self.node(s)
                 if first:
-                    out[:] = words
+                    nm.write(out)
                     first = False
                 else:
-                    np.bitwise_or(out, words, out=out)
-                if exits:
-                    ids = self.context(s, st)
-                    if ids.size:
-                        np.bitwise_or.at(out, ids >> 5,
-                                         (np.ones(1, np.uint32) << (ids & 31).astype(np.uint32))
-                                         .view(np.int32))
+                    nm.merge(out)
+                if nm.pops:
+                    ws = self.context(s, st)
+                    if ws.idx.size:
+                        out[ws.idx] |= ws.val
         if accept:
-            for t in self.stop_ids:
-                v = 1 << (t & 31)
-                out[t >> 5] |= v - (1 << 32) if v >= 1 << 31 else v
+            for w, v in self._stop_words:
+                out[w] |= v
+        fc = self._final
+        fc[key] = out.copy()
+        if len(fc) > FINAL_CACHE_SIZE:
+            fc.popitem(last=False)
 
     def stats(self) -> dict:
-        return {"root_cached": len(self._root), "ctx_cached": len(self._ctx),
-                "root_bytes": sum(w.nbytes for w, _ in self._root.values())}
+        """Cache sizes and the vocabulary split, summed over the states visited.
+
+        Bytes are numpy buffer sizes; ``dense_equiv_bytes`` is what one dense
+        bitmask per state would take (states × words × 4 bytes)."""
+        nodes = list({id(nm): nm for nm in self._nodes.values()}.values())
+        fmt = {"dense": 0, "accepted": 0, "rejected": 0}
+        for nm in nodes:
+            fmt[nm.kind] += 1
+        n = len(nodes)
+        vocab = self.trie.vocab_size
+        return {
+            "nodes": n,
+            "states_sharing_an_entry": self._shared,
+            "node_formats": fmt,
+            "node_cache_bytes": sum(nm.nbytes for nm in nodes),
+            "dense_equiv_bytes": n * self.words * 4,
+            "ctx_entries": len(self._ctx),
+            "ctx_cache_bytes": sum(w.nbytes for w in self._ctx.values()),
+            "final_entries": len(self._final),
+            "final_cache_bytes": len(self._final) * self.words * 4,
+            "ci_accepted_avg": (sum(nm.n_accepted for nm in nodes) / n) if n else 0.0,
+            "ci_rejected_avg": (sum(vocab - nm.n_accepted - nm.n_cd for nm in nodes) / n) if n else 0.0,
+            "cd_avg": (sum(nm.n_cd for nm in nodes) / n) if n else 0.0,
+            "cd_max": max((nm.n_cd for nm in nodes), default=0),
+            "expansion_moved_avg": (sum(nm.moved for nm in nodes) / n) if n else 0.0,
+            "expansion_moved_max": max((nm.moved for nm in nodes), default=0),
+            "expansion_nodes_moved": sum(1 for nm in nodes if nm.moved),
+            "lookahead_moved_avg": (sum(nm.moved_return for nm in nodes) / n) if n else 0.0,
+            "lookahead_nodes_moved": sum(1 for nm in nodes if nm.moved_return),
+        }
 
 
 class GrammarMatcher:

@@ -423,6 +423,21 @@ class PDA:
         self.entry_state = [self._intern(self._closure([(self.rule_entry[r], 0)]))
                             for r in range(len(self.rule_names))]
         self.start_state = self.entry_state[self.rule_index[self.grammar.start]]
+        self.unique_return = self._unique_returns()
+
+    def _unique_returns(self) -> list[int]:
+        """Per rule, the DFA state every one of its frames returns to, or -1.
+
+        A rule called from exactly one place outside any object body (where the
+        object's parameter, hence the return state, varies) always returns to the same
+        state: the top of every stack seen inside it is that state. The mask cache uses
+        it as lookahead (context expansion) instead of consulting the live stack."""
+        out = [-1] * len(self.rule_names)
+        start = self.rule_index[self.grammar.start]
+        for r, sites in enumerate(self.call_sites):
+            if r != start and len(sites) == 1 and not sites[0][1]:
+                out[r] = self._intern(self._closure([(sites[0][0], 0)]))
+        return out
 
     # ---------------------------------------------------------------- rule choice
     def _choose_rules(self) -> None:
@@ -548,6 +563,7 @@ class PDA:
         self.calls.append([])
         self.frags.append([])
         self.exit_rule.append(-1)
+        self.node_rule.append(self._cur_rule)
         n = len(self.eps) - 1
         if n > MAX_NFA_NODES:
             raise GrammarError(f"grammar too large (more than {MAX_NFA_NODES} automaton nodes)")
@@ -566,12 +582,20 @@ class PDA:
         self.rule_exit: list[int] = []
         self._inlining: list[str] = []
         self._charclass_dfa: dict[tuple, DFA] = {}
+        #: rule index of each NFA node / fragment (a DFA state lies inside one rule)
+        self.node_rule: list[int] = []
+        self.frag_rule: list[int] = []
+        #: per rule, its call sites ``(return node, inside an object body)``
+        self.call_sites: list[list[tuple[int, bool]]] = [[] for _ in self.rule_names]
+        self._cur_rule = -1
         for i, name in enumerate(self.rule_names):
+            self._cur_rule = i
             a, b = self._new(), self._new()
             self.rule_entry.append(a)
             self.rule_exit.append(b)
             self.exit_rule[b] = i
         for i, name in enumerate(self.rule_names):
+            self._cur_rule = i
             self._build(self.grammar.rules[name], self.rule_entry[i], self.rule_exit[i], None)
 
     def _fragment(self, dfa: DFA, enc: str, lo: int, hi: int | None, a: int, b: int) -> None:
@@ -582,6 +606,7 @@ class PDA:
         f = len(self.frag_class)
         self.frag_class.append(fc)
         self.frag_exit.append(b)
+        self.frag_rule.append(self.node_rule[a])
         self.frags[a].append(f)
 
     def _build(self, e: ir.Expr, a: int, b: int, obj) -> None:
@@ -637,6 +662,7 @@ class PDA:
         elif isinstance(e, ir.Ref):
             if e.name in self.rule_index:
                 self.calls[a].append((self.rule_index[e.name], b))
+                self.call_sites[self.rule_index[e.name]].append((b, obj is not None))
             else:
                 if e.name in self._inlining:  # cannot happen: recursive rules are real
                     raise GrammarError(f"internal: recursive inlining of {e.name}")
@@ -758,6 +784,7 @@ class PDA:
         self.exitflag = np.zeros(cap, dtype=bool)
         self.items: list[frozenset] = []
         self.final: list[bool] = []
+        self.state_rule: list[int] = []
         self.state_calls: list[tuple] = []
         self.has_bytes: list[bool] = []
         self.rows: list[list[int] | None] = []
@@ -841,6 +868,8 @@ class PDA:
             for r, t in self.calls[n]:
                 by_rule.setdefault(r, []).append((t, p))
         self.final.append(final)
+        it0 = next(iter(items))
+        self.state_rule.append(self.frag_rule[it0[0]] if len(it0) == 5 else self.node_rule[it0[0]])
         self.has_bytes.append(has_bytes)
         self.state_calls.append(())
         self.exitflag[sid] = final or bool(by_rule)

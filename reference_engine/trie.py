@@ -70,6 +70,20 @@ class TokenTrie:
             if ends.size:
                 token_node_sorted[ends] = nid[np.searchsorted(starts, ends, side="right") - 1]
         self.n_nodes = next_id
+        # Lexicographic token order is the trie's preorder: the tokens at or below a node
+        # are one contiguous range of it. sub_lo/sub_hi (per node, into ``lex_ids``) let
+        # the mask cache list the tokens below a context-dependent node without a walk.
+        sub_lo = np.zeros(next_id, dtype=np.int64)
+        sub_hi = np.zeros(next_id, dtype=np.int64)
+        sub_hi[0] = n
+        for d in range(1, maxlen + 1):
+            starts, nid = depth_starts[d], depth_ids[d]
+            cut = np.nonzero(lcp < d)[0]  # a subtree at depth d ends where lcp drops below d
+            nxt = np.searchsorted(cut, starts, side="right")
+            sub_lo[nid] = starts
+            sub_hi[nid] = np.where(nxt < cut.size, cut[np.minimum(nxt, cut.size - 1)], n)
+        self.sub_lo, self.sub_hi = sub_lo, sub_hi
+        self.lex_ids = np.array(ids, dtype=np.int64)
         self.node_byte = np.concatenate([np.array([0])] + node_byte[1:]).astype(np.int64)
         par_all = np.concatenate([np.array([-1])] + parent[1:]).astype(np.int64)
         self.parent = par_all
@@ -132,6 +146,22 @@ class TokenTrie:
             return np.zeros(0, dtype=np.int64)
         idx = np.repeat(s - np.cumsum(cnt) + cnt, cnt) + np.arange(total)
         return self.end_ids[idx]
+
+    def tokens_below(self, nodes) -> np.ndarray:
+        """Token ids ending strictly below any of ``nodes`` (not at the node itself);
+        ids may repeat when the subtrees overlap."""
+        nodes = np.asarray(nodes, dtype=np.int64)
+        if nodes.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        # tokens ending at the node itself come first in its lexicographic range
+        lo = self.sub_lo[nodes] + (self.end_start[nodes + 1] - self.end_start[nodes])
+        hi = self.sub_hi[nodes]
+        cnt = np.maximum(hi - lo, 0)
+        total = int(cnt.sum())
+        if total == 0:
+            return np.zeros(0, dtype=np.int64)
+        idx = np.repeat(lo - np.cumsum(cnt) + cnt, cnt) + np.arange(total)
+        return self.lex_ids[idx]
 
     def children(self, node: int) -> np.ndarray:
         s = int(self.child_start[node])

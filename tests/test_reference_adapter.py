@@ -131,3 +131,25 @@ print("ok")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_mask_cache_stats_land_in_the_job_record():
+    """The worker stores the adapter's ``stats()`` as ``engine_stats``: the adaptive
+    cache's bytes against one dense 16 KiB bitmask per cached node, and the split."""
+    from harness.worker import run_job
+    from suites.base import Case, Instance
+
+    schema = json.loads(PERSON)
+    case = Case("test", "stats-case", "s", "-", schema, PERSON, (
+        Instance(0, {"name": "Ann", "age": 3}, True), Instance(1, {"name": 3}, False)))
+    job = {"engine": {"name": "reference", "config": "default", "label": "reference"},
+           "case": case.to_job(), "tokenizer": "llama3", "serializations": ["ascii"],
+           "primary": "ascii", "segmentations": 0}
+    rec = run_job(job)
+    assert rec["outcome"] == "passing"
+    s = rec["engine_stats"]
+    words = (H.vocab().size + 31) // 32
+    assert s["nodes"] > 3 and s["dense_equiv_bytes"] == s["nodes"] * words * 4
+    assert 0 < s["node_cache_bytes"] < s["dense_equiv_bytes"]
+    assert sum(s["node_formats"].values()) == s["nodes"]
+    json.dumps(rec)  # the record stays JSON

@@ -1,0 +1,137 @@
+"""Storage of the adaptive token mask cache: one entry per automaton node (DFA state).
+
+A node's entry holds its *context-independent accepted* tokens in whichever of three
+formats is smallest for its density (the other context-independent tokens are
+rejected; the context-dependent ones are cleared and settled at run time):
+
+``dense``     the packed bitmask, ``words`` int32 (16,032 bytes at 128,256 tokens);
+``accepted``  a sparse list of the words of that bitmask that are not all zeros, as
+              (word index, 32 bits) pairs: 6 bytes per pair (uint16 index + int32);
+``rejected``  a sparse list of the words that are not all ones (the accepted set is
+              everything else): the same pairs, for nearly-full masks.
+
+A pair list of set bits is a token-id list grouped by word, so clustered token ids (as
+in a sorted vocabulary) cost less than 4 bytes each; filling a mask from it is a memset
+and one fancy-index store, never a loop over tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: bytes of one sparse (word index, word) pair
+PAIR_BYTES = 6
+
+
+def pack_flags(flags: np.ndarray, words: int) -> np.ndarray:
+    """Packed little-endian int32 bitmask of ``words`` words from a bool per token id."""
+    out = np.zeros(words * 4, dtype=np.uint8)
+    packed = np.packbits(flags, bitorder="little")
+    out[: packed.size] = packed
+    return out.view(np.int32)
+
+
+def _index_dtype(words: int):
+    return np.uint16 if words <= 0xFFFF else np.int32
+
+
+@dataclass(frozen=True)
+class WordSet:
+    """A token set as the (word index, bits) pairs of its non-zero words."""
+
+    idx: np.ndarray
+    val: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.idx.nbytes + self.val.nbytes)
+
+
+def word_set(ids: np.ndarray, words: int) -> WordSet:
+    """The :class:`WordSet` of token ``ids`` (duplicates allowed)."""
+    if ids.size == 0:
+        return WordSet(np.zeros(0, dtype=_index_dtype(words)), np.zeros(0, dtype=np.int32))
+    flags = np.zeros(words * 32, dtype=bool)
+    flags[ids] = True
+    w = pack_flags(flags, words)
+    nz = np.flatnonzero(w)
+    return WordSet(nz.astype(_index_dtype(words)), w[nz])
+
+
+@dataclass(frozen=True)
+class NodeMask:
+    """The cached split of the vocabulary at one node.
+
+    ``kind``: ``dense`` | ``accepted`` | ``rejected`` (see the module docstring);
+    ``words`` (dense) or ``idx``/``val`` (sparse) hold the context-independent accepted
+    set. ``pops``: ``(k, trie nodes)`` groups — the context-dependent tokens are those
+    strictly below these trie nodes, where a rule ends and the live stack must be
+    popped after ``k`` frames already known statically. ``n_accepted``, ``n_cd``:
+    token counts (the rejected ones are the rest of the vocabulary); ``moved``: tokens
+    that would be context-dependent without context expansion (walking through calls
+    and into statically known returns) and are context-independent with it;
+    ``moved_return``: those of them below a trie node where the walk went on into the
+    single return state of a rule called from one place (the lookahead alone)."""
+
+    kind: str
+    words: np.ndarray | None
+    idx: np.ndarray | None
+    val: np.ndarray | None
+    pops: tuple
+    n_accepted: int
+    n_cd: int
+    moved: int
+    moved_return: int = 0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the stored mask (numpy buffers)."""
+        if self.kind == "dense":
+            return int(self.words.nbytes)
+        return int(self.idx.nbytes + self.val.nbytes)
+
+    def write(self, out: np.ndarray) -> None:
+        """Overwrite ``out`` with the context-independent accepted set."""
+        if self.kind == "dense":
+            out[:] = self.words
+        elif self.kind == "accepted":
+            out.fill(0)
+            out[self.idx] = self.val
+        else:
+            out.fill(-1)
+            out[self.idx] = self.val
+
+    def merge(self, out: np.ndarray) -> None:
+        """``out |= `` the context-independent accepted set."""
+        if self.kind == "dense":
+            np.bitwise_or(out, self.words, out=out)
+        elif self.kind == "accepted":
+            out[self.idx] |= self.val
+        else:
+            keep = out[self.idx] | self.val
+            out.fill(-1)
+            out[self.idx] = keep
+
+
+def node_mask(accepted: np.ndarray, cd: np.ndarray, words: int, pops: tuple,
+              moved: int = 0, moved_return: int = 0) -> NodeMask:
+    """Store a node's split (bool per token id: ``accepted`` context-independently,
+    ``cd`` context-dependent, disjoint) in the smallest of the three formats."""
+    w = pack_flags(accepted, words)
+    n_acc = int(accepted.sum())
+    n_cd = int(cd.sum())
+    nz = np.flatnonzero(w)
+    not_full = np.flatnonzero(w != -1)
+    dense_b = words * 4
+    acc_b = nz.size * PAIR_BYTES
+    rej_b = not_full.size * PAIR_BYTES
+    dt = _index_dtype(words)
+    if acc_b <= rej_b and acc_b < dense_b:
+        return NodeMask("accepted", None, nz.astype(dt), w[nz].copy(), pops, n_acc, n_cd, moved,
+                        moved_return)
+    if rej_b < dense_b:
+        return NodeMask("rejected", None, not_full.astype(dt), w[not_full].copy(), pops,
+                        n_acc, n_cd, moved, moved_return)
+    return NodeMask("dense", w, None, None, pops, n_acc, n_cd, moved, moved_return)
