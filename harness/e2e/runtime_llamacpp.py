@@ -222,6 +222,10 @@ def processor_decode(runtime: LlamaCppRuntime, prompt: Sequence[int], *, stop_id
     kw = dict(top_k=0, top_p=float(getattr(sampler, "top_p", 1.0)), min_p=0.0, typical_p=1.0,
               temp=float(getattr(sampler, "temperature", 1.0)), repeat_penalty=1.0,
               reset=True)
+    # Forget the previous decode: generate() would otherwise reuse the KV cache of a matching
+    # prompt prefix, and the second of two decodes of one prompt (the unconstrained baseline)
+    # would skip its prefill, making TTFTs incomparable.
+    llm.reset()
     t_start = _now()
     t_prev = None
     ttft = None
