@@ -20,7 +20,9 @@ def _run_parser(sub) -> None:
     p = sub.add_parser("run", help="run a suite against engines",
                        description="Run a suite against engines; writes results/<run-id>/.")
     # Defaults are None so that --resume can tell what was given explicitly.
-    p.add_argument("--suite", help="suite name (default: jsonschemabench)")
+    from suites.registry import SUITES
+
+    p.add_argument("--suite", help=f"suite name: {', '.join(SUITES)} (default: jsonschemabench)")
     p.add_argument("--engine", dest="engines",
                    help="engines as NAME[:CONFIG],... or 'all' (default: all)")
     p.add_argument("--tokenizer", help="llama3 (default), tekken, qwen2, or a tokenizer.json path")
