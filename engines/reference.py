@@ -29,7 +29,7 @@ from engines.base import CompiledGrammar, CompileError, EngineAdapter, Matcher, 
 from harness.vocab import Vocabulary
 
 _DEFAULTS: dict[str, Any] = {"whitespace": "flexible", "max_ws": 32, "separators": None,
-                             "property_order": "any"}
+                             "property_order": "any", "format_assertion": True}
 _TRIES: dict[str, Any] = {}
 
 
@@ -130,12 +130,21 @@ class ReferenceEngine(EngineAdapter):
         self._words = bitmask_words(vocab.size)
 
     def compile(self, schema_text: str) -> ReferenceCompiled:
+        return self._compile(schema_text, self.options)
+
+    def compile_case(self, schema_text: str, format_assertion: bool = True) -> ReferenceCompiled:
+        """As :meth:`compile`, with ``format`` an annotation when the case's ground truth
+        says so (``format_assertion=False``) whatever the configuration says."""
+        opts = self.options if format_assertion else {**self.options, "format_assertion": False}
+        return self._compile(schema_text, opts)
+
+    def _compile(self, schema_text: str, options: dict[str, Any]) -> ReferenceCompiled:
         from reference_engine import Compiled
         from reference_engine.json_schema import SchemaCompileError, compile_schema
         from reference_engine.pda import GrammarError
 
         try:
-            grammar = compile_schema(schema_text, **self.options)
+            grammar = compile_schema(schema_text, **options)
             compiled = Compiled(grammar, self.trie, self.vocab.stop_ids, self.vocab.special_ids)
         except (SchemaCompileError, GrammarError) as e:
             raise CompileError(one_line(str(e))) from None

@@ -7,8 +7,10 @@ enforced exactly (see ``SEMANTICS.md`` for the listed departures) or refused wit
 
 Outline:
 
-- the draft comes from ``$schema`` (Draft 2020-12 when absent or unknown, like
-  ``jsonschema.validators.validator_for``); references are resolved with
+- the draft comes from ``$schema`` (Draft 2020-12 when absent, like
+  ``jsonschema.validators.validator_for``; an unknown metaschema is refused, and so are
+  keywords whose meaning is disputed between readings, :data:`DISPUTED`); ``format``
+  asserts unless ``format_assertion=False``; references are resolved with
   ``referencing`` against the schema itself only: a remote ``$ref`` is an error,
   never a fetch;
 - each (conjunction of) subschema(s) becomes a rule; a rule body is the union, over
@@ -87,20 +89,45 @@ ANNOTATIONS = ("title", "description", "default", "examples", "$comment", "depre
                "$vocabulary", "$dynamicAnchor", "$recursiveAnchor", "then", "else", "format "
                "(names the draft's checker does not know)")
 
+#: Keywords the draft's validator ignores but whose meaning is disputed, so that no
+#: language is exact for every reader: refused (raised only if the type they concern can
+#: occur) instead of silently ignored. ``dependencies`` in 2019-09+: jsonschema ignores it
+#: (it was split into ``dependentRequired``/``dependentSchemas``), while the spec's
+#: compatibility advice, the JSON-Schema-Test-Suite's optional tests and every schema
+#: author who wrote it (draft-7 habits) enforce it. ``contentMediaType`` /
+#: ``contentEncoding`` in draft 7: the spec lets implementations validate them (the
+#: suite's optional tests do), jsonschema does not.
+DISPUTED = {
+    "draft2019-09": {"dependencies": "object:any"},
+    "draft2020-12": {"dependencies": "object:any"},
+    "draft7": {"contentMediaType": "string", "contentEncoding": "string"},
+}
+
 ALL_TYPES = ("null", "boolean", "object", "array", "string", "integer", "number")
 _TYPES = set(ALL_TYPES)
 
 
 def detect_draft(schema: Any) -> str:
+    """The draft named by ``$schema`` (2020-12 when absent, as ``validator_for`` does).
+
+    A ``$schema`` that names a metaschema this compiler does not know is refused:
+    a custom metaschema's ``$vocabulary`` decides which keywords assert (e.g. one
+    without the validation vocabulary makes ``minimum`` an annotation), and reading the
+    schema as plain 2020-12 instead, as ``validator_for`` does, would be a guess."""
     if not isinstance(schema, dict) or "$schema" not in schema:
         return D2020
     uri = schema["$schema"]
     if not isinstance(uri, str):
-        return D2020
+        raise SchemaCompileError(f"$schema must be a string, not {uri!r}"[:200])
     norm = urlsplit(uri).geturl()
     if norm == "http://json-schema.org/draft-03/schema":
         raise SchemaCompileError("draft-03 schemas are not supported")
-    return _SCHEMA_URIS.get(norm, D2020)
+    draft = _SCHEMA_URIS.get(norm)
+    if draft is None:
+        raise SchemaCompileError(
+            f"$schema {uri!r} is not a metaschema this engine knows (draft 4, 6, 7, 2019-09, "
+            "2020-12): its vocabularies could change which keywords assert"[:300])
+    return draft
 
 
 def _spec(draft: str):
@@ -125,13 +152,17 @@ class Options:
     ``separators=(item, key)`` fixes the separators exactly instead (e.g. ``(", ",
     ": ")`` for ``json.dumps``' default layout). ``property_order``: ``any`` (exact
     JSON semantics) or ``declared`` (declared properties in declaration order, then
-    the others, like the peer engines)."""
+    the others, like the peer engines). ``format_assertion``: ``format`` asserts (the
+    default, as the harness's ground truth validates with jsonschema's format checker)
+    or is an annotation (False: the 2019-09/2020-12 default of the spec, and the
+    JSON-Schema-Test-Suite's setting outside ``optional/format``)."""
 
     whitespace: str = "flexible"
     max_ws: int = 32
     separators: tuple[str, str] | None = None
     property_order: str = "any"
     max_alternatives: int = 64
+    format_assertion: bool = True
 
     def __post_init__(self):
         if self.whitespace not in ("flexible", "compact"):
@@ -461,7 +492,8 @@ class SchemaCompiler:
                  + (f"separators {self.opt.separators!r}" if self.opt.separators else
                     self.opt.whitespace + (f" (max {self.opt.max_ws} per gap)"
                                            if self.opt.whitespace == "flexible" else ""))
-                 + f"; property order {self.opt.property_order}"] + self.notes
+                 + f"; property order {self.opt.property_order}"
+                 + ("" if self.opt.format_assertion else "; format is an annotation")] + self.notes
         order = ["root"] + [n for n in self.rules if n != "root"]
         return ir.Grammar({n: self.rules[n] for n in order}, "root", notes)
 
@@ -595,8 +627,12 @@ class SchemaCompiler:
     def _apply(self, s: dict, r, acc: Flat, queue: list, groups: list) -> None:
         validated = VALIDATED[self.draft]
         draft = self.draft
+        disputed = DISPUTED.get(draft, {})
         for k, v in s.items():
             if k not in validated or k == "$ref":
+                if k in disputed and not _trivial_disputed(k, v):
+                    acc.refuse.setdefault(disputed[k], f"{k} in a {draft} schema (jsonschema "
+                                          "ignores it, other readings enforce it)")
                 continue
             if k in REFUSED:
                 self._refuse_keyword(k, v, s, acc)
@@ -626,7 +662,7 @@ class SchemaCompiler:
                     raise SchemaCompileError("pattern must be a string")
                 acc.patterns += (v,)
             elif k == "format":
-                if isinstance(v, str) and v in CHECKED[draft]:
+                if isinstance(v, str) and v in CHECKED[draft] and self.opt.format_assertion:
                     if format_variants(v) is None:
                         acc.refuse.setdefault("string", f"format {v!r} is not supported")
                     else:
@@ -797,6 +833,13 @@ class SchemaCompiler:
         if not isinstance(v, dict):
             raise SchemaCompileError("not must be a schema")
         validated = VALIDATED[self.draft]
+        disputed = [k for k in DISPUTED.get(self.draft, {})
+                    if k in v and not _trivial_disputed(k, v[k])
+                    and not ("$ref" in v and self.draft in (D4, D6, D7))]
+        if disputed:  # its negation depends on the reading too
+            acc.refuse.setdefault("*", f"not: {disputed[0]} in a {self.draft} schema (jsonschema "
+                                  "ignores it, other readings enforce it)")
+            return
         if "$ref" in v and self.draft in (D4, D6, D7):
             keys = {"$ref"}
         else:
@@ -876,7 +919,7 @@ class SchemaCompiler:
             acc.types = _types_and(acc.types, frozenset(["string"]))
             acc.neg_patterns += (x,)
         elif k == "format" and isinstance(x, str):
-            if x not in CHECKED[self.draft]:
+            if x not in CHECKED[self.draft] or not self.opt.format_assertion:
                 acc.empty = True  # an unchecked format holds for everything
                 return
             fv = format_variants(x)
@@ -1164,7 +1207,8 @@ class SchemaCompiler:
         if cls is None:
             cls = validator_for(self.root if isinstance(self.root, dict) else {},
                                 default=jsonschema.Draft202012Validator)
-            root = cls(self.root, registry=self.registry, format_checker=cls.FORMAT_CHECKER)
+            root = cls(self.root, registry=self.registry,
+                       format_checker=cls.FORMAT_CHECKER if self.opt.format_assertion else None)
             self._validators["cls"] = cls
             self._validators["root"] = root
         root = self._validators["root"]
@@ -1250,6 +1294,13 @@ class SchemaCompiler:
             self.rules[rule] = ir.seq(ir.lit("{"), body, ir.lit("}"))
             return ir.Ref(rule)
         raise SchemaCompileError(f"enum/const value of unsupported type {type(v).__name__}")
+
+
+def _trivial_disputed(k: str, v: Any) -> bool:
+    """A disputed keyword whose value constrains nothing under any reading."""
+    if k == "dependencies":
+        return isinstance(v, dict) and all(x is True or x == {} or x == [] for x in v.values())
+    return False
 
 
 def _float_exact(v) -> bool:

@@ -252,6 +252,24 @@ class _ObjectLogic:
             return q if self.feasible(q) else None
         return act
 
+    def more(self) -> Callable[[int], int | None]:
+        """Guard of the separator (and of the first member): lets ``p`` through only
+        if some member or extra can still be added. Without it, ``{"a":1,`` under
+        ``additionalProperties: false`` with every declared key already seen reads
+        the ``,`` and then only whitespace: a state that consumes bytes forever but
+        can never reach ``}`` — alive for the mask, dead in truth."""
+        adds = [self.add(k) for k in range(self.n)]
+        extra = self.add_extra() if self.has_extras else None
+        memo: dict[int, bool] = {}
+
+        def act(p: int) -> int | None:
+            ok = memo.get(p)
+            if ok is None:
+                ok = memo[p] = (any(a(p) is not None for a in adds)
+                                or (extra is not None and extra(p) is not None))
+            return p if ok else None
+        return act
+
     def close(self) -> Callable[[int], int | None]:
         def act(p: int) -> int | None:
             s, x, c = self.unpack(p)
@@ -695,8 +713,9 @@ class PDA:
         close = logic.close()
         choice, hub = self._new(), self._new()
         # non-empty: ws then the first member
+        more = logic.more()
         w1 = self._new()
-        self.eps[a].append((w1, None))
+        self.eps[a].append((w1, more))
         self._build(ob.ws, w1, choice, logic)
         # empty object: ws only
         w0, r0 = self._new(), self._new()
@@ -714,7 +733,9 @@ class PDA:
             self._build(x.key, ks, ke, logic)
             self._build(ob.colon, ke, vs, logic)
             self._build(x.value, vs, hub, logic)
-        self._build(ob.sep, hub, choice, logic)
+        s1 = self._new()
+        self.eps[hub].append((s1, more))
+        self._build(ob.sep, s1, choice, logic)
         w2 = self._new()
         self.eps[hub].append((w2, close))
         self._build(ob.ws, w2, b, logic)
