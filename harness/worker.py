@@ -94,7 +94,8 @@ def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, A
     phase("compile")
     t0 = time.perf_counter_ns()
     try:
-        grammar = adapter.compile(case["schema_text"])
+        grammar = adapter.compile_case(case["schema_text"],
+                                       format_assertion=case.get("format_assertion", True))
         t1 = time.perf_counter_ns()
         matcher = grammar.matcher()
         bitmask = allocate_bitmask(vocab.size)

@@ -28,9 +28,13 @@ Ground truth and verdicts:
   the specification). jsonschema's verdict is still computed and stored (``truth``), with
   ``label_disagrees`` where it differs (ECMA-262 regex features Python lacks, some formats,
   ``dependencies`` in 2020-12's optional compatibility file).
-- Draft: a schema without ``$schema`` is validated as the folder's draft (``default_draft``;
-  draft7 files mostly have none). Engines get the schema **exactly as published**: no
-  ``$schema`` is injected, so an engine that assumes 2020-12 meets draft7 files as they are.
+- Draft: each case is **self-describing**. A root schema object without ``$schema`` gets the
+  folder's metaschema URI (:data:`DRAFT_URIS`; draft7 files mostly have none), so engines and
+  ground truth read the same draft from the schema itself, as the suite's README asks of
+  implementations that support several drafts. This keeps the adapter protocol as it is
+  (``compile(schema_text)``, no side channel) and treats every engine alike: each sees the
+  same bytes. ``default_draft`` is still set, for remotes without ``$schema``. Boolean root
+  schemas mean the same in both drafts and are left as they are.
 - ``format`` is asserted only under ``optional/format/`` (elsewhere it is an annotation, as
   the suite expects).
 - Remote references (``http://localhost:1234/<path>``) resolve, for ground truth only, from
@@ -50,6 +54,9 @@ from suites.base import Case, Instance, SuiteError, find_corpus, round_robin
 
 NAME = "json-schema-test-suite"
 DRAFTS = ("draft2020-12", "draft7")
+#: The metaschema URI written into a root schema that has no ``$schema`` (see the docstring).
+DRAFT_URIS = {"draft2020-12": "https://json-schema.org/draft/2020-12/schema",
+              "draft7": "http://json-schema.org/draft-07/schema#"}
 REMOTE_BASE = "http://localhost:1234/"
 
 HOW_TO_GET = (
@@ -181,10 +188,13 @@ class JsonSchemaTestSuite:
                 return Case(**base, meta=meta,
                             load_error=f"{base['source']}: group #{index} test #{i} lacks 'data' or a boolean 'valid'")
             instances.append(Instance(i, t["data"], t["valid"], str(t.get("description", ""))))
+        schema = group["schema"]
+        if isinstance(schema, dict) and "$schema" not in schema and draft in DRAFT_URIS:
+            schema = {"$schema": DRAFT_URIS[draft], **schema}
         return Case(
             **base,
-            schema=group["schema"],
-            schema_text=json.dumps(group["schema"]),
+            schema=schema,
+            schema_text=json.dumps(schema),
             instances=tuple(instances),
             meta=meta,
             resources=self.remotes,
