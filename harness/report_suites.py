@@ -168,6 +168,9 @@ def _tpot_by_batch(ctx: ReportContext, plt):
             ax.plot([x for x, _ in unc], [u for _, u in unc], ls="--", color=line.get_color(),
                     alpha=0.6, label=f"{e} unconstrained")
     ax.set_xscale("log", base=2)
+    sizes = sorted({x for pts in curves.values() for x in pts})
+    ax.set_xticks(sizes, [str(x) for x in sizes])
+    ax.minorticks_off()
     ax.set_xlabel("batch size (sequences decoded together)")
     ax.set_ylabel("TPOT, median (ms)")
     ax.set_title("End to end: TPOT against batch")
