@@ -99,6 +99,16 @@ class GroundTruth:
             self.validator = None
             self.error = f"{type(e).__name__}: {e}"
 
+    @classmethod
+    def for_case(cls, case: dict[str, Any]) -> "GroundTruth":
+        """The validator a job payload's case calls for: its ``schema_text``, its bundled
+        resources (offline), its draft (``default_draft``, for a schema without
+        ``$schema``) and whether ``format`` asserts (``format_assertion``, default True)."""
+        draft = case.get("default_draft")
+        return cls(json.loads(case["schema_text"]),
+                   offline_registry(case.get("resources", ()), draft),
+                   default_draft=draft, format_assertion=case.get("format_assertion", True))
+
     def verdict(self, instance: Any) -> tuple[bool | None, str | None]:
         """(valid?, reason jsonschema could not decide). ``None`` = undecidable here."""
         if self.validator is None:

@@ -20,7 +20,7 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
     os.environ.setdefault(_var, "false" if _var == "TOKENIZERS_PARALLELISM" else "1")
 
 from harness import outcomes  # noqa: E402
-from harness.groundtruth import GroundTruth, offline_registry, parse_instance_text  # noqa: E402
+from harness.groundtruth import GroundTruth, parse_instance_text  # noqa: E402
 from harness.measure import SERIALIZATIONS, replay  # noqa: E402
 
 
@@ -65,12 +65,7 @@ def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, A
     record["setup_ns"] = time.perf_counter_ns() - t_busy
 
     phase("groundtruth")
-    import json
-
-    schema = json.loads(case["schema_text"])
-    draft = case.get("default_draft")
-    truth = GroundTruth(schema, offline_registry(case.get("resources", ()), draft),
-                        default_draft=draft, format_assertion=case.get("format_assertion", True))
+    truth = GroundTruth.for_case(case)
     trust_label = case.get("expected_from") == "label"
     instances: list[dict[str, Any]] = []
     for item in case["instances"]:

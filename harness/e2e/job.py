@@ -8,7 +8,6 @@ jsonschema). The payload's ``e2e`` dict holds the run options (:data:`E2E_DEFAUL
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -75,7 +74,7 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
     from harness.e2e.prompt import build_prompt
     from harness.e2e.runtime import get_runtime
     from harness.e2e.validate import check_output, detokenize
-    from harness.groundtruth import GroundTruth, offline_registry
+    from harness.groundtruth import GroundTruth
     from harness.worker import _adapter, _State
 
     case, eng = job["case"], job["engine"]
@@ -104,10 +103,7 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
     record["setup_ns"] = time.perf_counter_ns() - t_busy
 
     phase("groundtruth")  # the job's own time limit starts here
-    truth = GroundTruth(json.loads(case["schema_text"]),
-                        offline_registry(case.get("resources", ()), case.get("default_draft")),
-                        default_draft=case.get("default_draft"),
-                        format_assertion=case.get("format_assertion", True))
+    truth = GroundTruth.for_case(case)
     prompt = build_prompt(vocab, case["schema_text"])
 
     # llama.cpp's own grammar path: Llama.generate(grammar=...) instead of a matcher

@@ -19,7 +19,7 @@ from harness import outcomes
 def run_server_job(job: dict[str, Any], o: dict[str, Any], phase) -> dict[str, Any]:
     from engines.serving.openai_client import OpenAIClient, split_server, verdict
     from harness.e2e.prompt import ASK, SYSTEM
-    from harness.groundtruth import GroundTruth, offline_registry
+    from harness.groundtruth import GroundTruth
 
     case, eng = job["case"], job["engine"]
     record: dict[str, Any] = {"engine": eng["label"], "schema_id": case["case_id"],
@@ -30,7 +30,7 @@ def run_server_job(job: dict[str, Any], o: dict[str, Any], phase) -> dict[str, A
     client = OpenAIClient(url, dialect=dialect)
     phase("groundtruth")
     schema = json.loads(case["schema_text"])
-    truth = GroundTruth(schema, offline_registry(case.get("resources", ())))
+    truth = GroundTruth.for_case(case)
     messages = [{"role": "system", "content": SYSTEM},
                 {"role": "user", "content": ASK + case["schema_text"]}]
     phase("decode")

@@ -17,7 +17,7 @@ def run_vllm_job(job: dict[str, Any], o: dict[str, Any], phase) -> dict[str, Any
     from harness.e2e.gguf_model import cache_root
     from harness.e2e.prompt import ASK, SYSTEM
     from harness.e2e.validate import check_output
-    from harness.groundtruth import GroundTruth, offline_registry
+    from harness.groundtruth import GroundTruth
 
     case, eng = job["case"], job["engine"]
     backend = VllmEngine.configs[eng["config"]]["backend"]
@@ -36,7 +36,7 @@ def run_vllm_job(job: dict[str, Any], o: dict[str, Any], phase) -> dict[str, Any
     llm = _LLM[key]
     phase("groundtruth")
     schema = json.loads(case["schema_text"])
-    truth = GroundTruth(schema, offline_registry(case.get("resources", ())))
+    truth = GroundTruth.for_case(case)
     prompt = (f"<|start_header_id|>system<|end_header_id|>\n\n{SYSTEM}<|eot_id|>"
               f"<|start_header_id|>user<|end_header_id|>\n\n{ASK}{case['schema_text']}<|eot_id|>"
               "<|start_header_id|>assistant<|end_header_id|>\n\n")

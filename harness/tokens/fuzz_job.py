@@ -15,7 +15,6 @@ Outcome: ``invalidation_error`` if any walk is invalid, else ``passing``.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -29,7 +28,7 @@ from harness.tokens.options import resolve
 def run_fuzz_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
     from engines.base import CompileError, allocate_bitmask, one_line
     from harness.e2e.validate import check_output
-    from harness.groundtruth import GroundTruth, offline_registry
+    from harness.groundtruth import GroundTruth
     from harness.tokens.policy import DONE, RUNAWAY, schema_names, walk
     from harness.worker import _adapter, _State
 
@@ -47,10 +46,7 @@ def run_fuzz_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[s
     record["setup_ns"] = time.perf_counter_ns() - t_busy
 
     phase("groundtruth")
-    truth = GroundTruth(json.loads(case["schema_text"]),
-                        offline_registry(case.get("resources", ()), case.get("default_draft")),
-                        default_draft=case.get("default_draft"),
-                        format_assertion=case.get("format_assertion", True))
+    truth = GroundTruth.for_case(case)
     phase("compile")
     t0 = time.perf_counter_ns()
     try:

@@ -38,7 +38,6 @@ indicative: the oracle runs between the engine's steps).
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -99,7 +98,7 @@ def _pick_instances(case: dict[str, Any], truth, primary: str, k: int) -> list[d
 
 def run_mask_diff_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
     from engines.base import CompileError, allocate_bitmask, one_line
-    from harness.groundtruth import GroundTruth, offline_registry
+    from harness.groundtruth import GroundTruth
     from harness.tokens.oracle import ORACLE_LABEL, ORACLE_OPTIONS, Budget, OracleTimeout, oracle_adapter
     from harness.worker import _adapter, _State
 
@@ -118,10 +117,7 @@ def run_mask_diff_job(job: dict[str, Any], phase=lambda p, info=None: None) -> d
     record["setup_ns"] = time.perf_counter_ns() - t_busy
 
     phase("groundtruth")
-    truth = GroundTruth(json.loads(case["schema_text"]),
-                        offline_registry(case.get("resources", ()), case.get("default_draft")),
-                        default_draft=case.get("default_draft"),
-                        format_assertion=case.get("format_assertion", True))
+    truth = GroundTruth.for_case(case)
     instances = _pick_instances(case, truth, primary, int(o["diff_instances"]))
 
     phase("compile")
