@@ -9,6 +9,7 @@ folder itself or a folder holding ``jsonschemabench/``), else
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import hashlib
 import json
@@ -147,3 +148,37 @@ class JsonSchemaBench:
             "selected": len(self.names),
             **self.options,
         }
+
+
+class JsonSchemaBenchView:
+    """The ``jsonschemabench`` corpus's cases under another suite's name and worker job
+    kind: suites that generate or check at the token level (``e2e``, ``mask-diff``,
+    ``fuzz``) take the same ``--data``, ``--subset``, ``--sample`` and ``--schemas``
+    selection, with a smaller default sample (``default_sample`` when neither ``--sample``
+    nor ``--schemas`` is given), and keep or drop each case's instances."""
+
+    name = ""
+    #: the worker job kind for this suite's cases (harness.worker.JOB_KINDS)
+    job_kind = "replay"
+    keep_instances = True
+    default_sample = 40
+
+    def __init__(self, data: str | None = None, subsets: Sequence[str] | None = None,
+                 sample: int | None = None, schemas: str | None = None) -> None:
+        if sample is None and schemas is None:
+            sample = self.default_sample
+        self.inner = JsonSchemaBench(data=data, subsets=subsets, sample=sample, schemas=schemas)
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def case_ids(self) -> list[str]:
+        return self.inner.case_ids()
+
+    def cases(self) -> Iterator[Case]:
+        for c in self.inner.cases():
+            yield dataclasses.replace(c, suite=self.name,
+                                      instances=c.instances if self.keep_instances else ())
+
+    def describe(self) -> dict[str, Any]:
+        return {**self.inner.describe(), "suite": self.name, "source_suite": self.inner.name}

@@ -1,78 +1,40 @@
-"""Suite registry: ``--suite NAME`` → a suite object that yields cases."""
+"""Suite registry: ``--suite NAME`` → a suite object that yields cases.
+
+Every suite class takes the same selection options (``data``, ``subsets``, ``sample``,
+``schemas``); modules are imported only when their suite is built.
+"""
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Callable
 
 from suites.base import SuiteError
 
-
-def _jsonschemabench(**opts: Any):
-    from suites.jsonschemabench import JsonSchemaBench
-
-    return JsonSchemaBench(
-        data=opts.get("data"),
-        subsets=opts.get("subsets"),
-        sample=opts.get("sample"),
-        schemas=opts.get("schemas"),
-    )
-
-
-def _json_schema_test_suite(**opts: Any):
-    from suites.json_schema_test_suite import JsonSchemaTestSuite
-
-    return JsonSchemaTestSuite(
-        data=opts.get("data"),
-        subsets=opts.get("subsets"),
-        sample=opts.get("sample"),
-        schemas=opts.get("schemas"),
-    )
+#: suite name → "module:class"
+_SUITE_CLASSES: dict[str, str] = {
+    "jsonschemabench": "suites.jsonschemabench:JsonSchemaBench",
+    "json-schema-test-suite": "suites.json_schema_test_suite:JsonSchemaTestSuite",
+    "drift": "suites.drift:Drift",
+    "e2e": "suites.e2e:E2ESuite",
+    "mask-diff": "suites.token_suites:MaskDiffSuite",
+    "fuzz": "suites.token_suites:FuzzSuite",
+    "adversarial": "suites.adversarial:Adversarial",
+}
 
 
-def _drift(**opts: Any):
-    from suites.drift import Drift
+def _factory(target: str) -> Callable[..., Any]:
+    module, _, cls = target.partition(":")
 
-    return Drift(subsets=opts.get("subsets"), sample=opts.get("sample"),
-                 schemas=opts.get("schemas"), data=opts.get("data"))
-
-
-def _e2e(**opts: Any):
-    from suites.e2e import E2ESuite
-
-    return E2ESuite(data=opts.get("data"), subsets=opts.get("subsets"),
-                    sample=opts.get("sample"), schemas=opts.get("schemas"))
-
-
-def _adversarial(**opts: Any):
-    from suites.adversarial import Adversarial
-
-    return Adversarial(subsets=opts.get("subsets"), sample=opts.get("sample"),
-                       schemas=opts.get("schemas"), data=opts.get("data"))
-
-
-def _mask_diff(**opts: Any):
-    from suites.token_suites import MaskDiffSuite
-
-    return MaskDiffSuite(data=opts.get("data"), subsets=opts.get("subsets"),
+    def build(**opts: Any):
+        suite_cls = getattr(importlib.import_module(module), cls)
+        return suite_cls(data=opts.get("data"), subsets=opts.get("subsets"),
                          sample=opts.get("sample"), schemas=opts.get("schemas"))
 
-
-def _fuzz(**opts: Any):
-    from suites.token_suites import FuzzSuite
-
-    return FuzzSuite(data=opts.get("data"), subsets=opts.get("subsets"),
-                     sample=opts.get("sample"), schemas=opts.get("schemas"))
+    return build
 
 
-SUITES: dict[str, Callable[..., Any]] = {
-    "jsonschemabench": _jsonschemabench,
-    "json-schema-test-suite": _json_schema_test_suite,
-    "drift": _drift,
-    "e2e": _e2e,
-    "mask-diff": _mask_diff,
-    "fuzz": _fuzz,
-    "adversarial": _adversarial,
-}
+SUITES: dict[str, Callable[..., Any]] = {n: _factory(t) for n, t in _SUITE_CLASSES.items()}
 
 
 def build_suite(name: str, **opts: Any):

@@ -10,39 +10,13 @@ generates, :mod:`harness.tokens.fuzz_job`).
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Iterator, Sequence
-
-from suites.base import Case
-from suites.jsonschemabench import JsonSchemaBench
+from suites.jsonschemabench import JsonSchemaBenchView
 
 DEFAULT_SAMPLE = 12
 
 
-class _TokenSuite:
-    name = ""
-    job_kind = ""
-    keep_instances = True
-
-    def __init__(self, data: str | None = None, subsets: Sequence[str] | None = None,
-                 sample: int | None = None, schemas: str | None = None) -> None:
-        if sample is None and schemas is None:
-            sample = DEFAULT_SAMPLE
-        self.inner = JsonSchemaBench(data=data, subsets=subsets, sample=sample, schemas=schemas)
-
-    def __len__(self) -> int:
-        return len(self.inner)
-
-    def case_ids(self) -> list[str]:
-        return self.inner.case_ids()
-
-    def cases(self) -> Iterator[Case]:
-        for c in self.inner.cases():
-            yield dataclasses.replace(c, suite=self.name,
-                                      instances=c.instances if self.keep_instances else ())
-
-    def describe(self) -> dict[str, Any]:
-        return {**self.inner.describe(), "suite": self.name, "source_suite": self.inner.name}
+class _TokenSuite(JsonSchemaBenchView):
+    default_sample = DEFAULT_SAMPLE
 
 
 class MaskDiffSuite(_TokenSuite):
