@@ -39,7 +39,10 @@ def _trie_for(vocab: Vocabulary):
     key = vocab.fingerprint
     trie = _TRIES.get(key)
     if trie is None:
+        from reference_engine.keys import candidates
+
         trie = _TRIES[key] = TokenTrie(vocab.tokens, excluded=vocab.special_ids)
+        candidates(trie)  # the duplicate-key check's token lists, once per vocabulary
     return trie
 
 

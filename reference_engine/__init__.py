@@ -29,11 +29,19 @@ class Compiled:
         self.trie = trie
         self.stop_ids = tuple(stop_ids)
         self.special_ids = frozenset(special_ids)
-        self.masks = MaskComputer(self.pda, trie, self.stop_ids)
+        #: reject duplicate object keys (JSON text only; see :mod:`reference_engine.keys`)
+        self.json_keys = bool(getattr(grammar, "json_keys", False))
+        floor = None
+        if self.json_keys:
+            from reference_engine.keys import fewest_extra_keys
+
+            floor = fewest_extra_keys(self.pda.grammar)
+        self.masks = MaskComputer(self.pda, trie, self.stop_ids, json_keys=self.json_keys,
+                                  key_floor=floor)
 
     def matcher(self) -> GrammarMatcher:
         return GrammarMatcher(self.pda, self.masks, self.trie.token_bytes, self.stop_ids,
-                              self.special_ids)
+                              self.special_ids, json_keys=self.json_keys)
 
 
 def compile_json_schema(schema, **options) -> Grammar:

@@ -136,6 +136,8 @@ class Grammar:
     start: str = "root"
     #: free-form notes (departures used, options) printed as comments
     notes: list[str] = field(default_factory=list)
+    #: the text is JSON (a compiled JSON schema): the matcher rejects duplicate keys
+    json_keys: bool = False
 
     def __post_init__(self):
         if self.start not in self.rules:

@@ -495,7 +495,7 @@ class SchemaCompiler:
                  + f"; property order {self.opt.property_order}"
                  + ("" if self.opt.format_assertion else "; format is an annotation")] + self.notes
         order = ["root"] + [n for n in self.rules if n != "root"]
-        return ir.Grammar({n: self.rules[n] for n in order}, "root", notes)
+        return ir.Grammar({n: self.rules[n] for n in order}, "root", notes, json_keys=True)
 
     # ---------------------------------------------------------------- helpers
     def _fresh(self, hint: str) -> str:

@@ -38,6 +38,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from reference_engine import keys as jkeys
 from reference_engine.maskcache import NodeMask, WordSet, node_mask, word_set
 from reference_engine.pda import PDA
 from reference_engine.stack import EMPTY
@@ -48,6 +49,8 @@ from reference_engine.trie import TokenTrie
 MAX_STATIC_POPS = 64
 #: Composed masks of whole configuration sets kept (dense, 16 KiB each at 128k tokens).
 FINAL_CACHE_SIZE = 512
+#: Key-tracker states whose per-token duplicate-key verdicts are kept.
+KEY_CACHE_SIZE = 256
 
 
 def words_for(vocab_size: int) -> int:
@@ -58,7 +61,8 @@ def words_for(vocab_size: int) -> int:
 class MaskComputer:
     """Exact masks for one compiled grammar and one vocabulary (shared by matchers)."""
 
-    def __init__(self, pda: PDA, trie: TokenTrie, stop_ids=()):
+    def __init__(self, pda: PDA, trie: TokenTrie, stop_ids=(), json_keys: bool = False,
+                 key_floor: int | None = None):
         self.pda = pda
         self.trie = trie
         self.words = words_for(trie.vocab_size)
@@ -73,6 +77,16 @@ class MaskComputer:
         for t in self.stop_ids:
             v = 1 << (t & 31)
             self._stop_words.append((t >> 5, v - (1 << 32) if v >= 1 << 31 else v))
+        self.json_keys = json_keys
+        if json_keys:
+            self._quote, commas, self._maxq = jkeys.candidates(trie)
+            self._near = np.union1d(self._quote[(True, True)], commas)
+        #: objects holding this many keys may have run out of fresh ones (see
+        #: :func:`~reference_engine.keys.fewest_extra_keys`); None: never
+        self.key_floor = key_floor
+        self._kcache: OrderedDict = OrderedDict()
+        self.key_checks = 0  # tokens run through the key tracker for masks (stats)
+        self.key_cleared = 0  # of them, cleared as duplicate keys
 
     # ------------------------------------------------------------ compile-time split
     def _local_closure(self, t: int, lst: tuple, k: int):
@@ -323,6 +337,74 @@ class MaskComputer:
         if len(fc) > FINAL_CACHE_SIZE:
             fc.popitem(last=False)
 
+    def key_allows(self, configs: tuple, kstate: tuple, data: bytes, after=None) -> bool:
+        """The duplicate-key rule for ``data`` read from ``(configs, kstate)`` (the
+        automaton is assumed to accept it; ``after``: its configurations after, if
+        known): it closes no key already in its object, and leaves no key that every
+        completion would make a repeat (:mod:`reference_engine.keys`)."""
+        ks = jkeys.step(kstate, data)
+        if ks is None:
+            return False
+        fresh = jkeys.has_fresh_completion
+        if not jkeys.suspect(ks):
+            floor = self.key_floor
+            if (floor is None or ks[2] != jkeys.OUT or not jkeys.key_reachable(ks)
+                    or len(ks[0][-1]) < floor):
+                return True
+            fresh = jkeys.has_fresh_key
+        if after is None:
+            res = self.pda.advance(configs, data)
+            if res is None:
+                return True  # the automaton refuses it anyway
+            after = res[0]
+        return fresh(self.pda, after, ks)
+
+    def key_filter(self, configs: tuple, kstate: tuple, out: np.ndarray) -> None:
+        """Clear from the mask ``out`` (computed from ``configs``) the tokens the
+        duplicate-key rule refuses (:meth:`key_allows`). Only three kinds of tokens can
+        be refused: those with a ``"`` (:func:`~reference_engine.keys.quote_counts`
+        narrows them by the tracker state); inside a key whose decoded prefix begins a
+        seen key, those that keep it so
+        (:func:`~reference_engine.keys.continuation_tokens`); and, once an object may
+        hold ``key_floor`` keys after the token, those with a ``,`` (they may end where a
+        key must start). Verdicts are cached per ``(configs, tracker state)``."""
+        floor = self.key_floor
+        near = floor is not None and max(
+            (len(f) for f in kstate[0] if f is not None), default=0) + self._maxq >= floor
+        if near:  # every token with a quote or a comma (a token closes < _maxq keys)
+            cands = self._near
+        else:
+            cands = self._quote[(jkeys.has_keys(kstate), jkeys.key_reachable(kstate))]
+        if jkeys.suspect(kstate):
+            more = np.array(jkeys.continuation_tokens(self.trie, kstate), dtype=np.int64)
+            if more.size:
+                cands = np.unique(np.concatenate([cands, more]))
+        if not cands.size:
+            return
+        on = (out[cands >> 5] >> (cands & 31)) & 1
+        ids = cands[on.astype(bool)]
+        if not ids.size:
+            return
+        kc = self._kcache
+        ck = (configs, kstate)
+        verdict = kc.get(ck)
+        if verdict is None:
+            verdict = kc[ck] = {}
+            if len(kc) > KEY_CACHE_SIZE:
+                kc.popitem(last=False)
+        tokens = self.trie.token_bytes
+        ov = None
+        for t in ids.tolist():
+            ok = verdict.get(t)
+            if ok is None:
+                self.key_checks += 1
+                ok = verdict[t] = self.key_allows(configs, kstate, tokens[t])
+            if not ok:
+                if ov is None:
+                    ov = out.view(np.uint32)
+                ov[t >> 5] &= np.uint32(~(1 << (t & 31)) & 0xFFFFFFFF)
+                self.key_cleared += 1
+
     def stats(self) -> dict:
         """Cache sizes and the vocabulary split, summed over the states visited.
 
@@ -353,15 +435,19 @@ class MaskComputer:
             "expansion_nodes_moved": sum(1 for nm in nodes if nm.moved),
             "lookahead_moved_avg": (sum(nm.moved_return for nm in nodes) / n) if n else 0.0,
             "lookahead_nodes_moved": sum(1 for nm in nodes if nm.moved_return),
+            "key_states": len(self._kcache),
+            "key_checks": self.key_checks,
+            "key_cleared": self.key_cleared,
         }
 
 
 class GrammarMatcher:
     """One sequence: a stack of ``(configurations, accepting)`` per step."""
 
-    __slots__ = ("pda", "masks", "tokens", "stop", "special", "_hist", "_dead")
+    __slots__ = ("pda", "masks", "tokens", "stop", "special", "_hist", "_dead", "_keys")
 
-    def __init__(self, pda: PDA, masks: MaskComputer, tokens, stop_ids=(), special_ids=()):
+    def __init__(self, pda: PDA, masks: MaskComputer, tokens, stop_ids=(), special_ids=(),
+                 json_keys: bool = False):
         self.pda = pda
         self.masks = masks
         self.tokens = tokens
@@ -369,6 +455,8 @@ class GrammarMatcher:
         self.special = frozenset(special_ids) | self.stop
         self._hist: list[tuple[tuple, bool]] = [pda.initial()]
         self._dead = False
+        #: duplicate-key tracker state per step, parallel to ``_hist`` (None: no check)
+        self._keys: list[tuple] | None = [jkeys.START] if json_keys else None
 
     @property
     def configurations(self) -> tuple:
@@ -380,6 +468,13 @@ class GrammarMatcher:
             return
         configs, accept = self._hist[-1]
         self.masks.fill(configs, accept, out)
+        if self._keys is not None:
+            self.masks.key_filter(configs, self._keys[-1], out)
+
+    def keys_allow(self, data: bytes) -> bool:
+        """Would ``data`` repeat no key of an open object? (the check the mask and the
+        commit apply beside the automaton; for brute-force tests)"""
+        return self._keys is None or self.masks.key_allows(self._hist[-1][0], self._keys[-1], data)
 
     def accept_token(self, token_id: int) -> bool:
         if self._dead:
@@ -398,6 +493,11 @@ class GrammarMatcher:
         if res is None:
             self._dead = True
             return False
+        if self._keys is not None:
+            if not self.masks.key_allows(configs, self._keys[-1], data, res[0]):
+                self._dead = True  # repeats a key, or leaves only repeats to complete one
+                return False
+            self._keys.append(jkeys.step(self._keys[-1], data))
         self._hist.append(res)
         return True
 
@@ -408,6 +508,10 @@ class GrammarMatcher:
         res = self.pda.advance(self._hist[-1][0], data)
         if res is None:
             return False
+        if self._keys is not None:
+            if not self.masks.key_allows(self._hist[-1][0], self._keys[-1], data, res[0]):
+                return False
+            self._keys.append(jkeys.step(self._keys[-1], data))
         self._hist.append(res)
         return True
 
@@ -427,7 +531,11 @@ class GrammarMatcher:
             raise ValueError("rollback on a dead matcher (a token was rejected); reset() it")
         if n:
             del self._hist[-n:]
+            if self._keys is not None:
+                del self._keys[-n:]
 
     def reset(self) -> None:
         self._hist = [self.pda.initial()]
         self._dead = False
+        if self._keys is not None:
+            self._keys = [jkeys.START]

@@ -45,7 +45,8 @@ def mask_ids(bm: np.ndarray, size: int) -> set[int]:
 
 def brute_force(compiled, matcher, sample) -> set[int]:
     """Token ids of ``sample`` allowed from the matcher's live configurations, each
-    checked by feeding its bytes through the automaton (no trie, no cache)."""
+    checked by feeding its bytes through the automaton (no trie, no cache) and through
+    the duplicate-key check."""
     v = vocab()
     pda = compiled.pda
     configs, accept = matcher._hist[-1]
@@ -55,7 +56,7 @@ def brute_force(compiled, matcher, sample) -> set[int]:
             if t in v.stop_ids and accept:
                 out.add(t)
             continue
-        if pda.advance(configs, v.tokens[t]) is not None:
+        if pda.advance(configs, v.tokens[t]) is not None and matcher.keys_allow(v.tokens[t]):
             out.add(t)
     return out
 

@@ -33,7 +33,9 @@ from reference_engine.maskcache import node_mask, pack_flags, word_set
 
 def full_brute_force(compiled, matcher) -> np.ndarray:
     """The packed mask of every vocabulary id from the matcher's live configurations:
-    a token is allowed iff feeding its bytes keeps some configuration alive; stop ids
+    a token is allowed iff feeding its bytes keeps some configuration alive and passes
+    the matcher's duplicate-key check (no repeated key, no key left that only repeats
+    could complete); stop ids
     iff the grammar may end; other special ids never."""
     v = H.vocab()
     pda = compiled.pda
@@ -44,7 +46,7 @@ def full_brute_force(compiled, matcher) -> np.ndarray:
     for t, data in enumerate(v.tokens):
         if t in special or not data:
             continue
-        if advance(configs, data) is not None:
+        if advance(configs, data) is not None and matcher.keys_allow(data):
             flags[t] = True
     if accept:
         flags[list(v.stop_ids)] = True
