@@ -231,6 +231,17 @@ def plus(item: Expr) -> Expr:
     return rep(item, 1, None)
 
 
+def _object_parts(x: "ObjectBody") -> list[Expr]:
+    """The sub-expressions of an object body: each member's and extra's key and value,
+    then its whitespace, separator and colon."""
+    parts: list[Expr] = []
+    for m in x.members:
+        parts += [m.key, m.value]
+    for xm in x.extras:
+        parts += [xm.key, xm.value]
+    return parts + [x.ws, x.sep, x.colon]
+
+
 def refs(e: Expr) -> list[str]:
     """Names referenced by ``e`` (in order, with repeats)."""
     out: list[str] = []
@@ -244,11 +255,7 @@ def refs(e: Expr) -> list[str]:
         elif isinstance(x, Repeat):
             stack.append(x.item)
         elif isinstance(x, ObjectBody):
-            for m in x.members:
-                stack.extend([m.key, m.value])
-            for xm in x.extras:
-                stack.extend([xm.key, xm.value])
-            stack.extend([x.ws, x.sep, x.colon])
+            stack.extend(_object_parts(x))
     return out
 
 
@@ -267,11 +274,7 @@ def size(e: Expr) -> int:
         elif isinstance(x, Automaton):
             n += x.dfa.n
         elif isinstance(x, ObjectBody):
-            for m in x.members:
-                stack.extend([m.key, m.value])
-            for xm in x.extras:
-                stack.extend([xm.key, xm.value])
-            stack.extend([x.ws, x.sep, x.colon])
+            stack.extend(_object_parts(x))
     return n
 
 

@@ -228,6 +228,17 @@ class Flat:
                     set(self.forbidden), dict(self.refuse), self.empty)
 
 
+#: count keywords under ``not``: keyword → (type it applies to, the accumulator's lower and
+#: upper bound attributes)
+_NEGATED_COUNTS: dict[str, tuple[str, str, str]] = {
+    "minLength": ("string", "min_len", "max_len"),
+    "maxLength": ("string", "min_len", "max_len"),
+    "minItems": ("array", "min_items", "max_items"),
+    "maxItems": ("array", "min_items", "max_items"),
+    "minProperties": ("object", "min_props", "max_props"),
+    "maxProperties": ("object", "min_props", "max_props"),
+}
+
 def _types_and(a: frozenset | None, b: frozenset | None) -> frozenset | None:
     if a is None:
         return b
@@ -928,30 +939,16 @@ class SchemaCompiler:
                 acc.refuse.setdefault("string", f"not: format {x!r}")
             else:
                 acc.neg_formats += (x,)
-        elif k in ("minLength", "maxLength"):
+        elif k in _NEGATED_COUNTS:
+            typ, lo_attr, hi_attr = _NEGATED_COUNTS[k]
             n = self._num(k, x)
-            acc.types = _types_and(acc.types, frozenset(["string"]))
-            if k == "minLength":
+            acc.types = _types_and(acc.types, frozenset([typ]))
+            if k.startswith("min"):  # not (count >= n)  <=>  count <= ceil(n) - 1
                 m = math.ceil(n) - 1
-                acc.max_len = m if acc.max_len is None else min(acc.max_len, m)
-            else:
-                acc.min_len = max(acc.min_len, math.floor(n) + 1)
-        elif k in ("minItems", "maxItems"):
-            n = self._num(k, x)
-            acc.types = _types_and(acc.types, frozenset(["array"]))
-            if k == "minItems":
-                m = math.ceil(n) - 1
-                acc.max_items = m if acc.max_items is None else min(acc.max_items, m)
-            else:
-                acc.min_items = max(acc.min_items, math.floor(n) + 1)
-        elif k in ("minProperties", "maxProperties"):
-            n = self._num(k, x)
-            acc.types = _types_and(acc.types, frozenset(["object"]))
-            if k == "minProperties":
-                m = math.ceil(n) - 1
-                acc.max_props = m if acc.max_props is None else min(acc.max_props, m)
-            else:
-                acc.min_props = max(acc.min_props, math.floor(n) + 1)
+                cur = getattr(acc, hi_attr)
+                setattr(acc, hi_attr, m if cur is None else min(cur, m))
+            else:  # not (count <= n)  <=>  count >= floor(n) + 1
+                setattr(acc, lo_attr, max(getattr(acc, lo_attr), math.floor(n) + 1))
         elif k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
             acc.types = _types_and(acc.types, frozenset(["number"]))
             if k in ("minimum", "maximum"):
