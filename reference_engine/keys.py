@@ -315,24 +315,15 @@ def continuation_tokens(trie, state: tuple) -> list[int]:
 
 # --------------------------------------------------------------------------- compile time
 
-def _automata(e: ir.Expr, out: list) -> None:
-    if isinstance(e, ir.Automaton):
+def _collect(e: ir.Expr, kind: type, out: list) -> None:
+    """Append to ``out`` the nodes of type ``kind`` in ``e``, not looking inside them."""
+    if isinstance(e, kind):
         out.append(e)
     elif isinstance(e, (ir.Seq, ir.Alt)):
         for x in e.items:
-            _automata(x, out)
+            _collect(x, kind, out)
     elif isinstance(e, ir.Repeat):
-        _automata(e.item, out)
-
-
-def _bodies(e: ir.Expr, out: list) -> None:
-    if isinstance(e, ir.ObjectBody):
-        out.append(e)
-    elif isinstance(e, (ir.Seq, ir.Alt)):
-        for x in e.items:
-            _bodies(x, out)
-    elif isinstance(e, ir.Repeat):
-        _bodies(e.item, out)
+        _collect(e.item, kind, out)
 
 
 def finite_language(dfa: DFA) -> bool:
@@ -400,7 +391,7 @@ def fewest_extra_keys(grammar: ir.Grammar) -> int | None:
     best = None
     for e in grammar.rules.values():
         bodies: list = []
-        _bodies(e, bodies)
+        _collect(e, ir.ObjectBody, bodies)
         for ob in bodies:
             if not ob.extras:
                 continue
@@ -408,7 +399,7 @@ def fewest_extra_keys(grammar: ir.Grammar) -> int | None:
             finite_window = False
             for x in ob.extras:
                 autos: list = []
-                _automata(x.key, autos)
+                _collect(x.key, ir.Automaton, autos)
                 for a in autos:
                     if a.hi is not None:
                         finite_window = True

@@ -16,6 +16,7 @@ set_hypothesis_home_dir(os.path.join(tempfile.gettempdir(), "hypothesis-referenc
 
 from engines.base import allocate_bitmask
 from harness.vocab import load_vocabulary
+from reference_engine.maskcache import pack_flags
 
 SERIALIZATIONS = {
     "ascii": lambda d: json.dumps(d),
@@ -109,3 +110,25 @@ def replay(grammar, text: str, check_steps=(), rng=None, compiled=None):
             mismatches.append((len(ids), sorted(allowed - brute)[:5], sorted(brute - allowed)[:5]))
     eos = m.eos_allowed()
     return True, eos, mismatches
+
+
+def full_brute_force(compiled, matcher) -> np.ndarray:
+    """The packed mask of every vocabulary id from the matcher's live configurations:
+    a token is allowed iff feeding its bytes keeps some configuration alive and passes
+    the matcher's duplicate-key check (no repeated key, no key left that only repeats
+    could complete); stop ids
+    iff the grammar may end; other special ids never."""
+    v = vocab()
+    pda = compiled.pda
+    configs, accept = matcher._hist[-1]
+    flags = np.zeros(v.size, dtype=bool)
+    special = set(v.special_ids)
+    advance = pda.advance
+    for t, data in enumerate(v.tokens):
+        if t in special or not data:
+            continue
+        if advance(configs, data) is not None and matcher.keys_allow(data):
+            flags[t] = True
+    if accept:
+        flags[list(v.stop_ids)] = True
+    return pack_flags(flags, (v.size + 31) // 32)

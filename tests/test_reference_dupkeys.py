@@ -18,28 +18,10 @@ import pytest
 import reference_helpers as H
 from engines.base import CompileError, allocate_bitmask
 from reference_engine import keys as K
-from reference_engine.maskcache import pack_flags
 
 #: the fuzz suite's finding: the inner object allows extra keys
 IDTAG = {"type": "object", "properties": {"idTagInfo": {"type": "object",
                                                         "properties": {"status": {"type": "string"}}}}}
-
-
-def _full_brute_force(compiled, matcher) -> np.ndarray:
-    """Packed mask of all ids: bytes keep a configuration alive and repeat no key."""
-    v = H.vocab()
-    configs, accept = matcher._hist[-1]
-    flags = np.zeros(v.size, dtype=bool)
-    special = set(v.special_ids)
-    advance = compiled.pda.advance
-    for t, data in enumerate(v.tokens):
-        if t in special or not data:
-            continue
-        if advance(configs, data) is not None and matcher.keys_allow(data):
-            flags[t] = True
-    if accept:
-        flags[list(v.stop_ids)] = True
-    return pack_flags(flags, (v.size + 31) // 32)
 
 
 def _allowed(m, bm, t: int) -> bool:
@@ -58,7 +40,7 @@ def _dup_step(g, text: str, brute: bool = True):
     for t in v.encode(text):
         in_mask = _allowed(m, bm, t)
         if not in_mask and brute:
-            assert (bm == _full_brute_force(g.compiled, m._m)).all(), text
+            assert (bm == H.full_brute_force(g.compiled, m._m)).all(), text
         assert m.commit(t) == in_mask, (text, pos, v.tokens[t])
         if not in_mask:
             return pos, v.tokens[t]
@@ -175,7 +157,7 @@ def test_mask_equals_full_brute_force_at_key_positions():
         tail = text.encode()[:pos]
         if tail.endswith((b', "', b'}', b', ', b'"s', b'"st')) or i == len(ids) - 1:
             m.fill_mask(bm)
-            assert (bm == _full_brute_force(g.compiled, m._m)).all(), tail
+            assert (bm == H.full_brute_force(g.compiled, m._m)).all(), tail
             checked += 1
     assert checked >= 3
 
@@ -261,7 +243,7 @@ def _mask_of(g, text: str):
         assert m.commit(t), text
     bm = allocate_bitmask(v.size)
     m.fill_mask(bm)
-    assert (bm == _full_brute_force(g.compiled, m._m)).all(), text
+    assert (bm == H.full_brute_force(g.compiled, m._m)).all(), text
     return m, bm
 
 

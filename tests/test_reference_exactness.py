@@ -31,28 +31,6 @@ from harness.groundtruth import GroundTruth, offline_registry
 from reference_engine.maskcache import node_mask, pack_flags, word_set
 
 
-def full_brute_force(compiled, matcher) -> np.ndarray:
-    """The packed mask of every vocabulary id from the matcher's live configurations:
-    a token is allowed iff feeding its bytes keeps some configuration alive and passes
-    the matcher's duplicate-key check (no repeated key, no key left that only repeats
-    could complete); stop ids
-    iff the grammar may end; other special ids never."""
-    v = H.vocab()
-    pda = compiled.pda
-    configs, accept = matcher._hist[-1]
-    flags = np.zeros(v.size, dtype=bool)
-    special = set(v.special_ids)
-    advance = pda.advance
-    for t, data in enumerate(v.tokens):
-        if t in special or not data:
-            continue
-        if advance(configs, data) is not None and matcher.keys_allow(data):
-            flags[t] = True
-    if accept:
-        flags[list(v.stop_ids)] = True
-    return pack_flags(flags, (v.size + 31) // 32)
-
-
 #: (schema, document, steps to check) — object keys and values (context-dependent
 #: closers), recursion, a long length window (states sharing a cache entry), an
 #: array of alternatives, a pattern with a bound.
@@ -91,7 +69,7 @@ def test_cached_mask_equals_full_brute_force(schema, doc, steps):
             m.fill_mask(bm)
             masks = g.compiled.masks
             with_cd += any(masks.node(s).n_cd for s, _ in m._m.configurations)
-            brute = full_brute_force(g.compiled, m._m)
+            brute = H.full_brute_force(g.compiled, m._m)
             diff = np.flatnonzero(np.unpackbits((bm ^ brute).view(np.uint8), bitorder="little"))
             assert diff.size == 0, (i, [(int(t), v.tokens[t]) for t in diff[:8]])
             checked += 1
@@ -107,7 +85,7 @@ def test_cached_mask_equals_full_brute_force(schema, doc, steps):
         for i, t in enumerate(ids):
             m.fill_mask(bm)
             if i == len(ids) // 2:  # a state served by another state's entry
-                assert (bm == full_brute_force(g.compiled, m._m)).all()
+                assert (bm == H.full_brute_force(g.compiled, m._m)).all()
             assert m.commit(t)
         s = g.stats()
         assert s["states_sharing_an_entry"] >= 20 and s["nodes"] < 10, s
@@ -291,7 +269,7 @@ def test_random_walks_on_random_schemas():
             for step in range(120):
                 m.fill_mask(bm)
                 if step == check_at:  # the cache against all 128,256 ids, bit for bit
-                    brute = full_brute_force(g.compiled, m._m)
+                    brute = H.full_brute_force(g.compiled, m._m)
                     assert (bm == brute).all(), (schema, out)
                     brute_checked += 1
                 ids = np.flatnonzero(np.unpackbits(bm.view(np.uint8), bitorder="little")[: v.size])

@@ -161,6 +161,18 @@ def decode(runtime, prompt: Sequence[int], *, stop_ids: Sequence[int], max_token
             else:
                 s.tokens.append(t)
 
+    def apply_and_sample(logits) -> tuple[list[int], int]:
+        """Mask the logits (constrained), sample; (token per sequence, time of the draw)."""
+        if constrained:
+            t = _now()
+            apply(logits, bitmask)
+            steps["apply"].append(_now() - t)
+        t = _now()
+        out = sampler(logits)
+        t_tok = _now()
+        steps["sample"].append(t_tok - t)
+        return out, t_tok
+
     t_start = _now()
     logits = runtime.prefill(list(prompt))
     if sync:
@@ -169,13 +181,7 @@ def decode(runtime, prompt: Sequence[int], *, stop_ids: Sequence[int], max_token
     prefill_ns = t_pf - t_start
     if constrained:
         steps["mask"].append(fill_all())
-        t = _now()
-        apply(logits, bitmask)
-        steps["apply"].append(_now() - t)
-    t = _now()
-    toks = sampler(logits)
-    t_tok = _now()
-    steps["sample"].append(t_tok - t)
+    toks, t_tok = apply_and_sample(logits)
     steps["forward"].append(prefill_ns)
     take(toks, t_tok - t_start)
     ttft_ns = t_tok - t_start
@@ -216,14 +222,7 @@ def decode(runtime, prompt: Sequence[int], *, stop_ids: Sequence[int], max_token
                 steps["forward"].append(t2 - t1)
                 if constrained:
                     steps["mask"].append(fill_all())
-            if constrained:
-                t = _now()
-                apply(logits, bitmask)
-                steps["apply"].append(_now() - t)
-            t = _now()
-            toks = sampler(logits)
-            t_tok = _now()
-            steps["sample"].append(t_tok - t)
+            toks, t_tok = apply_and_sample(logits)
             steps["step"].append(t_tok - t0)
             take(toks, t_tok - t_start)
             n += 1
