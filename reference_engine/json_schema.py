@@ -239,6 +239,13 @@ _NEGATED_COUNTS: dict[str, tuple[str, str, str]] = {
     "maxProperties": ("object", "min_props", "max_props"),
 }
 
+def _pattern_dfa(p: str) -> DFA:
+    """``pattern`` as an unanchored search (the spec's reading), or a compile error."""
+    try:
+        return compile_dfa(p, "search")
+    except RegexError as e:
+        raise SchemaCompileError(f"pattern: {e}") from None
+
 def _types_and(a: frozenset | None, b: frozenset | None) -> frozenset | None:
     if a is None:
         return b
@@ -1030,16 +1037,10 @@ class SchemaCompiler:
             dfa = DFA.universal()
             label = []
             for p in f.patterns:
-                try:
-                    dfa = dfa.intersect(compile_dfa(p, "search"))
-                except RegexError as e:
-                    raise SchemaCompileError(f"pattern: {e}") from None
+                dfa = dfa.intersect(_pattern_dfa(p))
                 label.append(f"/{p}/")
             for p in f.neg_patterns:
-                try:
-                    dfa = dfa.minus(compile_dfa(p, "search"))
-                except RegexError as e:
-                    raise SchemaCompileError(f"pattern: {e}") from None
+                dfa = dfa.minus(_pattern_dfa(p))
                 label.append(f"not /{p}/")
             for fmt in f.neg_formats:
                 dfa = dfa.minus(format_variants(fmt)[0][0])
