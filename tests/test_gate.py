@@ -169,7 +169,9 @@ def test_planted_slowdown_fires_the_latency_gate(two_runs, tmp_path):
     lines = {" ".join(l.split()[:3]): l for l in out.stdout.splitlines() if l.strip().startswith(ENGINE)}
     for stat in ("TBM p50", "TTFM p50"):
         line = lines[f"{ENGINE} {stat}"]
-        assert "×3.00" in line and line.rstrip().endswith("REGRESSION"), line
+        # ×3 up to the sketch estimates on both sides (seen: ×2.99 in one CI run)
+        ratio = float(line.split("×")[1].split()[0])
+        assert abs(ratio - 3.0) <= 0.03 and line.rstrip().endswith("REGRESSION"), line
     assert "latency regression(s)" in out.stdout and "outcome regression" not in out.stdout
     warn = harness("gate", "--baseline", str(baseline), str(slow), "--latency", "warn")
     assert warn.returncode == 0 and "WARNING (not failing)" in warn.stdout
