@@ -465,3 +465,76 @@ def to_dfa(e: Expr) -> DFA:
 
     build(e, nfa.start, nfa.final)
     return nfa.to_dfa().minimize()
+
+
+def structural_key(e: Expr, canon: dict[str, str]) -> tuple:
+    """A hashable key equal for expressions that denote the same language by the same
+    structure, rule references read through ``canon`` (rule name → representative)."""
+    if isinstance(e, Ref):
+        return ("ref", canon.get(e.name, e.name))
+    if isinstance(e, (Seq, Alt)):
+        return (type(e).__name__, tuple(structural_key(x, canon) for x in e.items))
+    if isinstance(e, Repeat):
+        return ("rep", structural_key(e.item, canon), e.lo, e.hi)
+    if isinstance(e, Bytes):
+        return ("bytes", e.data)
+    if isinstance(e, ByteClass):
+        return ("bc", e.mask)
+    if isinstance(e, CharClass):
+        return ("cc", e.cs)
+    if isinstance(e, Automaton):
+        return ("aut", e.dfa, e.encoding, e.lo, e.hi)
+    if isinstance(e, ObjectBody):
+        return ("obj",
+                tuple((m.name, structural_key(m.key, canon), structural_key(m.value, canon),
+                       m.required) for m in e.members),
+                tuple((structural_key(x.key, canon), structural_key(x.value, canon))
+                      for x in e.extras),
+                structural_key(e.ws, canon), structural_key(e.sep, canon),
+                structural_key(e.colon, canon), e.min_props, e.max_props, e.ordered,
+                e.dependent)
+    return (type(e).__name__,)
+
+
+def merge_equal_rules(g: Grammar) -> Grammar:
+    """The grammar with structurally equal rules merged into one (references
+    rewritten), so that equal sub-schemas reached from many places (a hundred
+    ``{"type": "string"}`` properties) share one rule and so one set of automaton
+    states and cached masks. Rules are merged bottom-up until nothing changes; the
+    start rule keeps its name."""
+    canon = {n: n for n in g.rules}
+    while True:
+        groups: dict[tuple, list[str]] = {}
+        for n in sorted(g.rules):
+            groups.setdefault(structural_key(g.rules[n], canon), []).append(n)
+        new = {}
+        for names in groups.values():
+            rep = g.start if g.start in names else names[0]
+            for n in names:
+                new[n] = rep
+        if new == canon:
+            break
+        canon = new
+    if all(canon[n] == n for n in g.rules):
+        return g
+    rules = {n: _rename(e, canon) for n, e in g.rules.items() if canon[n] == n}
+    return Grammar(rules, g.start, list(g.notes), g.json_keys)
+
+
+def _rename(e: Expr, canon: dict[str, str]) -> Expr:
+    if isinstance(e, Ref):
+        c = canon.get(e.name, e.name)
+        return e if c == e.name else Ref(c)
+    if isinstance(e, (Seq, Alt)):
+        return type(e)(tuple(_rename(x, canon) for x in e.items))
+    if isinstance(e, Repeat):
+        return Repeat(_rename(e.item, canon), e.lo, e.hi)
+    if isinstance(e, ObjectBody):
+        return ObjectBody(
+            tuple(Member(m.name, _rename(m.key, canon), _rename(m.value, canon), m.required)
+                  for m in e.members),
+            tuple(Extra(_rename(x.key, canon), _rename(x.value, canon), x.label)
+                  for x in e.extras),
+            _rename(e.ws, canon), _rename(e.sep, canon), _rename(e.colon, canon),
+            e.min_props, e.max_props, e.ordered, e.dependent)
+    return e

@@ -68,7 +68,10 @@ class NodeMask:
     ``words`` (dense) or ``idx``/``val`` (sparse) hold the context-independent accepted
     set. ``pops``: ``(k, trie nodes)`` groups — the context-dependent tokens are those
     strictly below these trie nodes, where a rule ends and the live stack must be
-    popped after ``k`` frames already known statically. ``n_accepted``, ``n_cd``:
+    popped after ``k`` frames already known statically. ``guards``: ``(k, state, trie
+    nodes)`` groups — tokens ending at or below these nodes, where ``state`` (after
+    ``k`` static pops) meets an object guard or needs the object frame to live, are
+    settled against the frame on the live stack. ``n_accepted``, ``n_cd``:
     token counts (the rejected ones are the rest of the vocabulary); ``moved``: tokens
     that would be context-dependent without context expansion (walking through calls
     and into statically known returns) and are context-independent with it;
@@ -84,6 +87,7 @@ class NodeMask:
     n_cd: int
     moved: int
     moved_return: int = 0
+    guards: tuple = ()
 
     @property
     def nbytes(self) -> int:
@@ -116,7 +120,7 @@ class NodeMask:
 
 
 def node_mask(accepted: np.ndarray, cd: np.ndarray, words: int, pops: tuple,
-              moved: int = 0, moved_return: int = 0) -> NodeMask:
+              moved: int = 0, moved_return: int = 0, guards: tuple = ()) -> NodeMask:
     """Store a node's split (bool per token id: ``accepted`` context-independently,
     ``cd`` context-dependent, disjoint) in the smallest of the three formats."""
     w = pack_flags(accepted, words)
@@ -130,8 +134,8 @@ def node_mask(accepted: np.ndarray, cd: np.ndarray, words: int, pops: tuple,
     dt = _index_dtype(words)
     if acc_b <= rej_b and acc_b < dense_b:
         return NodeMask("accepted", None, nz.astype(dt), w[nz].copy(), pops, n_acc, n_cd, moved,
-                        moved_return)
+                        moved_return, guards)
     if rej_b < dense_b:
         return NodeMask("rejected", None, not_full.astype(dt), w[not_full].copy(), pops,
-                        n_acc, n_cd, moved, moved_return)
-    return NodeMask("dense", w, None, None, pops, n_acc, n_cd, moved, moved_return)
+                        n_acc, n_cd, moved, moved_return, guards)
+    return NodeMask("dense", w, None, None, pops, n_acc, n_cd, moved, moved_return, guards)

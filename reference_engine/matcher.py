@@ -40,7 +40,7 @@ import numpy as np
 
 from reference_engine import keys as jkeys
 from reference_engine.maskcache import NodeMask, WordSet, node_mask, word_set
-from reference_engine.pda import PDA
+from reference_engine.pda import PDA, frame_param, frame_ret
 from reference_engine.stack import EMPTY
 from reference_engine.trie import TokenTrie
 
@@ -49,6 +49,11 @@ from reference_engine.trie import TokenTrie
 MAX_STATIC_POPS = 64
 #: Composed masks of whole configuration sets kept (dense, 16 KiB each at 128k tokens).
 FINAL_CACHE_SIZE = 512
+#: Trie nodes (plus exits) the shared-subtree memo may hold per compiled grammar
+#: (int32: 4 bytes each).
+SUBTREE_MEMO_NODES = 8_000_000
+#: Marks a context work item at a *stop* node (see :meth:`MaskComputer.context`).
+STOP = 2
 #: Key-tracker states whose per-token duplicate-key verdicts are kept.
 KEY_CACHE_SIZE = 256
 
@@ -73,6 +78,10 @@ class MaskComputer:
         self._ctx: dict[tuple[int, int], WordSet] = {}
         self._final: OrderedDict = OrderedDict()
         self._lclosure: dict[tuple, tuple] = {}
+        #: subtrees below the first byte, shared by the states that reach them
+        #: (:meth:`~reference_engine.trie.TokenTrie.walk_root`), within a node budget
+        self._sub: dict[tuple[int, int], tuple] = {}
+        self._sub_budget = [SUBTREE_MEMO_NODES]
         self._stop_words: list[tuple[int, int]] = []
         for t in self.stop_ids:
             v = 1 << (t & 31)
@@ -91,9 +100,11 @@ class MaskComputer:
     # ------------------------------------------------------------ compile-time split
     def _local_closure(self, t: int, lst: tuple, k: int):
         """Byte-consuming configurations reachable from state ``t`` with the *local*
-        stack ``lst`` (return states pushed inside the current token, top last) after
-        ``k`` statically known frames of the real stack were popped; plus the final
-        states from which a rule end must pop the real stack (context-dependent)."""
+        stack ``lst`` (entries pushed inside the current token, top last: return states,
+        and object frames as negative numbers) after ``k`` statically known frames of
+        the real stack were popped; the final states from which a rule end must pop the
+        real stack, and the states whose object guards need the frame on the real stack
+        (both context-dependent); and whether a return was known statically."""
         key = (t, lst, k)
         got = self._lclosure.get(key)
         if got is not None:
@@ -101,15 +112,40 @@ class MaskComputer:
         pda = self.pda
         confs: list[tuple[int, tuple, int]] = []
         pops: list[tuple[int, int]] = []
+        guards: list[tuple[int, int]] = []
         moved = False
         seen = {key}
         work = [key]
         while work:
             s, l, kk = work.pop()
+            local = bool(l) and l[-1] < -1  # the object frame is on the local stack
             if pda.has_bytes[s]:
-                confs.append((s, l, kk))
+                vg = pda.vguards[s]
+                if vg is None:
+                    confs.append((s, l, kk))
+                elif local:
+                    p = frame_param(l[-1])
+                    if any(g.act(p) is not None for g in vg):
+                        confs.append((s, l, kk))
+                else:
+                    guards.append((s, kk))
             for r, ret in pda.state_calls[s]:
                 new = (pda.entry_state[r], l + (ret,), kk)
+                if new not in seen:
+                    seen.add(new)
+                    work.append(new)
+            for g, tg in pda.state_guards[s]:
+                if g.kind == "open":
+                    new = (tg, l + (frame_ret(0),), kk)
+                elif local:
+                    p2 = g.act(frame_param(l[-1]))
+                    if p2 is None:
+                        continue
+                    new = (tg, l[:-1] if g.kind == "close" else l[:-1] + (frame_ret(p2),), kk)
+                else:
+                    if (s, kk) not in guards:
+                        guards.append((s, kk))
+                    continue
                 if new not in seen:
                     seen.add(new)
                     work.append(new)
@@ -132,7 +168,7 @@ class MaskComputer:
                 if new not in seen:
                     seen.add(new)
                     work.append(new)
-        got = (confs, pops, moved)
+        got = (confs, pops, guards, moved)
         self._lclosure[key] = got
         return got
 
@@ -176,30 +212,38 @@ class MaskComputer:
                 return got
         trie, pda = self.trie, self.pda
         count = trie._py_count
-        nodes, exits = trie.walk(pda, state, 0)
+        stop = pda.stop_list
+        nodes, exits = trie.walk_root(pda, state, self._sub, self._sub_budget)
         alive = [nodes]
         plain_exits = [n for n, _ in exits if count[n]]  # the split without any expansion
         cd_exits: list[tuple[int, int]] = []  # (trie node, frames popped statically)
+        gd_exits: list[tuple[int, int, int]] = []  # (trie node, frames popped, guard state)
+        at_alive: list[int] = []  # stop nodes whose tokens live whatever the frame
         via_return: list[int] = []  # trie nodes where a single-site rule's return was used
         work: dict[tuple, list[int]] = {}
         for n, t in exits:
-            if count[n]:
+            if count[n] or stop[t]:
                 work.setdefault((t, (), 0), []).append(n)
         seen: set = set()
         while work:
             (t, lst, k), ns = work.popitem()
-            confs, pops, lookahead = self._local_closure(t, lst, k)
+            confs, pops, guards, lookahead = self._local_closure(t, lst, k)
             if lookahead:
                 via_return.extend(ns)
             for _, kk in pops:
                 cd_exits.extend((n, kk) for n in ns)
+            for sg, kk in guards:
+                gd_exits.extend((n, kk, sg) for n in ns)
+            is_stop = stop[t]
+            if is_stop and (confs or pops or lookahead):
+                at_alive.extend(ns)
             for s2, l2, k2 in confs:
-                if s2 == t and l2 == lst and k2 == k:
+                if not is_stop and s2 == t and l2 == lst and k2 == k:
                     continue  # the pure continuation: walked already by the walk that found the exit
                 todo = []
                 for n in ns:
                     key = (n, s2, l2, k2)
-                    if key not in seen:
+                    if count[n] and key not in seen:
                         seen.add(key)
                         todo.append(n)
                 if not todo:
@@ -208,14 +252,18 @@ class MaskComputer:
                 if a2.size:
                     alive.append(a2)
                 for n2, t2 in ex2:
-                    if count[n2]:
+                    if count[n2] or stop[t2]:
                         work.setdefault((t2, l2, k2), []).append(n2)
+        if at_alive:
+            alive.append(np.array(at_alive, dtype=np.int64))
         alive_nodes = np.concatenate(alive) if len(alive) > 1 else alive[0]
         accepted = trie.token_flags(alive_nodes)
         cd = np.zeros(trie.vocab_size, dtype=bool)
-        cd_nodes = sorted({n for n, _ in cd_exits})
+        cd_nodes = sorted({n for n, _ in cd_exits} | {n for n, _, _ in gd_exits})
         if cd_nodes:
             cd[trie.tokens_below(cd_nodes)] = True
+        if gd_exits:
+            cd[trie.tokens_at(np.array(sorted({n for n, _, _ in gd_exits}), dtype=np.int64))] = True
         cd &= ~accepted
         plain_cd = np.zeros(trie.vocab_size, dtype=bool)
         if plain_exits:
@@ -230,10 +278,15 @@ class MaskComputer:
         by_k: dict[int, list[int]] = {}
         for n, kk in cd_exits:
             by_k.setdefault(kk, []).append(n)
+        by_g: dict[tuple[int, int], list[int]] = {}
+        for n, kk, sg in gd_exits:
+            by_g.setdefault((kk, sg), []).append(n)
         got = node_mask(accepted, cd, self.words,
                         tuple((kk, tuple(sorted(set(ns)))) for kk, ns in sorted(by_k.items())),
                         moved=max(0, int(plain_cd.sum()) - int(cd.sum())),
-                        moved_return=moved_return)
+                        moved_return=moved_return,
+                        guards=tuple((kk, sg, tuple(sorted(set(ns))))
+                                     for (kk, sg), ns in sorted(by_g.items())))
         self._nodes[state] = got
         if mkey != state:
             self._by_key[mkey] = got
@@ -258,7 +311,8 @@ class MaskComputer:
         # work: (state, stack, popped) -> trie nodes; ``popped``: the configuration was
         # reached by a pop, so nothing below these nodes has been walked from it yet
         work: dict[tuple[int, int, bool], list[int]] = {}
-        for k, ns in self.node(state).pops:
+        nm = self.node(state)
+        for k, ns in nm.pops:
             st = stack
             for _ in range(k):
                 if st == EMPTY:
@@ -267,10 +321,21 @@ class MaskComputer:
             if st == EMPTY:
                 continue  # the document ends here: nothing may follow
             work.setdefault((pool.ret[st], pool.parent[st], True), []).extend(ns)
+        for k, sg, ns in nm.guards:
+            # an object guard (or a frame-dependent state) with the frame on the live
+            # stack: the tokens ending here live iff the configuration does; those
+            # below are walked from what it leads to
+            st = stack
+            for _ in range(k):
+                st = pool.parent[st]
+            work.setdefault((sg, st, STOP), []).extend(ns)
         seen: set = set()
+        stop = pda.stop_list
         while work:
             (t, st, popped), nodes = work.popitem()
-            confs, _ = pda.closure(t, st)
+            confs, acc = pda.closure(t, st)
+            if popped == STOP and (confs or acc):
+                parts.append(trie.tokens_at(np.array(sorted(set(nodes)), dtype=np.int64)))
             for s2, st2 in confs:
                 if not popped and s2 == t and st2 == st:
                     continue  # the pure continuation, walked by the walk that found the exit
@@ -286,7 +351,9 @@ class MaskComputer:
                 if alive.size:
                     parts.append(trie.tokens_at(alive))
                 for n2, t2 in exits:
-                    if child_count[n2]:
+                    if stop[t2]:
+                        work.setdefault((t2, st2, STOP), []).append(n2)
+                    elif child_count[n2]:
                         work.setdefault((t2, st2, False), []).append(n2)
         ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         got = word_set(ids, self.words)
@@ -301,7 +368,7 @@ class MaskComputer:
             nm = self._nodes.get(configs[0][0])
             if nm is None:
                 nm = self.node(configs[0][0])
-            if not nm.pops:
+            if not nm.pops and not nm.guards:
                 nm.write(out)
                 if accept:
                     for w, v in self._stop_words:
@@ -325,7 +392,7 @@ class MaskComputer:
                     first = False
                 else:
                     nm.merge(out)
-                if nm.pops:
+                if nm.pops or nm.guards:
                     ws = self.context(s, st)
                     if ws.idx.size:
                         out[ws.idx] |= ws.val

@@ -164,6 +164,44 @@ def _prune(e: ir.Expr, ok: dict[str, bool]) -> ir.Expr:
 
 # --------------------------------------------------------------------------- object bodies
 
+class Guard:
+    """An epsilon edge of an object body that reads or rewrites the object's frame.
+
+    The object's parameter (the members seen, see :class:`_ObjectLogic`) lives in a
+    *frame* on the stack, not in the automaton states, so that the states of a body
+    are shared by every set of members seen (a 50-member object has a few hundred
+    states, not one set per member added). ``kind``: ``open`` pushes a frame holding
+    0 (the body starts), ``set`` replaces the top frame's parameter ``p`` by
+    ``act(p)``, ``close`` pops it (the body ends); ``act`` returning None blocks the
+    edge."""
+
+    __slots__ = ("kind", "act", "label")
+
+    def __init__(self, kind: str, act: Callable[[int], int | None] | None, label: str):
+        self.kind = kind
+        self.act = act
+        self.label = label
+
+    def __call__(self, p: int) -> int | None:
+        return self.act(p)
+
+    def __repr__(self) -> str:
+        return f"Guard({self.label})"
+
+
+OPEN = Guard("open", None, "open")
+
+
+def frame_ret(p: int) -> int:
+    """The stack entry of an object frame with parameter ``p`` (return states are
+    ``>= 0``, the empty stack's sentinel is -1)."""
+    return -2 - p
+
+
+def frame_param(ret: int) -> int:
+    return -2 - ret
+
+
 class _ObjectLogic:
     """Parameter arithmetic of one object body: the parameter packs the set ``S`` of
     members seen (bits ``0..n-1``), an "extra member seen" flag (bit ``n``, used in
@@ -231,6 +269,12 @@ class _ObjectLogic:
         self._feas[p] = r
         return r
 
+    @property
+    def extras_free(self) -> bool:
+        """Does adding an extra member never fail nor change the parameter? (no count
+        to keep, no order to check: its guard is a plain epsilon)"""
+        return self.has_extras and not self.counting and not self.ordered
+
     def add(self, k: int) -> Callable[[int], int | None]:
         bit = 1 << k
 
@@ -242,15 +286,17 @@ class _ObjectLogic:
                 return None
             q = self.pack(s | bit, x, c)
             return q if self.feasible(q) else None
-        return act
+        return Guard("set", act, f"add {k}")
 
-    def add_extra(self) -> Callable[[int], int | None]:
+    def add_extra(self) -> Callable[[int], int | None] | None:
+        if self.extras_free:
+            return None
         def act(p: int) -> int | None:
             s, x, c = self.unpack(p)
             c2 = min(c + 1, self.cap) if self.counting else 0
             q = self.pack(s, 1 if self.ordered else x, c2)
             return q if self.feasible(q) else None
-        return act
+        return Guard("set", act, "add extra")
 
     def more(self) -> Callable[[int], int | None]:
         """Guard of the separator (and of the first member): lets ``p`` through only
@@ -258,6 +304,8 @@ class _ObjectLogic:
         ``additionalProperties: false`` with every declared key already seen reads
         the ``,`` and then only whitespace: a state that consumes bytes forever but
         can never reach ``}`` — alive for the mask, dead in truth."""
+        if self.extras_free:
+            return None  # an extra member can always be added
         adds = [self.add(k) for k in range(self.n)]
         extra = self.add_extra() if self.has_extras else None
         memo: dict[int, bool] = {}
@@ -268,7 +316,7 @@ class _ObjectLogic:
                 ok = memo[p] = (any(a(p) is not None for a in adds)
                                 or (extra is not None and extra(p) is not None))
             return p if ok else None
-        return act
+        return Guard("set", act, "more")
 
     def close(self) -> Callable[[int], int | None]:
         def act(p: int) -> int | None:
@@ -278,8 +326,8 @@ class _ObjectLogic:
             total = bin(s).count("1") + c
             if total < self.min or (self.max is not None and total > self.max):
                 return None
-            return 0  # leave the body with a neutral parameter
-        return act
+            return 0
+        return Guard("close", act, "close")
 
 
 # --------------------------------------------------------------------------- fragments
@@ -431,7 +479,7 @@ class PDA:
             grammar = ir.Grammar({grammar.start: ir.NOTHING}, grammar.start, list(grammar.notes))
             ok = {grammar.start: True}
         rules = {n: _prune(e, ok) for n, e in grammar.rules.items() if ok[n]}
-        self.grammar = ir.Grammar(rules, grammar.start, list(grammar.notes))
+        self.grammar = ir.merge_equal_rules(ir.Grammar(rules, grammar.start, list(grammar.notes)))
         self._choose_rules()
         self._build_nfa()
         self._check_left_recursion()
@@ -709,37 +757,53 @@ class PDA:
             raise TypeError(type(e))
 
     def _build_object(self, ob: ir.ObjectBody, a: int, b: int) -> None:
+        """``a`` -open-> body -close-> ``b``; the member guards sit at the end of each
+        key (after its closing quote), so that the states reading a key do not depend
+        on which members were seen: a key whose completions are all blocked is dead
+        through :meth:`PDA.viable`."""
         logic = _ObjectLogic(ob)
         close = logic.close()
-        choice, hub = self._new(), self._new()
-        # non-empty: ws then the first member
         more = logic.more()
+        a2, choice, hub = self._new(), self._new(), self._new()
+        self.eps[a].append((a2, OPEN))
+        # non-empty: ws then the first member
         w1 = self._new()
-        self.eps[a].append((w1, more))
+        self.eps[a2].append((w1, more))
         self._build(ob.ws, w1, choice, logic)
         # empty object: ws only
-        w0, r0 = self._new(), self._new()
-        self.eps[a].append((w0, close))
+        w0 = self._new()
+        self.eps[a2].append((w0, close))
         self._build(ob.ws, w0, b, logic)
+        # Past its guard a member is just ``: value``; members with equal values share
+        # that tail, hence its automaton states and cached masks.
+        tails: dict[tuple, int] = {}
+
+        def tail(value: ir.Expr) -> int:
+            key = ir.structural_key(value, {})
+            kg = tails.get(key)
+            if kg is None:
+                kg, vs = self._new(), self._new()
+                tails[key] = kg
+                self._build(ob.colon, kg, vs, logic)
+                self._build(value, vs, hub, logic)
+            return kg
+
         for k, m in enumerate(ob.members):
-            ks, ke, vs = self._new(), self._new(), self._new()
-            self.eps[choice].append((ks, logic.add(k)))
+            ks, ke = self._new(), self._new()
+            self.eps[choice].append((ks, None))
             self._build(m.key, ks, ke, logic)
-            self._build(ob.colon, ke, vs, logic)
-            self._build(m.value, vs, hub, logic)
+            self.eps[ke].append((tail(m.value), logic.add(k)))
         for x in ob.extras:
-            ks, ke, vs = self._new(), self._new(), self._new()
-            self.eps[choice].append((ks, logic.add_extra()))
+            ks, ke = self._new(), self._new()
+            self.eps[choice].append((ks, None))
             self._build(x.key, ks, ke, logic)
-            self._build(ob.colon, ke, vs, logic)
-            self._build(x.value, vs, hub, logic)
+            self.eps[ke].append((tail(x.value), logic.add_extra()))
         s1 = self._new()
         self.eps[hub].append((s1, more))
         self._build(ob.sep, s1, choice, logic)
         w2 = self._new()
         self.eps[hub].append((w2, close))
         self._build(ob.ws, w2, b, logic)
-        del r0
 
     # ---------------------------------------------------------------- left recursion
     def _check_left_recursion(self) -> None:
@@ -803,6 +867,7 @@ class PDA:
         self.table = np.full((cap, 256), -1, dtype=np.int32)
         self.materialised = np.zeros(cap, dtype=bool)
         self.exitflag = np.zeros(cap, dtype=bool)
+        self.stopflag = np.zeros(cap, dtype=bool)
         self.items: list[frozenset] = []
         self.final: list[bool] = []
         self.state_rule: list[int] = []
@@ -810,11 +875,24 @@ class PDA:
         self.has_bytes: list[bool] = []
         self.rows: list[list[int] | None] = []
         self.exit_list: list[bool] = []
+        self.stop_list: list[bool] = []
+        #: per state, its object-frame guards ``(Guard, target state)``
+        self.state_guards: list[tuple] = []
+        #: per state, the guards of which one must pass for its byte-reading items to
+        #: lead anywhere (None: some path needs no guard, nothing to check)
+        self.vguards: list[tuple | None] = []
         self._index: dict[frozenset, int] = {}
         self._bits: dict[int, list[int]] = {}
+        self._guarded = [any(act is not None for _, act in self.eps[n])
+                         for n in range(len(self.eps))]
         # NFA nodes worth keeping in a DFA state's identity
-        self._relevant = [bool(self.byte_edges[n] or self.calls[n] or self.exit_rule[n] >= 0)
+        self._relevant = [bool(self.byte_edges[n] or self.calls[n] or self.exit_rule[n] >= 0
+                               or self._guarded[n])
                           for n in range(len(self.eps))]
+        self._rule_guarded = [False] * len(self.rule_names)
+        for n, g in enumerate(self._guarded):
+            if g:
+                self._rule_guarded[self.node_rule[n]] = True
 
     def _grow(self) -> None:
         cap = self.table.shape[0] * 2
@@ -827,6 +905,9 @@ class PDA:
         x = np.zeros(cap, dtype=bool)
         x[: self.exitflag.shape[0]] = self.exitflag
         self.exitflag = x
+        y = np.zeros(cap, dtype=bool)
+        y[: self.stopflag.shape[0]] = self.stopflag
+        self.stopflag = y
 
     def _closure(self, seed) -> frozenset:
         seen = set(seed)
@@ -837,10 +918,9 @@ class PDA:
             if len(it) == 2:
                 n, p = it
                 for t, act in eps[n]:
-                    p2 = p if act is None else act(p)
-                    if p2 is None:
-                        continue
-                    new = (t, p2)
+                    if act is not None:
+                        continue  # a guard: followed at run time, against the frame
+                    new = (t, p)
                     if new not in seen:
                         seen.add(new)
                         stack.append(new)
@@ -877,6 +957,7 @@ class PDA:
         final = False
         has_bytes = False
         by_rule: dict[int, list] = {}
+        guards: list[tuple[Guard, int]] = []
         for it in items:
             if len(it) == 5:
                 has_bytes = True
@@ -888,23 +969,69 @@ class PDA:
                 has_bytes = True
             for r, t in self.calls[n]:
                 by_rule.setdefault(r, []).append((t, p))
+            if self._guarded[n]:
+                guards.extend((act, t) for t, act in self.eps[n] if act is not None)
         self.final.append(final)
         it0 = next(iter(items))
-        self.state_rule.append(self.frag_rule[it0[0]] if len(it0) == 5 else self.node_rule[it0[0]])
+        rule = self.frag_rule[it0[0]] if len(it0) == 5 else self.node_rule[it0[0]]
+        self.state_rule.append(rule)
         self.has_bytes.append(has_bytes)
         self.state_calls.append(())
-        self.exitflag[sid] = final or bool(by_rule)
-        self.exit_list.append(final or bool(by_rule))
-        if by_rule:
-            calls = []
-            for r in sorted(by_rule):
-                ret = self._intern(self._closure(by_rule[r]))
-                if ret >= 0:
-                    calls.append((r, ret))
-            self.state_calls[sid] = tuple(calls)
-            self.exitflag[sid] = final or bool(calls)
-            self.exit_list[sid] = final or bool(calls)
+        self.state_guards.append(())
+        vg = self._vguards(items) if has_bytes and self._rule_guarded[rule] else None
+        self.vguards.append(vg)
+        stop = vg is not None or (bool(guards) and not has_bytes)
+        self.stopflag[sid] = stop
+        self.stop_list.append(stop)
+        self.exitflag[sid] = True
+        self.exit_list.append(True)
+        calls = []
+        for r in sorted(by_rule):
+            ret = self._intern(self._closure(by_rule[r]))
+            if ret >= 0:
+                calls.append((r, ret))
+        self.state_calls[sid] = tuple(calls)
+        gl = []
+        for act, t in sorted(guards, key=lambda g: g[1]):
+            tgt = self._intern(self._closure([(t, 0)]))
+            if tgt >= 0:
+                gl.append((act, tgt))
+        self.state_guards[sid] = tuple(gl)
+        ex = final or bool(calls) or bool(gl) or vg is not None
+        self.exitflag[sid] = ex
+        self.exit_list[sid] = ex
         return sid
+
+    def _vguards(self, items: frozenset) -> tuple | None:
+        """The guards reachable from the byte-reading items of a state before any
+        other guard, if every way on from them passes one (else None: a rule end, a
+        call or an unguarded member follows, so the state lives whatever the frame)."""
+        seen: set[int] = set()
+        work: list[int] = []
+        for it in items:
+            n = self.frag_exit[it[0]] if len(it) == 5 else it[0]
+            if n not in seen:
+                seen.add(n)
+                work.append(n)
+        found: dict[int, Guard] = {}
+        while work:
+            n = work.pop()
+            if self.exit_rule[n] >= 0 or self.calls[n]:
+                return None
+            nxt = [t for _, t in self.byte_edges[n]]
+            nxt.extend(self.frag_exit[f] for f in self.frags[n])
+            for t, act in self.eps[n]:
+                if act is None:
+                    nxt.append(t)
+                elif act.kind == "open":
+                    return None  # a body starts: nothing checked before it
+                else:
+                    found[id(act)] = act
+            for t in nxt:
+                if t not in seen:
+                    seen.add(t)
+                    work.append(t)
+        return tuple(found.values())
 
     def _bytes_of(self, mask: int) -> list[int]:
         got = self._bits.get(mask)
@@ -968,10 +1095,17 @@ class PDA:
         while work:
             s, st = work.pop()
             if self.has_bytes[s]:
-                out.append((s, st))
+                vg = self.vguards[s]
+                if vg is None or self.viable(vg, st):
+                    out.append((s, st))
             for r, ret in self.state_calls[s]:
                 new = (self.entry_state[r], pool.push(ret, st))
                 if new not in seen:
+                    seen.add(new)
+                    work.append(new)
+            for g, t in self.state_guards[s]:
+                new = self.pass_guard(g, t, st)
+                if new is not None and new not in seen:
                     seen.add(new)
                     work.append(new)
             if self.final[s]:
@@ -985,6 +1119,24 @@ class PDA:
         got = (tuple(out), accept)
         self._pclosure_memo[key] = got
         return got
+
+    def pass_guard(self, g: Guard, target: int, stack: int) -> tuple[int, int] | None:
+        """The configuration after guard ``g`` (to state ``target``) with the object
+        frame on top of ``stack``; None if the guard blocks."""
+        pool = self.stacks
+        if g.kind == "open":
+            return target, pool.push(frame_ret(0), stack)
+        p2 = g.act(frame_param(pool.ret[stack]))
+        if p2 is None:
+            return None
+        if g.kind == "close":
+            return target, pool.parent[stack]
+        return target, pool.push(frame_ret(p2), pool.parent[stack])
+
+    def viable(self, vguards: tuple, stack: int) -> bool:
+        """Does one of ``vguards`` pass with the object frame on top of ``stack``?"""
+        p = frame_param(self.stacks.ret[stack])
+        return any(g.act(p) is not None for g in vguards)
 
     def initial(self) -> tuple[tuple, bool]:
         if self.empty:

@@ -9,7 +9,8 @@ sorted token list in a few hundred milliseconds for 128k tokens.
 :meth:`TokenTrie.walk` runs a PDA state over a whole subtree level by level with
 ``table[state, byte]`` lookups on numpy arrays, pruning dead subtrees. It returns the
 nodes it reached alive and the *exits*: nodes reached in a state where the current
-rule may end or call another rule, whose continuation depends on the stack.
+rule may end or call another rule, whose continuation depends on the stack, or where
+an object's frame decides (*stop* states: neither alive nor walked below here).
 """
 
 from __future__ import annotations
@@ -188,6 +189,7 @@ class TokenTrie:
             alive, exits = [], []
         rows = pda.rows
         exitflag = pda.exit_list
+        stopflag = pda.stop_list
         start, count, byte = self._py_start, self._py_count, self._py_byte
         if stack is None:
             stack = [(node, state)]
@@ -201,9 +203,11 @@ class TokenTrie:
                 t = row[byte[c]]
                 if t < 0:
                     continue
-                alive.append(c)
                 if exitflag[t]:
                     exits.append((c, t))
+                    if stopflag[t]:
+                        continue  # the object frame decides: not alive, not walked below
+                alive.append(c)
                 if count[c]:
                     stack.append((c, t))
         if ret:
@@ -247,6 +251,124 @@ class TokenTrie:
         parents = np.full(cnt0, state, dtype=np.int32)
         return self._walk_np(pda, nodes, parents)
 
+    def walk_root(self, pda, state: int, memo: dict, budget: list[int]):
+        """:meth:`walk` from the root, with the subtrees below the first byte shared
+        through ``memo`` (per compiled grammar): ``(depth-1 node, state there)`` →
+        ``(alive nodes, exits)`` of that subtree.
+
+        States reading free text (a string's content, an object key) lead most first
+        bytes into one and the same state, whose subtree is then walked once for all
+        the states that reach it, not once per state. ``budget``: a one-element list,
+        the memo's remaining capacity in stored nodes (nothing is stored at 0)."""
+        cnt0 = self._py_count[0]
+        if self._py_sub[0] <= SMALL_SUBTREE or cnt0 == 0:
+            return self.walk(pda, state, 0)
+        row = pda.rows[state]
+        if row is None:
+            row = pda.materialise(state)
+        exitflag, stopflag = pda.exit_list, pda.stop_list
+        start, count, byte = self._py_start, self._py_count, self._py_byte
+        alive: list = []
+        first: list[int] = []
+        exits: list[tuple[int, int]] = []
+        miss_nodes: list[int] = []
+        miss_states: list[int] = []
+        for c in range(start[0], start[0] + cnt0):
+            t = row[byte[c]]
+            if t < 0:
+                continue
+            if exitflag[t]:
+                exits.append((c, t))
+                if stopflag[t]:
+                    continue
+            first.append(c)
+            if not count[c]:
+                continue
+            got = memo.get((c, t))
+            if got is None:
+                miss_nodes.append(c)
+                miss_states.append(t)
+            else:
+                alive.append(got[0])
+                exits.extend(got[1])
+        if miss_nodes:
+            sub_alive, sub_exits = self._walk_rooted(pda, miss_nodes, miss_states)
+            for c, t, a, ex in zip(miss_nodes, miss_states, sub_alive, sub_exits):
+                alive.append(a)
+                exits.extend(ex)
+                if budget[0] > 0:
+                    memo[(c, t)] = (a, ex)
+                    budget[0] -= a.size + len(ex) + 16
+        alive.append(np.array(first, dtype=np.int32))
+        return np.concatenate(alive), exits
+
+    def _walk_rooted(self, pda, roots: list[int], states: list[int]):
+        """The subtrees below ``roots[i]`` walked from ``states[i]`` in one vectorised
+        walk; per root, its alive nodes (array) and exits (list)."""
+        node_byte = self.node_byte32
+        child_start, child_count = self.child_start32, self.child_count32
+        r0 = np.array(roots, dtype=np.int32)
+        s0 = np.array(states, dtype=np.int32)
+        cnts = child_count[r0]
+        total = int(cnts.sum())
+        nodes = (np.repeat(child_start[r0] - np.cumsum(cnts, dtype=np.int32) + cnts, cnts)
+                 + np.arange(total, dtype=np.int32))
+        parents = np.repeat(s0, cnts)
+        owner = np.repeat(np.arange(len(roots), dtype=np.int32), cnts)
+        alive_n: list[np.ndarray] = []
+        alive_o: list[np.ndarray] = []
+        ex_n: list[np.ndarray] = []
+        ex_s: list[np.ndarray] = []
+        ex_o: list[np.ndarray] = []
+        while nodes.size:
+            pda.ensure(parents)
+            st = pda.table.reshape(-1)[parents * 256 + node_byte[nodes]]
+            keep = st >= 0
+            if not keep.all():
+                nodes, st, owner = nodes[keep], st[keep], owner[keep]
+                if not nodes.size:
+                    break
+            ex = pda.exitflag[st]
+            if ex.any():
+                ex_n.append(nodes[ex])
+                ex_s.append(st[ex])
+                ex_o.append(owner[ex])
+                stop = pda.stopflag[st]
+                if stop.any():
+                    keep = ~stop
+                    nodes, st, owner = nodes[keep], st[keep], owner[keep]
+                    if not nodes.size:
+                        break
+            alive_n.append(nodes)
+            alive_o.append(owner)
+            cnts = child_count[nodes]
+            has = cnts > 0
+            if not has.any():
+                break
+            if not has.all():
+                nodes, st, owner, cnts = nodes[has], st[has], owner[has], cnts[has]
+            total = int(cnts.sum())
+            parents = np.repeat(st, cnts)
+            owner = np.repeat(owner, cnts)
+            nodes = (np.repeat(child_start[nodes] - np.cumsum(cnts, dtype=np.int32) + cnts, cnts)
+                     + np.arange(total, dtype=np.int32))
+        k = len(roots)
+        if alive_n:
+            an = np.concatenate(alive_n)
+            ao = np.concatenate(alive_o)
+            order = np.argsort(ao, kind="stable")
+            bounds = np.searchsorted(ao[order], np.arange(k + 1))
+            an = an[order]
+            per_alive = [an[bounds[i]:bounds[i + 1]] for i in range(k)]
+        else:
+            per_alive = [np.zeros(0, dtype=np.int32) for _ in range(k)]
+        per_exits: list[list] = [[] for _ in range(k)]
+        if ex_n:
+            for n, t, o in zip(np.concatenate(ex_n).tolist(), np.concatenate(ex_s).tolist(),
+                               np.concatenate(ex_o).tolist()):
+                per_exits[o].append((n, t))
+        return per_alive, per_exits
+
     def _walk_np(self, pda, nodes: np.ndarray, parents: np.ndarray):
         """Level-by-level walk from a frontier of (node, parent state) pairs."""
         alive: list[np.ndarray] = []
@@ -259,6 +381,7 @@ class TokenTrie:
                 tail: list[int] = []
                 rows = pda.rows
                 exitflag = pda.exit_list
+                stopflag = pda.stop_list
                 pbyte, pcount = self._py_byte, self._py_count
                 stack = []
                 for v, ps in zip(nodes.tolist(), parents.tolist()):
@@ -268,9 +391,11 @@ class TokenTrie:
                     t = row[pbyte[v]]
                     if t < 0:
                         continue
-                    tail.append(v)
                     if exitflag[t]:
                         exits.append((v, t))
+                        if stopflag[t]:
+                            continue
+                    tail.append(v)
                     if pcount[v]:
                         stack.append((v, t))
                 self._walk_py(pda, 0, 0, tail, exits, stack)
@@ -285,10 +410,16 @@ class TokenTrie:
                 states = states[keep]
                 if not nodes.size:
                     break
-            alive.append(nodes)
             ex = pda.exitflag[states]
             if ex.any():
                 exits.extend(zip(nodes[ex].tolist(), states[ex].tolist()))
+                stop = pda.stopflag[states]
+                if stop.any():
+                    keep = ~stop
+                    nodes, states = nodes[keep], states[keep]
+                    if not nodes.size:
+                        break
+            alive.append(nodes)
             cnts = child_count[nodes]
             has = cnts > 0
             if not has.any():

@@ -111,11 +111,16 @@ def test_split_is_consistent_and_adaptive_storage_is_smaller():
         acc = np.unpackbits(out.view(np.uint8), bitorder="little")[: v.size].astype(bool)
         assert int(acc.sum()) == nm.n_accepted
         assert not any(acc[t] for t in v.special_ids)
-        # context-dependent = below a trie node where the live stack is popped, and
-        # not accepted context-independently
+        # context-dependent = below a trie node where the live stack is popped, or at
+        # or below one where an object guard needs the live frame, and not accepted
+        # context-independently
+        trie = g.compiled.trie
         below = set()
         for _, nodes in nm.pops:
-            below.update(g.compiled.trie.tokens_below(list(nodes)).tolist())
+            below.update(trie.tokens_below(list(nodes)).tolist())
+        for _, _, nodes in nm.guards:
+            below.update(trie.tokens_below(list(nodes)).tolist())
+            below.update(trie.tokens_at(np.array(nodes, dtype=np.int64)).tolist())
         assert nm.n_cd == len(below - set(np.flatnonzero(acc).tolist()))
     s = g.stats()
     assert s["nodes"] > 5
