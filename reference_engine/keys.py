@@ -155,6 +155,28 @@ def candidates(trie) -> tuple[dict, np.ndarray, int]:
     return got
 
 
+def risky(data: bytes) -> bool:
+    """Can ``data`` touch a key outside the innermost container it starts in, or write
+    a key and then repeat or begin it again? (three ``"``, or a ``"`` after a ``}`` or
+    ``]``; see :meth:`~reference_engine.matcher.MaskComputer.no_extra_keys`)"""
+    q = data.count(b'"')
+    if q >= 3:
+        return True
+    if not q:
+        return False
+    last = data.rfind(b'"')
+    return b"}" in data[:last] or b"]" in data[:last]
+
+
+def risky_tokens(trie) -> np.ndarray:
+    """Ids of the :func:`risky` tokens of the trie's vocabulary (kept on it)."""
+    got = getattr(trie, "_risky", None)
+    if got is None:
+        got = trie._risky = np.array([t for t, d in enumerate(trie.token_bytes)
+                                      if d and risky(d)], dtype=np.int64)
+    return got
+
+
 def key_reachable(state: tuple) -> bool:
     """Is a key being read, or expected next, without a ``,`` or ``{`` first?"""
     mode = state[2]

@@ -90,10 +90,14 @@ class MaskComputer:
         if json_keys:
             self._quote, commas, self._maxq = jkeys.candidates(trie)
             self._near = np.union1d(self._quote[(True, True)], commas)
+            self._risky = jkeys.risky_tokens(trie)
+            self._risky_w = self._risky >> 5
+            self._risky_b = (np.ones_like(self._risky) << (self._risky & 31)).astype(np.uint32)
         #: objects holding this many keys may have run out of fresh ones (see
         #: :func:`~reference_engine.keys.fewest_extra_keys`); None: never
         self.key_floor = key_floor
         self._kcache: OrderedDict = OrderedDict()
+        self._frames: dict[int, tuple[int, ...]] = {}
         self.key_checks = 0  # tokens run through the key tracker for masks (stats)
         self.key_cleared = 0  # of them, cleared as duplicate keys
 
@@ -404,11 +408,52 @@ class MaskComputer:
         if len(fc) > FINAL_CACHE_SIZE:
             fc.popitem(last=False)
 
+    def frames(self, stack: int) -> tuple[int, ...]:
+        """The object frames' parameters on ``stack``, innermost first (cached)."""
+        got = self._frames.get(stack)
+        if got is None:
+            pool = self.pda.stacks
+            out = []
+            st = stack
+            while st != EMPTY:
+                r = pool.ret[st]
+                if r < -1:
+                    out.append(frame_param(r))
+                st = pool.parent[st]
+            got = self._frames[stack] = tuple(out)
+        return got
+
+    def no_extra_keys(self, configs: tuple, kstate: tuple) -> bool:
+        """Does the innermost open container hold no key outside its object's declared
+        members, in every configuration (or is it an array)? Then only a token that
+        leaves the container (a ``}`` or ``]`` with a ``"``) or writes a key and then
+        repeats it or begins it again (three quotes or more, :func:`risky`) can repeat
+        a key: declared members are tracked exactly by the object frames (a frame's
+        parameter is its set of members seen, compared here with the tracker's keys of
+        the same object), and an extra key never equals a declared name of its object."""
+        if not self.pda.frames_count_members:
+            return False
+        frames = kstate[0]
+        if not frames or frames[-1] is None:
+            return True
+        objs = sum(1 for f in frames if f is not None)
+        n = len(frames[-1])
+        for _, st in configs:
+            fr = self.frames(st)
+            if len(fr) != objs:
+                return False  # an object the automaton spells literally (enum/const)
+            if n != bin(fr[0]).count("1"):
+                return False
+        return True
+
     def key_allows(self, configs: tuple, kstate: tuple, data: bytes, after=None) -> bool:
         """The duplicate-key rule for ``data`` read from ``(configs, kstate)`` (the
         automaton is assumed to accept it; ``after``: its configurations after, if
         known): it closes no key already in its object, and leaves no key that every
         completion would make a repeat (:mod:`reference_engine.keys`)."""
+        if (self.key_floor is None and not jkeys.risky(data)
+                and self.no_extra_keys(configs, kstate)):
+            return True
         ks = jkeys.step(kstate, data)
         if ks is None:
             return False
@@ -434,18 +479,25 @@ class MaskComputer:
         seen key, those that keep it so
         (:func:`~reference_engine.keys.continuation_tokens`); and, once an object may
         hold ``key_floor`` keys after the token, those with a ``,`` (they may end where a
-        key must start). Verdicts are cached per ``(configs, tracker state)``."""
+        key must start). Where the innermost container holds no extra key
+        (:meth:`no_extra_keys`), only the :func:`~reference_engine.keys.risky` tokens
+        are checked. Verdicts are cached per ``(configs, tracker state)``."""
         floor = self.key_floor
-        near = floor is not None and max(
-            (len(f) for f in kstate[0] if f is not None), default=0) + self._maxq >= floor
-        if near:  # every token with a quote or a comma (a token closes < _maxq keys)
-            cands = self._near
+        if floor is None and self.no_extra_keys(configs, kstate):
+            if not (out.view(np.uint32)[self._risky_w] & self._risky_b).any():
+                return
+            cands = self._risky
         else:
-            cands = self._quote[(jkeys.has_keys(kstate), jkeys.key_reachable(kstate))]
-        if jkeys.suspect(kstate):
-            more = np.array(jkeys.continuation_tokens(self.trie, kstate), dtype=np.int64)
-            if more.size:
-                cands = np.unique(np.concatenate([cands, more]))
+            near = floor is not None and max(
+                (len(f) for f in kstate[0] if f is not None), default=0) + self._maxq >= floor
+            if near:  # every token with a quote or a comma (a token closes < _maxq keys)
+                cands = self._near
+            else:
+                cands = self._quote[(jkeys.has_keys(kstate), jkeys.key_reachable(kstate))]
+            if jkeys.suspect(kstate):
+                more = np.array(jkeys.continuation_tokens(self.trie, kstate), dtype=np.int64)
+                if more.size:
+                    cands = np.unique(np.concatenate([cands, more]))
         if not cands.size:
             return
         on = (out[cands >> 5] >> (cands & 31)) & 1

@@ -653,6 +653,9 @@ class PDA:
         self.frag_rule: list[int] = []
         #: per rule, its call sites ``(return node, inside an object body)``
         self.call_sites: list[list[tuple[int, bool]]] = [[] for _ in self.rule_names]
+        #: every object frame's parameter is exactly its set of declared members seen
+        #: (no extra-member flag or count packed in): the key check reads it
+        self.frames_count_members = True
         self._cur_rule = -1
         for i, name in enumerate(self.rule_names):
             self._cur_rule = i
@@ -762,6 +765,8 @@ class PDA:
         on which members were seen: a key whose completions are all blocked is dead
         through :meth:`PDA.viable`."""
         logic = _ObjectLogic(ob)
+        if ob.extras and (logic.ordered or logic.counting):
+            self.frames_count_members = False
         close = logic.close()
         more = logic.more()
         a2, choice, hub = self._new(), self._new(), self._new()
