@@ -39,10 +39,13 @@ def _trie_for(vocab: Vocabulary):
     key = vocab.fingerprint
     trie = _TRIES.get(key)
     if trie is None:
-        from reference_engine.keys import candidates
+        from reference_engine.keys import candidates, close_index, risky_tokens
 
         trie = _TRIES[key] = TokenTrie(vocab.tokens, excluded=vocab.special_ids)
-        candidates(trie)  # the duplicate-key check's token lists, once per vocabulary
+        # the duplicate-key check's token lists, once per vocabulary
+        candidates(trie)
+        close_index(trie)
+        risky_tokens(trie)
     return trie
 
 

@@ -372,6 +372,62 @@ def finite_language(dfa: DFA) -> bool:
     return peeled == n
 
 
+def infinite_everywhere(dfa: DFA) -> bool:
+    """Does every live state of ``dfa`` accept infinitely many words? (then no
+    prefix of its language can run out of completions that avoid finitely many keys)"""
+    d = dfa.trim()
+    if d.is_empty():
+        return True
+    # trimmed, every state reaches acceptance; if none is a dead end every path
+    # continues forever, so through a cycle: infinitely many words from every state
+    return all(d.edges[s] for s in range(d.n))
+
+
+def repeats_only_close(grammar: ir.Grammar) -> bool:
+    """Can a key prefix never be left with only repeats to complete it? True when every
+    object's extra keys (``additionalProperties`` / ``patternProperties``) come from
+    languages infinite from every prefix, without a length window: a prefix then has
+    infinitely many extra completions, finitely many of them seen (declared members
+    are exact in the object frames). Only a token that closes a key can then repeat
+    one, and the dead-end searches are not needed."""
+    for e in grammar.rules.values():
+        bodies: list = []
+        _collect(e, ir.ObjectBody, bodies)
+        for ob in bodies:
+            for x in ob.extras:
+                autos: list = []
+                _collect(x.key, ir.Automaton, autos)
+                for a in autos:
+                    if a.lo or a.hi is not None or not infinite_everywhere(a.dfa):
+                        return False
+    return True
+
+
+def close_index(trie) -> tuple[dict[bytes, list[int]], np.ndarray, np.ndarray]:
+    """Per vocabulary (kept on the trie): tokens with a ``"`` indexed by the bytes
+    before it (the rest of a key they close, read from inside the key), the ids of
+    those whose part before it holds a backslash (escapes: checked one by one), and the
+    ids of tokens with two quotes or more (they may write a whole key)."""
+    got = getattr(trie, "_close_index", None)
+    if got is None:
+        index: dict[bytes, list[int]] = {}
+        escaped: list[int] = []
+        multi: list[int] = []
+        for t, d in enumerate(trie.token_bytes):
+            if not d or b'"' not in d:
+                continue
+            part = d[:d.index(b'"')]
+            if b"\\" in part:
+                escaped.append(t)
+            else:
+                index.setdefault(part, []).append(t)
+            if d.count(b'"') >= 2:
+                multi.append(t)
+        got = trie._close_index = (index, np.array(escaped, dtype=np.int64),
+                                   np.array(multi, dtype=np.int64))
+    return got
+
+
 def count_words(dfa: DFA) -> int | None:
     """How many words ``dfa`` accepts (surrogate code points not counted: no key can
     hold one), or ``None`` if infinitely many."""

@@ -87,10 +87,13 @@ class MaskComputer:
             v = 1 << (t & 31)
             self._stop_words.append((t >> 5, v - (1 << 32) if v >= 1 << 31 else v))
         self.json_keys = json_keys
+        self._close_only = False
         if json_keys:
             self._quote, commas, self._maxq = jkeys.candidates(trie)
             self._near = np.union1d(self._quote[(True, True)], commas)
             self._risky = jkeys.risky_tokens(trie)
+            self._close_only = jkeys.repeats_only_close(pda.grammar)
+            self._cindex = jkeys.close_index(trie)
             self._risky_w = self._risky >> 5
             self._risky_b = (np.ones_like(self._risky) << (self._risky & 31)).astype(np.uint32)
         #: objects holding this many keys may have run out of fresh ones (see
@@ -457,6 +460,8 @@ class MaskComputer:
         ks = jkeys.step(kstate, data)
         if ks is None:
             return False
+        if self._close_only:
+            return True  # no dead ends to look for (repeats_only_close)
         fresh = jkeys.has_fresh_completion
         if not jkeys.suspect(ks):
             floor = self.key_floor
@@ -470,6 +475,27 @@ class MaskComputer:
                 return True  # the automaton refuses it anyway
             after = res[0]
         return fresh(self.pda, after, ks)
+
+    def _closing(self, kstate: tuple) -> np.ndarray:
+        """Token ids that may close a key already seen (a superset), when only closing
+        a key can repeat one (:func:`~reference_engine.keys.repeats_only_close`):
+        inside an unescaped key prefix, the tokens whose part before their first
+        ``"`` completes it to a seen key, those with an escape there and those with
+        two quotes or more; elsewhere only the latter can write a whole key."""
+        index, escaped, multi = self._cindex
+        if kstate[2] != jkeys.KEY:
+            return multi
+        raw = kstate[4]
+        if kstate[3] or b"\\" in raw:
+            return self._quote[(True, True)]
+        ids: list[int] = []
+        for k in kstate[0][-1]:
+            kb = k.encode("utf-8", "surrogatepass")
+            if kb.startswith(raw):
+                ids.extend(index.get(kb[len(raw):], ()))
+        if not ids:
+            return np.concatenate([escaped, multi])
+        return np.concatenate([np.array(ids, dtype=np.int64), escaped, multi])
 
     def key_filter(self, configs: tuple, kstate: tuple, out: np.ndarray) -> None:
         """Clear from the mask ``out`` (computed from ``configs``) the tokens the
@@ -487,6 +513,8 @@ class MaskComputer:
             if not (out.view(np.uint32)[self._risky_w] & self._risky_b).any():
                 return
             cands = self._risky
+        elif self._close_only:
+            cands = self._closing(kstate)
         else:
             near = floor is not None and max(
                 (len(f) for f in kstate[0] if f is not None), default=0) + self._maxq >= floor

@@ -21,6 +21,10 @@ import numpy as np
 SMALL_SUBTREE = 1200
 #: The numpy walk hands its frontier to the Python walk once it is this small.
 SMALL_FRONTIER = 48
+#: Subtrees shared between states through the walk memo: at least this many nodes,
+#: rooted at most this deep.
+MEMO_MIN_SUBTREE = 256
+MEMO_DEPTH = 3
 
 
 class TokenTrie:
@@ -292,15 +296,81 @@ class TokenTrie:
                 alive.append(got[0])
                 exits.extend(got[1])
         if miss_nodes:
-            sub_alive, sub_exits = self._walk_rooted(pda, miss_nodes, miss_states)
-            for c, t, a, ex in zip(miss_nodes, miss_states, sub_alive, sub_exits):
+            for a, ex in self._subtrees(pda, list(zip(miss_nodes, miss_states)), memo, budget, 2):
                 alive.append(a)
                 exits.extend(ex)
-                if budget[0] > 0:
-                    memo[(c, t)] = (a, ex)
-                    budget[0] -= a.size + len(ex) + 16
         alive.append(np.array(first, dtype=np.int32))
         return np.concatenate(alive), exits
+
+    def _subtrees(self, pda, pairs: list[tuple[int, int]], memo: dict, budget: list[int],
+                  depth: int) -> list[tuple[np.ndarray, list]]:
+        """Per ``(node, state)`` pair, the walk of the subtree strictly below ``node``
+        from ``state``: ``(alive nodes, exits)``. Large subtrees go through ``memo``;
+        a large one not found there is opened one level (in Python) and its children
+        looked up in turn, down to depth :data:`MEMO_DEPTH`, so that a state that
+        follows a key's prefix for a byte or two before falling into the common
+        free-text state still shares the big subtrees below; the rest is walked in
+        one vectorised batch."""
+        sub = self._py_sub
+        out: list = [None] * len(pairs)
+        batch: list[int] = []
+        opened: list[int] = []
+        for i, key in enumerate(pairs):
+            if sub[key[0]] < MEMO_MIN_SUBTREE:
+                batch.append(i)
+                continue
+            got = memo.get(key)
+            if got is not None:
+                out[i] = got
+            elif depth < MEMO_DEPTH:
+                opened.append(i)
+            else:
+                batch.append(i)
+        if batch:
+            alive, exits = self._walk_rooted(pda, [pairs[i][0] for i in batch],
+                                             [pairs[i][1] for i in batch])
+            for j, i in enumerate(batch):
+                out[i] = (alive[j], exits[j])
+        if opened:
+            rows, exitflag, stopflag = pda.rows, pda.exit_list, pda.stop_list
+            start, count, byte = self._py_start, self._py_count, self._py_byte
+            kid_pairs: list[tuple[int, int]] = []
+            own = []
+            for i in opened:
+                v, s = pairs[i]
+                row = rows[s]
+                if row is None:
+                    row = pda.materialise(s)
+                al: list[int] = []
+                ex: list[tuple[int, int]] = []
+                kids: list[int] = []
+                for c in range(start[v], start[v] + count[v]):
+                    t = row[byte[c]]
+                    if t < 0:
+                        continue
+                    if exitflag[t]:
+                        ex.append((c, t))
+                        if stopflag[t]:
+                            continue
+                    al.append(c)
+                    if count[c]:
+                        kids.append(len(kid_pairs))
+                        kid_pairs.append((c, t))
+                own.append((i, al, ex, kids))
+            res = self._subtrees(pda, kid_pairs, memo, budget, depth + 1) if kid_pairs else []
+            for i, al, ex, kids in own:
+                arrs = [np.array(al, dtype=np.int32)]
+                for k in kids:
+                    arrs.append(res[k][0])
+                    ex.extend(res[k][1])
+                out[i] = (np.concatenate(arrs), ex)
+        for i in opened + batch:
+            key = pairs[i]
+            if budget[0] > 0 and sub[key[0]] >= MEMO_MIN_SUBTREE:
+                a, ex = out[i]
+                memo[key] = out[i]
+                budget[0] -= a.size + len(ex) + 16
+        return out
 
     def _walk_rooted(self, pda, roots: list[int], states: list[int]):
         """The subtrees below ``roots[i]`` walked from ``states[i]`` in one vectorised
