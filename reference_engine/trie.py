@@ -327,10 +327,17 @@ class TokenTrie:
             else:
                 batch.append(i)
         if batch:
-            alive, exits = self._walk_rooted(pda, [pairs[i][0] for i in batch],
-                                             [pairs[i][1] for i in batch])
-            for j, i in enumerate(batch):
-                out[i] = (alive[j], exits[j])
+            if sum(sub[pairs[i][0]] for i in batch) <= SMALL_SUBTREE:
+                for i in batch:  # small: plain Python beats numpy's per-level overhead
+                    al: list[int] = []
+                    ex: list[tuple[int, int]] = []
+                    self._walk_py(pda, 0, 0, al, ex, [pairs[i]])
+                    out[i] = (np.array(al, dtype=np.int32), ex)
+            else:
+                alive, exits = self._walk_rooted(pda, [pairs[i][0] for i in batch],
+                                                 [pairs[i][1] for i in batch])
+                for j, i in enumerate(batch):
+                    out[i] = (alive[j], exits[j])
         if opened:
             rows, exitflag, stopflag = pda.rows, pda.exit_list, pda.stop_list
             start, count, byte = self._py_start, self._py_count, self._py_byte
