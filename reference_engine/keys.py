@@ -1,6 +1,6 @@
 """Duplicate object keys: the matcher-level check beside the pushdown automaton.
 
-The automaton tracks *declared* keys in each object's parameter, so a declared key
+The automaton tracks *declared* keys in each object's frame, so a declared key
 cannot repeat. Keys matched only by ``additionalProperties`` / ``patternProperties``
 come from an infinite language, and "all keys distinct" over such a language is not a
 context-free property: the automaton cannot forbid a repeated extra key. The matcher
@@ -37,6 +37,13 @@ completion (the mask promises "some valid document continues the text"):
   where a key must start is checked by :func:`has_fresh_key` (whitespace, ``"``, then
   the same search) and refused if none can. ``minProperties`` above such a count is
   refused at compile time (the automaton counts extra keys as unlimited towards it).
+
+Cost: the matcher skips what cannot matter. Where the innermost container is an array
+or an object whose keys are all declared members (its frame says how many), only a
+:func:`risky` token can repeat a key. Where every extra-key language is infinite from
+every prefix (:func:`repeats_only_close`: the usual ``additionalProperties``), no key
+prefix can run out of fresh completions, so the dead-end searches are skipped and only
+tokens that close a seen key are checked (:func:`close_index`).
 """
 
 from __future__ import annotations
@@ -403,11 +410,42 @@ def repeats_only_close(grammar: ir.Grammar) -> bool:
     return True
 
 
-def close_index(trie) -> tuple[dict[bytes, list[int]], np.ndarray, np.ndarray]:
+def inner_keys(data: bytes) -> frozenset | None:
+    """The decoded strings between consecutive unescaped quotes of ``data``, read from
+    outside any escape: every key the token opens and closes is one of them (a token
+    starting right after a backslash is handled by the caller). None where that
+    reading fails (not JSON string content, or a string twice: the token could repeat
+    its own key)."""
+    parts: list[bytes] = []
+    esc = False
+    start = -1
+    for i, b in enumerate(data):
+        if esc:
+            esc = False
+        elif b == _BSLASH:
+            esc = True
+        elif b == _QUOTE:
+            if start >= 0:
+                parts.append(data[start:i])
+            start = i + 1
+    texts = []
+    for p in parts:
+        try:
+            texts.append(json.loads(b'"' + p + b'"'))
+        except ValueError:
+            if b"\\" in p:
+                return None
+            texts.append(p.decode("utf-8", "surrogateescape"))
+    out = frozenset(texts)
+    return out if len(out) == len(texts) else None
+
+
+def close_index(trie) -> tuple[dict[bytes, list[int]], np.ndarray, np.ndarray, dict]:
     """Per vocabulary (kept on the trie): tokens with a ``"`` indexed by the bytes
     before it (the rest of a key they close, read from inside the key), the ids of
-    those whose part before it holds a backslash (escapes: checked one by one), and the
-    ids of tokens with two quotes or more (they may write a whole key)."""
+    those whose part before it holds a backslash (escapes: checked one by one), the
+    ids of tokens with two quotes or more (they may write a whole key), and those
+    again by each of their :func:`inner_keys` (plus the ones it cannot read)."""
     got = getattr(trie, "_close_index", None)
     if got is None:
         index: dict[bytes, list[int]] = {}
@@ -423,8 +461,19 @@ def close_index(trie) -> tuple[dict[bytes, list[int]], np.ndarray, np.ndarray]:
                 index.setdefault(part, []).append(t)
             if d.count(b'"') >= 2:
                 multi.append(t)
+        by_inner: dict[str, list[int]] = {}
+        unsafe: list[int] = []
+        for t in multi:
+            ks = inner_keys(trie.token_bytes[t])
+            if ks is None:
+                unsafe.append(t)
+            else:
+                for k in ks:
+                    by_inner.setdefault(k, []).append(t)
         got = trie._close_index = (index, np.array(escaped, dtype=np.int64),
-                                   np.array(multi, dtype=np.int64))
+                                   np.array(multi, dtype=np.int64),
+                                   ({k: np.array(v, dtype=np.int64) for k, v in by_inner.items()},
+                                    np.array(unsafe, dtype=np.int64)))
     return got
 
 

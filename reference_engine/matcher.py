@@ -101,6 +101,7 @@ class MaskComputer:
         self.key_floor = key_floor
         self._kcache: OrderedDict = OrderedDict()
         self._frames: dict[int, tuple[int, ...]] = {}
+        self._risky_at: dict[int, bool] = {}
         self.key_checks = 0  # tokens run through the key tracker for masks (stats)
         self.key_cleared = 0  # of them, cleared as duplicate keys
 
@@ -476,26 +477,40 @@ class MaskComputer:
             after = res[0]
         return fresh(self.pda, after, ks)
 
+    def _writers(self, kstate: tuple) -> np.ndarray:
+        """Tokens that may write (open and close) a key some open object already holds:
+        such a token holds it between two of its quotes
+        (:func:`~reference_engine.keys.inner_keys`; the tokens it cannot read too)."""
+        by_inner, unsafe = self._cindex[3]
+        parts = [unsafe]
+        for f in kstate[0]:
+            if f:
+                for k in f:
+                    got = by_inner.get(k)
+                    if got is not None:
+                        parts.append(got)
+        return np.concatenate(parts) if len(parts) > 1 else unsafe
+
     def _closing(self, kstate: tuple) -> np.ndarray:
-        """Token ids that may close a key already seen (a superset), when only closing
-        a key can repeat one (:func:`~reference_engine.keys.repeats_only_close`):
-        inside an unescaped key prefix, the tokens whose part before their first
-        ``"`` completes it to a seen key, those with an escape there and those with
-        two quotes or more; elsewhere only the latter can write a whole key."""
-        index, escaped, multi = self._cindex
+        """Token ids that may repeat a key (a superset), when only closing a key can
+        (:func:`~reference_engine.keys.repeats_only_close`): inside an unescaped key
+        prefix, the tokens whose part before their first ``"`` completes it to a seen
+        key and those with an escape there; anywhere, the :meth:`_writers`."""
+        index, escaped = self._cindex[0], self._cindex[1]
+        if kstate[3]:  # the token starts inside an escape: read it whole
+            return self._quote[(True, True)]
+        writers = self._writers(kstate)
         if kstate[2] != jkeys.KEY:
-            return multi
+            return writers
         raw = kstate[4]
-        if kstate[3] or b"\\" in raw:
+        if b"\\" in raw:
             return self._quote[(True, True)]
         ids: list[int] = []
         for k in kstate[0][-1]:
             kb = k.encode("utf-8", "surrogatepass")
             if kb.startswith(raw):
                 ids.extend(index.get(kb[len(raw):], ()))
-        if not ids:
-            return np.concatenate([escaped, multi])
-        return np.concatenate([np.array(ids, dtype=np.int64), escaped, multi])
+        return np.concatenate([np.array(ids, dtype=np.int64), escaped, writers])
 
     def key_filter(self, configs: tuple, kstate: tuple, out: np.ndarray) -> None:
         """Clear from the mask ``out`` (computed from ``configs``) the tokens the
@@ -509,8 +524,21 @@ class MaskComputer:
         (:meth:`no_extra_keys`), only the :func:`~reference_engine.keys.risky` tokens
         are checked. Verdicts are cached per ``(configs, tracker state)``."""
         floor = self.key_floor
-        if floor is None and self.no_extra_keys(configs, kstate):
-            if not (out.view(np.uint32)[self._risky_w] & self._risky_b).any():
+        if self._close_only and not kstate[3] and self.no_extra_keys(configs, kstate):
+            # no dead ends to fear and no extra key here: only a token writing a whole
+            # key some open object holds can repeat one
+            cands = self._writers(kstate)
+        elif floor is None and self.no_extra_keys(configs, kstate):
+            # whether the mask holds a risky token at all is fixed per automaton node
+            # when one node's own entry is the mask (see fill)
+            one = configs[0][0] if len(configs) == 1 else -1
+            has = self._risky_at.get(one)
+            if has is None:
+                has = bool((out.view(np.uint32)[self._risky_w] & self._risky_b).any())
+                nm = self._nodes.get(one)
+                if nm is not None and not nm.pops and not nm.guards:
+                    self._risky_at[one] = has
+            if not has:
                 return
             cands = self._risky
         elif self._close_only:

@@ -11,21 +11,35 @@ Compilation (:class:`PDA`):
    value, or is large and used in many places; every other reference is inlined.
    Left recursion is refused.
 3. *NFA*: one Thompson-style NFA over bytes for all rules together. Edges are byte
-   sets, epsilons (some carrying an object-body action on the node parameter),
-   calls ``(rule, return node)``, and entries into *code-point fragments*: a DFA over
-   code points (``Automaton`` nodes) read through a UTF-8 or JSON-string decoder,
-   with an optional length window tracked by a counter.
+   sets, epsilons (some of them object *guards*, see below), calls ``(rule, return
+   node)``, and entries into *code-point fragments*: a DFA over code points
+   (``Automaton`` nodes) read through a UTF-8 or JSON-string decoder, with an optional
+   length window tracked by a counter. Structurally equal rules are merged first, and
+   the members of an object with equal values share their ``: value`` tail.
 4. *Lazy DFA*: per rule, the NFA is determinised on demand. A DFA state is a set of
-   NFA items (``(node, param)`` or ``(fragment, dfa state, decoder state, count,
-   param)``); its row of 256 byte transitions is built the first time someone needs
-   it and kept in a numpy table shared by all matchers (``table[state, byte]``, -1 =
-   dead). A state also lists its calls ``(rule, return state)`` and whether its rule
-   can end there (``final``).
+   NFA items (``(node, 0)`` or ``(fragment, dfa state, decoder state, count, 0)``);
+   its row of 256 byte transitions is built the first time someone needs it and kept
+   in a numpy table shared by all matchers (``table[state, byte]``, -1 = dead). A
+   state also lists its calls ``(rule, return state)``, its guards ``(guard, target
+   state)`` and whether its rule can end there (``final``).
+
+Objects: which declared members an object has seen (and, where needed, how many
+extra members and whether one came) is its *parameter*, kept in a *frame* on the
+stack (:class:`Guard`): the body's entry pushes a frame, the end of each key passes
+the member's guard (refused if the member was seen, or if adding it leaves the object
+impossible to complete), the separator passes a guard that some member can still be
+added, ``}`` passes the closing guard (required members present, counts in range) and
+pops the frame. The automaton states of a body therefore do not depend on the members
+seen: a 50-member object has a few hundred states, visited by every order of its
+members, not a new set per member added. A state whose byte-reading items can only
+go on through guards (a key prefix that only declared, maybe seen, members
+complete) is alive only if one of those guards passes (:meth:`PDA.viable`).
 
 Run time (:meth:`PDA.closure`): a *configuration* is ``(state, stack)``, the stack a
-persistent linked list of return states (:mod:`reference_engine.stack`). The closure
-of a configuration follows calls (push) and rule ends (pop) until it reaches states
-that consume bytes; reaching the end of the start rule with an empty stack means
+persistent linked list of return states and object frames
+(:mod:`reference_engine.stack`). The closure of a configuration follows calls (push),
+guards (against the frame on top) and rule ends (pop) until it reaches states that
+consume bytes; reaching the end of the start rule with an empty stack means
 "accepting". A token is allowed iff feeding its bytes from some configuration keeps
 one alive.
 """
@@ -205,7 +219,9 @@ def frame_param(ret: int) -> int:
 class _ObjectLogic:
     """Parameter arithmetic of one object body: the parameter packs the set ``S`` of
     members seen (bits ``0..n-1``), an "extra member seen" flag (bit ``n``, used in
-    ordered mode) and the number of extra members (above, capped)."""
+    ordered mode) and the number of extra members (above, capped). Each method returns
+    the :class:`Guard` of one edge of the body, or None where the edge can never block
+    nor change the parameter (it is then a plain epsilon)."""
 
     def __init__(self, ob: ir.ObjectBody):
         self.n = n = len(ob.members)

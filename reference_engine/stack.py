@@ -1,4 +1,5 @@
-"""Persistent PDA stacks: immutable linked lists of return addresses.
+"""Persistent PDA stacks: immutable linked lists of return addresses (and object
+frames, negative entries: see :func:`reference_engine.pda.frame_ret`).
 
 A stack is an integer id into a :class:`StackPool`. ``push(ret, parent)`` allocates
 one node (or finds the identical one: nodes are hash-consed, so equal stacks have

@@ -317,3 +317,57 @@ def test_infinite_extra_key_languages_compile_and_walk():
             if step < 79:
                 pairs = json.loads(out.decode(), object_pairs_hook=lambda p: p)
                 assert len({k for k, _ in pairs}) == len(pairs), out
+
+
+def _plain_key_check(pda, configs, kstate, data: bytes) -> bool:
+    """The duplicate-key rule read straight from its definition, without the matcher's
+    shortcuts: no key of the token's objects repeats, and a key left open keeps a fresh
+    completion."""
+    ks = K.step(kstate, data)
+    if ks is None:
+        return False
+    if K.suspect(ks):
+        res = pda.advance(configs, data)
+        return res is None or K.has_fresh_completion(pda, res[0], ks)
+    return True
+
+
+@pytest.mark.parametrize("schema,text", [
+    (IDTAG, '{"idTagInfo": {"x": {"x": 1, "y": "a\\"b"}, "y": [1, {"x": 2}], "z": "q", "x'),
+    (IDTAG, '{"idTagInfo": {"name": 1, "st": 2, "name'),
+    ({"type": "object", "properties": {"a": {"type": "object"}}},
+     '{"a": {"k": {"k": "}, \\"k\\""}, "k2": 1}, "k": 1, "a'),
+    ({"type": "object", "properties": {"name": {"type": "string"}}},
+     '{"name": "n", "e": "x\\\\", "e'),
+])
+def test_key_check_shortcuts_agree_with_the_plain_rule(schema, text):
+    """At every step, for every token with a quote (the only ones the rule can refuse
+    outside a key being read) and every token continuing a key: the mask after the key
+    check equals "the automaton allows it and the plain rule allows it". The matcher's
+    shortcuts (declared keys left to the object frames, only tokens that can close or
+    write a seen key checked, no dead-end search where extra keys are infinite) must
+    not change a bit."""
+    v = H.vocab()
+    g = H.adapter().compile(json.dumps(schema))
+    m = g.matcher()
+    inner = m._m
+    pda = g.compiled.pda
+    bm = allocate_bitmask(v.size)
+    quoted = [t for t, d in enumerate(v.tokens) if d and b'"' in d and t not in v.special_ids]
+    plain_ids = [t for t, d in enumerate(v.tokens[:6000]) if d and t not in v.special_ids]
+    refused = 0
+    ids = v.encode(text)
+    for step in range(len(ids) + 1):
+        m.fill_mask(bm)
+        got = H.mask_ids(bm, v.size)
+        configs = inner._hist[-1][0]
+        kstate = inner._keys[-1]
+        for c in quoted + plain_ids:
+            data = v.tokens[c]
+            alive = pda.advance(configs, data) is not None
+            want = alive and _plain_key_check(pda, configs, kstate, data)
+            refused += alive and not want
+            assert (c in got) == want, (text, data)
+        if step < len(ids):
+            assert m.commit(ids[step])
+    assert refused, "the texts are chosen so that the rule refuses some token"

@@ -1,0 +1,129 @@
+"""Object frames of the reference engine: the members an object has seen live on the
+stack, not in the automaton states, so one set of states serves every order of
+members; equal sub-schemas share one rule; and the key prefixes that only seen members
+could complete are dead.
+
+These pin the design choices the mask cache's speed rests on (a 50-member object must
+not build a new set of states per member added) while the exactness tests
+(``test_reference_exactness.py``, ``test_reference_objects.py``) check the masks."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+import reference_helpers as H
+from engines.base import allocate_bitmask
+from reference_engine import ir
+from reference_engine.json_schema import compile_schema
+from reference_engine.pda import PDA, frame_param
+
+WIDE = {"type": "object",
+        "properties": {f"k{i}": {"type": "integer"} for i in range(12)},
+        "required": ["k0"]}
+
+
+def _after(pda: PDA, text: bytes):
+    configs, _ = pda.initial()
+    res = pda.advance(configs, text)
+    assert res is not None, text
+    return res[0]
+
+
+def _frame(pda: PDA, stack: int) -> int:
+    pool = pda.stacks
+    while pool.ret[stack] >= -1:  # the innermost object frame (negative entry)
+        stack = pool.parent[stack]
+    return frame_param(pool.ret[stack])
+
+
+def test_key_position_is_one_state_whatever_was_seen():
+    """After ``{"k3": 1, `` and after ``{"k7": 1, "k0": 2, `` the matcher is in the same
+    automaton states; only the frame differs (and records exactly the members seen)."""
+    pda = PDA(compile_schema(WIDE))
+    a = _after(pda, b'{"k3": 1, ')
+    b = _after(pda, b'{"k7": 1, "k0": 2, ')
+    assert sorted(s for s, _ in a) == sorted(s for s, _ in b)
+    assert {st for _, st in a} != {st for _, st in b}
+    assert _frame(pda, a[0][1]) == 1 << 3
+    assert _frame(pda, b[0][1]) == (1 << 7) | (1 << 0)
+
+
+def test_states_do_not_grow_with_the_members_seen():
+    """Documents naming the 12 members in different orders and subsets build no new
+    automaton states once one document has visited every member: the states of a body
+    are shared by every set of members seen (with the members in the states, each new
+    subset would add states)."""
+    pda = PDA(compile_schema(WIDE))
+    names = [f"k{i}" for i in range(12)]
+
+    def doc(order):
+        return json.dumps({k: 1 for k in order}).encode()
+
+    assert pda.accepts(doc(names))
+    configs, _ = pda.initial()
+    pda.advance(configs, doc(names))
+    before = pda.n_states
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        order = ["k0"] + [names[i] for i in rng.permutation(range(1, 12))[: rng.integers(0, 11)]]
+        rng.shuffle(order)
+        assert pda.accepts(doc(order))
+    assert pda.n_states == before
+
+
+def test_seen_member_prefix_is_dead_and_its_guard_refuses_the_key():
+    """Under ``additionalProperties: false`` a key prefix only a seen member completes is
+    dead (viability), and so is the seen key itself; an unseen one still lives."""
+    schema = {"type": "object", "additionalProperties": False,
+              "properties": {"alpha": {"type": "integer"}, "beta": {"type": "integer"}}}
+    pda = PDA(compile_schema(schema))
+    configs, _ = pda.initial()
+    assert pda.advance(configs, b'{"alpha": 1, "al') is None
+    assert pda.advance(configs, b'{"alpha": 1, "alpha"') is None
+    assert pda.advance(configs, b'{"alpha": 1, "be') is not None
+    assert pda.accepts(b'{"beta": 2, "alpha": 1}')
+
+
+def test_equal_subschemas_share_one_rule():
+    """Twelve ``{"type": "integer"}`` properties (separate schema objects) compile to one
+    value rule, and their ``: value`` tails to one set of NFA nodes."""
+    g = compile_schema(WIDE)
+    merged = ir.merge_equal_rules(g)
+    assert len(merged.rules) < len(g.rules)
+    pda = PDA(g)
+    # one state after the colon whichever member it follows
+    s1 = sorted(s for s, _ in _after(pda, b'{"k1": '))
+    s2 = sorted(s for s, _ in _after(pda, b'{"k9": '))
+    assert s1 == s2
+
+
+def test_masks_after_different_members_come_from_one_cache_entry():
+    """At the real vocabulary: the key-position states after one member and after
+    another are the same (one cached mask node, no new trie walk), the masks equal the
+    brute force, and inside a key the digit naming a seen member is out of the mask."""
+    schema = dict(WIDE, additionalProperties=False)
+    v = H.vocab()
+    g = H.adapter().compile(json.dumps(schema))
+    bm = allocate_bitmask(v.size)
+    states = []
+    for text in ('{"k3": 1, "k', '{"k5": 1, "k0": 1, "k'):
+        m = g.matcher()
+        for t in v.encode(text):
+            m.fill_mask(bm)
+            assert m.commit(t), text
+        m.fill_mask(bm)
+        inner = m._m
+        states.append(tuple(sorted(s for s, _ in inner.configurations)))
+        got = H.mask_ids(bm, v.size)
+        sample = sorted(set(range(0, v.size, 61)) | {v.encode(str(d))[0] for d in range(10)})
+        assert {t for t in got if t in set(sample)} == H.brute_force(g.compiled, inner, sample)
+        seen = [int(text[i + 2]) for i in range(len(text) - 3) if text[i:i + 2] == '"k'
+                and text[i + 3] == '"']
+        for d in range(10):
+            if d == 1:
+                continue  # "k1" unseen, and "k10"/"k11" too: the digit 1 always lives
+            tok = v.encode(str(d))[0]
+            assert (tok in got) == (d not in seen), (text, d)
+    assert states[0] == states[1]
