@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import re
 
 import numpy as np
 
@@ -79,9 +80,19 @@ def decode_key(raw: bytes) -> str:
         return raw.decode("utf-8", "surrogateescape")
 
 
+_STRUCT = re.compile(rb'["\\{}\[\],:]')
+_STRING = re.compile(rb'["\\]')
+
+
 def step(state: tuple, data: bytes) -> tuple | None:
     """Feed ``data``; ``None`` if it closes a key already present in its object."""
     frames, expect, mode, esc, raw = state
+    # most tokens change nothing the tracker reads: text inside a string without a
+    # quote or backslash, or outside strings without structure
+    if not esc and not (_STRUCT if mode == OUT else _STRING).search(data):
+        if mode == KEY:
+            return frames, expect, mode, esc, raw + data
+        return state
     start = 0
     for i, b in enumerate(data):
         if mode == OUT:

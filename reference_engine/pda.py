@@ -1166,12 +1166,32 @@ class PDA:
 
     def advance(self, configs: tuple, data: bytes) -> tuple[tuple, bool] | None:
         """Feed ``data`` from a configuration set; None if every path dies."""
+        rows = self.rows
+        exitflag = self.exit_list
+        start = 0
+        if len(configs) == 1:
+            # one configuration that reads plain bytes (no call, rule end or guard on
+            # the way): no sets to build; hand over to the general loop otherwise
+            s, st = configs[0]
+            for b in data:
+                row = rows[s]
+                if row is None:
+                    row = self.materialise(s)
+                t = row[b]
+                if t < 0:
+                    return None
+                if exitflag[t]:
+                    break
+                s = t
+                start += 1
+            else:
+                return ((s, st),), False
+            configs = ((s, st),)
         cur = configs
         accept = False
         last = len(data) - 1
-        rows = self.rows
-        exitflag = self.exit_list
-        for i, b in enumerate(data):
+        for i in range(start, len(data)):
+            b = data[i]
             nxt: dict = {}
             accept = False
             for s, st in cur:
