@@ -201,13 +201,16 @@ class EngineAdapter(abc.ABC):
     def compile(self, schema_text: str) -> CompiledGrammar:
         """Compile a JSON schema given as text. Raises :class:`CompileError`."""
 
-    def compile_case(self, schema_text: str, format_assertion: bool = True) -> CompiledGrammar:
+    def compile_case(self, schema_text: str, format_assertion: bool = True,
+                     reading: str = "jsonschema") -> CompiledGrammar:
         """Compile for a case whose ground truth asserts ``format`` (True) or reads it as
         an annotation (False: the spec's 2019-09+ default, the JSON-Schema-Test-Suite
-        outside ``optional/format``). That setting cannot be written into the schema
-        itself (the draft can: suites write ``$schema``), so it comes here. Default:
-        :meth:`compile`, i.e. an engine that cannot switch format assertion off is
-        judged as it is."""
+        outside ``optional/format``), and reads the keywords where readings differ as
+        python-jsonschema does (``reading="jsonschema"``: the corpus's ground truth) or as
+        the specification does (``"spec"``: the JSON-Schema-Test-Suite's labels, e.g.
+        ``pattern`` as ECMA-262). Neither can be written into the schema itself (the
+        draft can: suites write ``$schema``), so they come here. Default:
+        :meth:`compile`, i.e. an engine with one fixed behaviour is judged as it is."""
         return self.compile(schema_text)
 
     def batch_filler(self, threads: int) -> BatchFiller:

@@ -29,7 +29,8 @@ from engines.base import CompiledGrammar, CompileError, EngineAdapter, Matcher, 
 from harness.vocab import Vocabulary
 
 _DEFAULTS: dict[str, Any] = {"whitespace": "flexible", "max_ws": 32, "separators": None,
-                             "property_order": "any", "format_assertion": True}
+                             "property_order": "any", "format_assertion": True,
+                             "reading": "jsonschema"}
 _TRIES: dict[str, Any] = {}
 
 
@@ -138,10 +139,17 @@ class ReferenceEngine(EngineAdapter):
     def compile(self, schema_text: str) -> ReferenceCompiled:
         return self._compile(schema_text, self.options)
 
-    def compile_case(self, schema_text: str, format_assertion: bool = True) -> ReferenceCompiled:
+    def compile_case(self, schema_text: str, format_assertion: bool = True,
+                     reading: str = "jsonschema") -> ReferenceCompiled:
         """As :meth:`compile`, with ``format`` an annotation when the case's ground truth
-        says so (``format_assertion=False``) whatever the configuration says."""
-        opts = self.options if format_assertion else {**self.options, "format_assertion": False}
+        says so (``format_assertion=False``) whatever the configuration says, and the
+        case's reading of ``pattern`` and ``format`` (``reading``, see
+        :class:`reference_engine.json_schema.Options`)."""
+        opts = dict(self.options)
+        if not format_assertion:
+            opts["format_assertion"] = False
+        if reading != "jsonschema":
+            opts["reading"] = reading
         return self._compile(schema_text, opts)
 
     def _compile(self, schema_text: str, options: dict[str, Any]) -> ReferenceCompiled:

@@ -155,7 +155,12 @@ class Options:
     the others, like the peer engines). ``format_assertion``: ``format`` asserts (the
     default, as the harness's ground truth validates with jsonschema's format checker)
     or is an annotation (False: the 2019-09/2020-12 default of the spec, and the
-    JSON-Schema-Test-Suite's setting outside ``optional/format``)."""
+    JSON-Schema-Test-Suite's setting outside ``optional/format``). ``reading``: whose
+    reading of the keywords where readings differ: ``jsonschema`` (python-jsonschema's,
+    the corpus's ground truth: ``pattern`` as Python's ``re``, ``format`` as its
+    checkers) or ``spec`` (the specification's, as the JSON-Schema-Test-Suite labels it:
+    ``pattern`` as ECMA-262, and the formats whose checker here follows
+    python-jsonschema where it departs from the RFC refused, see :data:`SPEC_REFUSED`)."""
 
     whitespace: str = "flexible"
     max_ws: int = 32
@@ -163,12 +168,15 @@ class Options:
     property_order: str = "any"
     max_alternatives: int = 64
     format_assertion: bool = True
+    reading: str = "jsonschema"
 
     def __post_init__(self):
         if self.whitespace not in ("flexible", "compact"):
             raise ValueError(f"whitespace must be 'flexible' or 'compact', not {self.whitespace!r}")
         if self.property_order not in ("any", "declared"):
             raise ValueError("property_order must be 'any' or 'declared'")
+        if self.reading not in ("jsonschema", "spec"):
+            raise ValueError("reading must be 'jsonschema' or 'spec'")
         if self.separators is not None:
             item, key = self.separators
             if not (isinstance(item, str) and isinstance(key, str)):
@@ -239,10 +247,18 @@ _NEGATED_COUNTS: dict[str, tuple[str, str, str]] = {
     "maxProperties": ("object", "min_props", "max_props"),
 }
 
-def _pattern_dfa(p: str) -> DFA:
+#: Formats refused in the specification's reading: their automata follow
+#: python-jsonschema's checkers, which depart from the RFCs (``email``: any string
+#: with ``@``; ``hostname``/``uri``/``date-time``/``time``: a final newline through
+#: Python's ``$``, ``hostname``: ASCII labels only; see ``formats.py``).
+SPEC_REFUSED = frozenset({"email", "idn-email", "hostname", "idn-hostname", "uri",
+                          "date-time", "time"})
+
+
+def _pattern_dfa(p: str, dialect: str = "python") -> DFA:
     """``pattern`` as an unanchored search (the spec's reading), or a compile error."""
     try:
-        return compile_dfa(p, "search")
+        return compile_dfa(p, "search", dialect)
     except RegexError as e:
         raise SchemaCompileError(f"pattern: {e}") from None
 
@@ -467,6 +483,8 @@ class SchemaCompiler:
     def __init__(self, schema: Any, options: Options):
         self.root = schema
         self.opt = options
+        #: how ``pattern`` regexes are read (see :class:`Options`)
+        self.dialect = "ecma" if options.reading == "spec" else "python"
         self.draft = detect_draft(schema)
         self.rules: dict[str, ir.Expr] = {}
         self._rule_of: dict[tuple, str] = {}
@@ -681,7 +699,11 @@ class SchemaCompiler:
                 acc.patterns += (v,)
             elif k == "format":
                 if isinstance(v, str) and v in CHECKED[draft] and self.opt.format_assertion:
-                    if format_variants(v) is None:
+                    if self.opt.reading == "spec" and v in SPEC_REFUSED:
+                        acc.refuse.setdefault("string", f"format {v!r} in the specification's "
+                                              "reading (the automaton follows python-jsonschema's "
+                                              "checker, which departs from the RFC)")
+                    elif format_variants(v) is None:
                         acc.refuse.setdefault("string", f"format {v!r} is not supported")
                     else:
                         acc.formats += (v,)
@@ -766,7 +788,7 @@ class SchemaCompiler:
                 raise SchemaCompileError("properties/patternProperties must be objects")
             for p in pats:
                 try:
-                    compile_dfa(p, "search")
+                    compile_dfa(p, "search", self.dialect)
                 except RegexError as e:
                     acc.refuse.setdefault("object", f"patternProperties {e}")
             add = s.get("additionalProperties")
@@ -942,7 +964,8 @@ class SchemaCompiler:
                 return
             fv = format_variants(x)
             acc.types = _types_and(acc.types, frozenset(["string"]))
-            if fv is None or len(fv) != 1 or fv[0][1] or fv[0][2] is not None:
+            if (fv is None or len(fv) != 1 or fv[0][1] or fv[0][2] is not None
+                    or (self.opt.reading == "spec" and x in SPEC_REFUSED)):
                 acc.refuse.setdefault("string", f"not: format {x!r}")
             else:
                 acc.neg_formats += (x,)
@@ -1037,10 +1060,10 @@ class SchemaCompiler:
             dfa = DFA.universal()
             label = []
             for p in f.patterns:
-                dfa = dfa.intersect(_pattern_dfa(p))
+                dfa = dfa.intersect(_pattern_dfa(p, self.dialect))
                 label.append(f"/{p}/")
             for p in f.neg_patterns:
-                dfa = dfa.minus(_pattern_dfa(p))
+                dfa = dfa.minus(_pattern_dfa(p, self.dialect))
                 label.append(f"not /{p}/")
             for fmt in f.neg_formats:
                 dfa = dfa.minus(format_variants(fmt)[0][0])
@@ -1161,7 +1184,7 @@ class SchemaCompiler:
         extras = []
         try:
             not_known = known.complement()
-            pdfa = [compile_dfa(pt, "search") for pt in pats]
+            pdfa = [compile_dfa(pt, "search", self.dialect) for pt in pats]
             for mask in range(1 << len(pats)):
                 d = not_known
                 for i, pd in enumerate(pdfa):
@@ -1197,6 +1220,12 @@ class SchemaCompiler:
         return extras
 
     # enum
+    def _has_pattern(self) -> bool:
+        got = self.__dict__.get("_pattern_seen")
+        if got is None:
+            got = self._pattern_seen = '"pattern' in json.dumps(self.root)
+        return got
+
     def _validator(self, s: Any, r):
         import jsonschema
         from jsonschema.validators import validator_for
@@ -1218,6 +1247,10 @@ class SchemaCompiler:
         top-level ``enum``/``const`` hold by construction and are skipped (a long enum
         would otherwise make this quadratic)."""
         strip = self.__dict__.setdefault("_strip_memo", {})
+        if self.opt.reading == "spec" and self._has_pattern():
+            # the filter is python-jsonschema, whose regexes are Python's, not ECMA-262
+            raise SchemaCompileError("enum/const beside a pattern in the specification's "
+                                     "reading (values are checked with Python's re)")
         try:
             for s, r in elems:
                 if s is True:

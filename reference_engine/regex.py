@@ -43,6 +43,7 @@ from reference_engine.automata import (
     cs_chars,
     spend,
     cs_complement,
+    cs_intersect,
     cs_norm,
     cs_union,
     partition,
@@ -82,15 +83,31 @@ def python_class(esc: str) -> tuple:
     return cs_norm(spans)
 
 
-def _class_escape_set(c: str) -> tuple | None:
+#: ECMA-262's ``\d``, ``\w`` and ``\s`` (WhiteSpace and LineTerminator).
+ECMA_CLASSES = {
+    "d": ((0x30, 0x39),),
+    "w": cs_norm([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)]),
+    "s": cs_norm([(0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680),
+                  (0x2000, 0x200A), (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F),
+                  (0x3000, 0x3000), (0xFEFF, 0xFEFF)]),
+}
+
+
+def _class_escape_set(c: str, dialect: str = "python") -> tuple | None:
+    table = python_class if dialect == "python" else ECMA_CLASSES.__getitem__
     if c in "dws":
-        return python_class(c)
+        return table(c)
     if c in "DWS":
-        return cs_complement(python_class(c.lower()))
+        return cs_intersect(cs_complement(table(c.lower())), CODEPOINTS)
     return None
 
 
 DOT = cs_complement(((NEWLINE, NEWLINE),))
+#: ECMA-262's ``.``: anything but a LineTerminator.
+ECMA_DOT = cs_intersect(cs_complement(((0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))),
+                        CODEPOINTS)
+#: Python escapes with no ECMA-262 meaning (or another one): refused in that dialect.
+_NOT_ECMA = {"A": "\\A", "Z": "\\Z", "a": "\\a", "U": "\\U", "N": "\\N"}
 
 # --------------------------------------------------------------------------- parser
 # AST: ("set", cs) | ("cat", [..]) | ("alt", [..]) | ("rep", node, lo, hi|None)
@@ -102,9 +119,10 @@ _OCT = "01234567"
 
 
 class _Parser:
-    def __init__(self, pattern: str):
+    def __init__(self, pattern: str, dialect: str = "python"):
         self.p = pattern
         self.i = 0
+        self.ecma = dialect == "ecma"
 
     def peek(self, k: int = 0) -> str:
         j = self.i + k
@@ -177,6 +195,8 @@ class _Parser:
             lo += p[j]
             j += 1
         comma = j < len(p) and p[j] == ","
+        if comma and not lo and self.ecma:
+            self.error("{,n} (a quantifier in Python, literal text in ECMA-262)")
         if comma:
             j += 1
             while j < len(p) and p[j] in "0123456789":
@@ -198,11 +218,11 @@ class _Parser:
         if c == "[":
             return ("set", self.klass())
         if c == ".":
-            return ("set", DOT)
+            return ("set", ECMA_DOT if self.ecma else DOT)
         if c == "^":
             return ("bol",)
         if c == "$":
-            return ("eol",)
+            return ("eos",) if self.ecma else ("eol",)  # ECMA: the end, no final newline
         if c == "\\":
             return self.escape()
         if c in "*+?":
@@ -215,6 +235,8 @@ class _Parser:
             c = self.take()
             if c == ":":
                 pass
+            elif c in ("P", "#") and self.ecma:
+                self.error(f"(?{c} (a Python extension, not ECMA-262)")
             elif c == "P":
                 d = self.take()
                 if d == "<":
@@ -275,11 +297,16 @@ class _Parser:
             self.error("\\N{...}")
         return None
 
+    def _ecma_check(self, c: str) -> None:
+        if self.ecma and (c in _NOT_ECMA or (c in "123456789")):
+            self.error(f"\\{c} (no ECMA-262 meaning, or another one than Python's)")
+
     def escape(self):
         c = self.take()
         if c == "":
             raise RegexError(f"trailing backslash in /{self.p}/")
-        cs = _class_escape_set(c)
+        self._ecma_check(c)
+        cs = _class_escape_set(c, "ecma" if self.ecma else "python")
         if cs is not None:
             return ("set", cs)
         if c == "A":
@@ -298,6 +325,10 @@ class _Parser:
         return ("set", ((ord(c), ord(c)),))
 
     def _digits_escape(self, c: str, in_class: bool):
+        if self.ecma:  # only \0 not followed by a digit (NUL) is common to both
+            if c == "0" and self.peek() not in tuple("0123456789"):
+                return ((0, 0),)
+            self.error(f"\\{c}{self.peek()} (an octal escape or backreference)")
         # Python: \0 → octal (up to 3 digits); \ddd with three octal digits → octal;
         # inside classes any octal digit starts an octal escape; else a group reference.
         if c == "0" or (in_class and c in _OCT):
@@ -352,7 +383,8 @@ class _Parser:
             e = self.take()
             if e == "":
                 raise RegexError(f"trailing backslash in /{self.p}/")
-            cs = _class_escape_set(e)
+            self._ecma_check(e)
+            cs = _class_escape_set(e, "ecma" if self.ecma else "python")
             if cs is not None:
                 return cs, None
             if e in "0123456789":
@@ -370,15 +402,18 @@ class _Parser:
         return ((v, v),), v
 
 
-def parse(pattern: str):
-    """Parse (after checking that Python's ``re`` accepts the pattern)."""
+def parse(pattern: str, dialect: str = "python"):
+    """Parse (after checking that Python's ``re`` accepts the pattern: in the ECMA-262
+    dialect too, so that only the common syntax is read, with ECMA's meanings)."""
+    if dialect not in ("python", "ecma"):
+        raise ValueError(dialect)
     try:
         re.compile(pattern)
     except re.error as e:
         raise RegexError(f"invalid regex /{pattern}/ (Python re: {e})") from None
     except (OverflowError, RecursionError) as e:
         raise RegexError(f"invalid regex /{pattern}/ ({type(e).__name__})") from None
-    return _Parser(pattern).parse()
+    return _Parser(pattern, dialect).parse()
 
 
 # --------------------------------------------------------------------------- NFA
@@ -544,12 +579,15 @@ def _determinize(nfa: _RNFA, start: int, final: int, search: bool) -> DFA:
 
 
 @functools.lru_cache(maxsize=512)
-def compile_dfa(pattern: str, mode: str = "search") -> DFA:
+def compile_dfa(pattern: str, mode: str = "search", dialect: str = "python") -> DFA:
     """DFA over code points for ``re.search`` (``mode="search"``) or ``re.fullmatch``
-    (``mode="fullmatch"``) of ``pattern``."""
+    (``mode="fullmatch"``) of ``pattern``, read as Python's ``re`` reads it
+    (``dialect="python"``) or as ECMA-262 does (``"ecma"``: ASCII ``\\d \\w``, ECMA's
+    ``\\s``, ``.`` without any line terminator, ``$`` only at the end; Python-only
+    syntax refused)."""
     if mode not in ("search", "fullmatch"):
         raise ValueError(mode)
-    ast = parse(pattern)
+    ast = parse(pattern, dialect)
     nfa = _RNFA()
     s, f = nfa.new(), nfa.new()
     try:
