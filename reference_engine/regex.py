@@ -1,10 +1,11 @@
 """Regular expressions → exact automata over Unicode code points.
 
 JSON Schema says ``pattern`` is an ECMA-262 regex applied as an *unanchored search*.
-The oracle this project checks against (``jsonschema``) runs Python's :func:`re.search`;
-where the two dialects differ on the common subset, this module follows Python so
-that the reference engine and the oracle accept the same strings (the differences
-are listed in ``SEMANTICS.md``):
+The corpus's oracle (``jsonschema``) runs Python's :func:`re.search`; where the two
+dialects differ on the common subset, the default dialect (``"python"``) follows Python
+so that the reference engine and the oracle accept the same strings (the differences
+are listed in ``SEMANTICS.md``; ``dialect="ecma"`` reads the same syntax as ECMA-262
+does, for the specification's reading):
 
 - ``\\d``, ``\\w``, ``\\s`` are Unicode classes (as Python's ``re`` computes them for
   ``str`` patterns; the sets are read from ``re`` itself, once per process);
