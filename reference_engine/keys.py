@@ -425,8 +425,8 @@ def inner_keys(data: bytes) -> frozenset | None:
     """The decoded strings between consecutive unescaped quotes of ``data``, read from
     outside any escape: every key the token opens and closes is one of them (a token
     starting right after a backslash is handled by the caller). None where that
-    reading fails (not JSON string content, or a string twice: the token could repeat
-    its own key)."""
+    reading fails (not JSON string content, or a string twice in a token with four
+    quotes or more: the token could repeat its own key)."""
     parts: list[bytes] = []
     esc = False
     start = -1
@@ -448,7 +448,8 @@ def inner_keys(data: bytes) -> frozenset | None:
                 return None
             texts.append(p.decode("utf-8", "surrogateescape"))
     out = frozenset(texts)
-    return out if len(out) == len(texts) else None
+    # writing one key twice takes four quotes (open and close, twice)
+    return out if len(out) == len(texts) or len(parts) < 3 else None
 
 
 def close_index(trie) -> tuple[dict[bytes, list[int]], np.ndarray, np.ndarray, dict]:

@@ -102,6 +102,11 @@ class MaskComputer:
         self._kcache: OrderedDict = OrderedDict()
         self._frames: dict[int, tuple[int, ...]] = {}
         self._risky_at: dict[int, bool] = {}
+        self._last_nek: tuple = (None, None, False)
+        self._writers_of: OrderedDict = OrderedDict()
+        #: (automaton node, tracker frames) -> no token of the node's mask writes a
+        #: seen key (where that node's own entry is the whole mask)
+        self._no_writer: OrderedDict = OrderedDict()
         self.key_checks = 0  # tokens run through the key tracker for masks (stats)
         self.key_cleared = 0  # of them, cleared as duplicate keys
 
@@ -440,15 +445,19 @@ class MaskComputer:
         frames = kstate[0]
         if not frames or frames[-1] is None:
             return True
+        last = self._last_nek
+        if last[0] is configs and last[1] is frames:
+            return last[2]  # the mask and the commit of one step ask alike
         objs = sum(1 for f in frames if f is not None)
         n = len(frames[-1])
+        ok = True
         for _, st in configs:
             fr = self.frames(st)
-            if len(fr) != objs:
-                return False  # an object the automaton spells literally (enum/const)
-            if n != bin(fr[0]).count("1"):
-                return False
-        return True
+            if len(fr) != objs or n != bin(fr[0]).count("1"):
+                ok = False  # (a length mismatch: an object spelled literally, enum/const)
+                break
+        self._last_nek = (configs, frames, ok)
+        return ok
 
     def key_allows(self, configs: tuple, kstate: tuple, data: bytes, after=None) -> bool:
         """The duplicate-key rule for ``data`` read from ``(configs, kstate)`` (the
@@ -481,15 +490,23 @@ class MaskComputer:
         """Tokens that may write (open and close) a key some open object already holds:
         such a token holds it between two of its quotes
         (:func:`~reference_engine.keys.inner_keys`; the tokens it cannot read too)."""
+        frames = kstate[0]
+        got = self._writers_of.get(frames)
+        if got is not None:
+            return got
         by_inner, unsafe = self._cindex[3]
         parts = [unsafe]
-        for f in kstate[0]:
+        for f in frames:
             if f:
                 for k in f:
-                    got = by_inner.get(k)
-                    if got is not None:
-                        parts.append(got)
-        return np.concatenate(parts) if len(parts) > 1 else unsafe
+                    ids = by_inner.get(k)
+                    if ids is not None:
+                        parts.append(ids)
+        got = np.concatenate(parts) if len(parts) > 1 else unsafe
+        self._writers_of[frames] = got
+        if len(self._writers_of) > 1024:
+            self._writers_of.popitem(last=False)
+        return got
 
     def _closing(self, kstate: tuple) -> np.ndarray:
         """Token ids that may repeat a key (a superset), when only closing a key can
@@ -527,7 +544,23 @@ class MaskComputer:
         if self._close_only and not kstate[3] and self.no_extra_keys(configs, kstate):
             # no dead ends to fear and no extra key here: only a token writing a whole
             # key some open object holds can repeat one
+            fixed = None
+            if len(configs) == 1:
+                nm = self._nodes.get(configs[0][0])
+                if nm is not None and not nm.pops and not nm.guards:
+                    fixed = (configs[0][0], kstate[0])
+                    if fixed in self._no_writer:
+                        return
             cands = self._writers(kstate)
+            if cands.size <= 16:  # usually a handful: cheaper one by one than in numpy
+                hit = [t for t in cands.tolist() if (int(out[t >> 5]) >> (t & 31)) & 1]
+                if not hit:
+                    if fixed is not None:
+                        self._no_writer[fixed] = True
+                        if len(self._no_writer) > 4096:
+                            self._no_writer.popitem(last=False)
+                    return
+                cands = np.array(hit, dtype=np.int64)
         elif floor is None and self.no_extra_keys(configs, kstate):
             # whether the mask holds a risky token at all is fixed per automaton node
             # when one node's own entry is the mask (see fill)

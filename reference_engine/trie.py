@@ -264,43 +264,38 @@ class TokenTrie:
         bytes into one and the same state, whose subtree is then walked once for all
         the states that reach it, not once per state. ``budget``: a one-element list,
         the memo's remaining capacity in stored nodes (nothing is stored at 0)."""
-        cnt0 = self._py_count[0]
-        if self._py_sub[0] <= SMALL_SUBTREE or cnt0 == 0:
+        if self._py_sub[0] <= SMALL_SUBTREE or self._py_count[0] == 0:
             return self.walk(pda, state, 0)
-        row = pda.rows[state]
+        first, exits, kids = self._open(pda, 0, state)
+        alive = [np.array(first, dtype=np.int32)]
+        for a, ex in self._subtrees(pda, kids, memo, budget, 2):
+            alive.append(a)
+            exits.extend(ex)
+        return np.concatenate(alive), exits
+
+    def _open(self, pda, v: int, s: int):
+        """One level below ``v`` from state ``s``: the children reached alive, the exits
+        among them, and ``(child, state)`` for the alive ones that have children."""
+        row = pda.rows[s]
         if row is None:
-            row = pda.materialise(state)
+            row = pda.materialise(s)
         exitflag, stopflag = pda.exit_list, pda.stop_list
         start, count, byte = self._py_start, self._py_count, self._py_byte
-        alive: list = []
-        first: list[int] = []
-        exits: list[tuple[int, int]] = []
-        miss_nodes: list[int] = []
-        miss_states: list[int] = []
-        for c in range(start[0], start[0] + cnt0):
+        al: list[int] = []
+        ex: list[tuple[int, int]] = []
+        kids: list[tuple[int, int]] = []
+        for c in range(start[v], start[v] + count[v]):
             t = row[byte[c]]
             if t < 0:
                 continue
             if exitflag[t]:
-                exits.append((c, t))
+                ex.append((c, t))
                 if stopflag[t]:
                     continue
-            first.append(c)
-            if not count[c]:
-                continue
-            got = memo.get((c, t))
-            if got is None:
-                miss_nodes.append(c)
-                miss_states.append(t)
-            else:
-                alive.append(got[0])
-                exits.extend(got[1])
-        if miss_nodes:
-            for a, ex in self._subtrees(pda, list(zip(miss_nodes, miss_states)), memo, budget, 2):
-                alive.append(a)
-                exits.extend(ex)
-        alive.append(np.array(first, dtype=np.int32))
-        return np.concatenate(alive), exits
+            al.append(c)
+            if count[c]:
+                kids.append((c, t))
+        return al, ex, kids
 
     def _subtrees(self, pda, pairs: list[tuple[int, int]], memo: dict, budget: list[int],
                   depth: int) -> list[tuple[np.ndarray, list]]:
@@ -339,31 +334,12 @@ class TokenTrie:
                 for j, i in enumerate(batch):
                     out[i] = (alive[j], exits[j])
         if opened:
-            rows, exitflag, stopflag = pda.rows, pda.exit_list, pda.stop_list
-            start, count, byte = self._py_start, self._py_count, self._py_byte
             kid_pairs: list[tuple[int, int]] = []
             own = []
             for i in opened:
-                v, s = pairs[i]
-                row = rows[s]
-                if row is None:
-                    row = pda.materialise(s)
-                al: list[int] = []
-                ex: list[tuple[int, int]] = []
-                kids: list[int] = []
-                for c in range(start[v], start[v] + count[v]):
-                    t = row[byte[c]]
-                    if t < 0:
-                        continue
-                    if exitflag[t]:
-                        ex.append((c, t))
-                        if stopflag[t]:
-                            continue
-                    al.append(c)
-                    if count[c]:
-                        kids.append(len(kid_pairs))
-                        kid_pairs.append((c, t))
-                own.append((i, al, ex, kids))
+                al, ex, kids = self._open(pda, *pairs[i])
+                own.append((i, al, ex, range(len(kid_pairs), len(kid_pairs) + len(kids))))
+                kid_pairs.extend(kids)
             res = self._subtrees(pda, kid_pairs, memo, budget, depth + 1) if kid_pairs else []
             for i, al, ex, kids in own:
                 arrs = [np.array(al, dtype=np.int32)]
