@@ -173,10 +173,20 @@ def candidates(trie) -> tuple[dict, np.ndarray, int]:
     return got
 
 
+_RISKY: dict[bytes, bool] = {}
+
+
 def risky(data: bytes) -> bool:
     """Can ``data`` touch a key outside the innermost container it starts in, or write
     a key and then repeat or begin it again? (three ``"``, or a ``"`` after a ``}`` or
     ``]``; see :meth:`~reference_engine.matcher.MaskComputer.no_extra_keys`)"""
+    got = _RISKY.get(data)
+    if got is None:
+        got = _RISKY[data] = _risky(data)
+    return got
+
+
+def _risky(data: bytes) -> bool:
     q = data.count(b'"')
     if q >= 3:
         return True

@@ -373,8 +373,10 @@ class MaskComputer:
         self._ctx[key] = got
         return got
 
-    def fill(self, configs: tuple, accept: bool, out: np.ndarray) -> None:
-        """Write the mask of a configuration set (and EOS if ``accept``) into ``out``."""
+    def fill(self, configs: tuple, accept: bool, out: np.ndarray,
+             kstate: tuple | None = None) -> None:
+        """Write the mask of a configuration set (and EOS if ``accept``) into ``out``;
+        with the duplicate-key tracker's state ``kstate``, after :meth:`key_filter`."""
         if len(configs) == 1:
             # one configuration without context-dependent tokens: the node's own entry
             # is the mask (a memset and one store; not worth a composed copy)
@@ -386,8 +388,10 @@ class MaskComputer:
                 if accept:
                     for w, v in self._stop_words:
                         out[w] |= v
+                if kstate is not None:
+                    self.key_filter(configs, kstate, out)
                 return
-        key = (configs, accept)
+        key = (configs, accept, kstate)
         hit = self._final.get(key)
         if hit is not None:
             out[:] = hit
@@ -412,6 +416,8 @@ class MaskComputer:
         if accept:
             for w, v in self._stop_words:
                 out[w] |= v
+        if kstate is not None:
+            self.key_filter(configs, kstate, out)
         fc = self._final
         fc[key] = out.copy()
         if len(fc) > FINAL_CACHE_SIZE:
@@ -675,9 +681,7 @@ class GrammarMatcher:
             out.fill(0)
             return
         configs, accept = self._hist[-1]
-        self.masks.fill(configs, accept, out)
-        if self._keys is not None:
-            self.masks.key_filter(configs, self._keys[-1], out)
+        self.masks.fill(configs, accept, out, None if self._keys is None else self._keys[-1])
 
     def keys_allow(self, data: bytes) -> bool:
         """Would ``data`` repeat no key of an open object? (the check the mask and the
@@ -702,10 +706,14 @@ class GrammarMatcher:
             self._dead = True
             return False
         if self._keys is not None:
-            if not self.masks.key_allows(configs, self._keys[-1], data, res[0]):
+            kstate = self._keys[-1]
+            ks = jkeys.step(kstate, data)
+            # (where no dead end can arise, not repeating a key is all the rule asks)
+            if ks is None or (not self.masks._close_only
+                              and not self.masks.key_allows(configs, kstate, data, res[0])):
                 self._dead = True  # repeats a key, or leaves only repeats to complete one
                 return False
-            self._keys.append(jkeys.step(self._keys[-1], data))
+            self._keys.append(ks)
         self._hist.append(res)
         return True
 

@@ -63,6 +63,8 @@ class GrammarError(Exception):
 #: A rule used in several places is kept as a separate PDA rule (not inlined) when
 #: its size times its number of uses exceeds this.
 INLINE_BUDGET = 4000
+#: (state, token bytes) runs of plain bytes kept by :meth:`PDA.advance`.
+PLAIN_RUN_CACHE = 200_000
 MAX_NFA_NODES = 600_000
 
 
@@ -501,6 +503,7 @@ class PDA:
         self._check_left_recursion()
         self._init_dfa()
         self.stacks = StackPool()
+        self._plain_run: dict[tuple[int, bytes], tuple[int, int]] = {}
         self._pclosure_memo: dict[tuple[int, int], tuple[tuple, bool]] = {}
         self.entry_state = [self._intern(self._closure([(self.rule_entry[r], 0)]))
                             for r in range(len(self.rule_names))]
@@ -1171,20 +1174,32 @@ class PDA:
         start = 0
         if len(configs) == 1:
             # one configuration that reads plain bytes (no call, rule end or guard on
-            # the way): no sets to build; hand over to the general loop otherwise
+            # the way): no sets to build, and the run of plain bytes depends on the
+            # state alone (cached per state and token); hand over to the general loop
+            # where it meets a call, a rule end or a guard
             s, st = configs[0]
-            for b in data:
-                row = rows[s]
-                if row is None:
-                    row = self.materialise(s)
-                t = row[b]
-                if t < 0:
-                    return None
-                if exitflag[t]:
-                    break
-                s = t
-                start += 1
+            key = (s, data)
+            hit = self._plain_run.get(key)
+            if hit is None:
+                for b in data:
+                    row = rows[s]
+                    if row is None:
+                        row = self.materialise(s)
+                    t = row[b]
+                    if t < 0:
+                        start = -1
+                        break
+                    if exitflag[t]:
+                        break
+                    s = t
+                    start += 1
+                if len(self._plain_run) < PLAIN_RUN_CACHE:
+                    self._plain_run[key] = (s, start)
             else:
+                s, start = hit
+            if start < 0:
+                return None
+            if start == len(data):
                 return ((s, st),), False
             configs = ((s, st),)
         cur = configs
