@@ -47,7 +47,8 @@ from reference_engine.trie import TokenTrie
 #: Frames the split may pop statically in a row (a guard: chains of single-site
 #: rules are as deep as the grammar's nesting, far below this).
 MAX_STATIC_POPS = 64
-#: Composed masks of whole configuration sets kept (dense, 16 KiB each at 128k tokens).
+#: Composed masks of whole configuration sets (after the duplicate-key check, per tracker
+#: state) kept (dense, 16 KiB each at 128k tokens).
 FINAL_CACHE_SIZE = 512
 #: Trie nodes (plus exits) the shared-subtree memo may hold per compiled grammar
 #: (int32: 4 bytes each).
