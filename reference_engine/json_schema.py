@@ -546,7 +546,14 @@ class SchemaCompiler:
 
     def _sub(self, resolver, sub: Any):
         if isinstance(sub, dict) and resolver is not None:
-            return resolver.in_subresource(self.spec.create_resource(sub))
+            try:
+                return resolver.in_subresource(self.spec.create_resource(sub))
+            except (AttributeError, TypeError, ValueError) as e:
+                # e.g. a draft-4 "id" that is not a string: `referencing` cannot scope it
+                ident = sub.get("$id", sub.get("id"))
+                raise SchemaCompileError(
+                    f"subschema identifier {json.dumps(ident)[:60]} is not a URI string "
+                    f"({type(e).__name__}: {e})") from None
         return resolver
 
     def _resolve(self, resolver, ref: str):

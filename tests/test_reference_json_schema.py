@@ -379,3 +379,14 @@ def test_random_walks_under_the_mask(schema):
         ok, why = truth.verdict(doc)
         assert ok, (out, why)
     assert finished >= 2
+
+
+def test_a_non_string_identifier_is_a_compile_error():
+    """A draft-4 ``id`` that is an object (the corpus's ``Github_medium---o28532`` puts
+    one where a subschema is read) cannot be scoped by ``referencing``: the engine says
+    so in one line instead of crashing its worker."""
+    schema = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+              "properties": {"a": {"type": "array",
+                                   "items": {"id": {"type": "integer"}, "type": "object"}}}}
+    with pytest.raises(CompileError, match="identifier .* is not a URI string"):
+        H.adapter().compile(json.dumps(schema))
