@@ -40,7 +40,7 @@ import numpy as np
 
 from reference_engine import keys as jkeys
 from reference_engine.maskcache import NodeMask, WordSet, node_mask, word_set
-from reference_engine.pda import PDA, frame_param, frame_ret
+from reference_engine.pda import PDA, any_passes, frame_param, frame_ret
 from reference_engine.stack import EMPTY
 from reference_engine.trie import TokenTrie
 
@@ -138,8 +138,7 @@ class MaskComputer:
                 if vg is None:
                     confs.append((s, l, kk))
                 elif local:
-                    p = frame_param(l[-1])
-                    if any(g.act(p) is not None for g in vg):
+                    if any_passes(vg, frame_param(l[-1])):
                         confs.append((s, l, kk))
                 else:
                     guards.append((s, kk))
@@ -152,10 +151,10 @@ class MaskComputer:
                 if g.kind == "open":
                     new = (tg, l + (frame_ret(0),), kk)
                 elif local:
-                    p2 = g.act(frame_param(l[-1]))
-                    if p2 is None:
+                    entries = g.after(frame_param(l[-1]))
+                    if entries is None:
                         continue
-                    new = (tg, l[:-1] if g.kind == "close" else l[:-1] + (frame_ret(p2),), kk)
+                    new = (tg, l[:-1] + entries, kk)
                 else:
                     if (s, kk) not in guards:
                         guards.append((s, kk))

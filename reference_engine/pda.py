@@ -201,6 +201,15 @@ class Guard:
     def __call__(self, p: int) -> int | None:
         return self.act(p)
 
+    def after(self, p: int) -> tuple[int, ...] | None:
+        """The stack entries that replace the top frame (parameter ``p``) once the
+        guard is passed: none for ``close``, the new frame for ``set``; None if it
+        blocks. (``open`` reads no frame: it pushes ``frame_ret(0)``.)"""
+        p2 = self.act(p)
+        if p2 is None:
+            return None
+        return () if self.kind == "close" else (frame_ret(p2),)
+
     def __repr__(self) -> str:
         return f"Guard({self.label})"
 
@@ -216,6 +225,11 @@ def frame_ret(p: int) -> int:
 
 def frame_param(ret: int) -> int:
     return -2 - ret
+
+
+def any_passes(guards: tuple, p: int) -> bool:
+    """Does one of ``guards`` let a frame with parameter ``p`` through?"""
+    return any(g.act(p) is not None for g in guards)
 
 
 class _ObjectLogic:
@@ -1150,17 +1164,17 @@ class PDA:
         pool = self.stacks
         if g.kind == "open":
             return target, pool.push(frame_ret(0), stack)
-        p2 = g.act(frame_param(pool.ret[stack]))
-        if p2 is None:
+        entries = g.after(frame_param(pool.ret[stack]))
+        if entries is None:
             return None
-        if g.kind == "close":
-            return target, pool.parent[stack]
-        return target, pool.push(frame_ret(p2), pool.parent[stack])
+        st = pool.parent[stack]
+        for e in entries:
+            st = pool.push(e, st)
+        return target, st
 
     def viable(self, vguards: tuple, stack: int) -> bool:
         """Does one of ``vguards`` pass with the object frame on top of ``stack``?"""
-        p = frame_param(self.stacks.ret[stack])
-        return any(g.act(p) is not None for g in vguards)
+        return any_passes(vguards, frame_param(self.stacks.ret[stack]))
 
     def initial(self) -> tuple[tuple, bool]:
         if self.empty:
