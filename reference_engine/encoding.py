@@ -16,6 +16,8 @@ from RFC 8259, whose grammar allows them).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 START = 0
 ESC = 1
 
@@ -36,8 +38,14 @@ def _minus_surrogates(lo: int, hi: int) -> list[tuple[int, int]]:
     return out
 
 
-def candidates(state) -> list[tuple[int, int]]:
-    """Code points a partial decoder state can still complete to."""
+@lru_cache(maxsize=1 << 16)
+def candidates(state) -> tuple[tuple[int, int], ...]:
+    """Code points a partial decoder state can still complete to (ascending intervals;
+    cached, so the result is a tuple)."""
+    return tuple(_candidates(state))
+
+
+def _candidates(state) -> list[tuple[int, int]]:
     if state == ESC:
         return list(SCALARS)
     kind = state[0]
@@ -152,6 +160,20 @@ def step_json(state, b: int):
 
 
 STEPS = {"json": step_json, "utf8": step_utf8}
+
+
+@lru_cache(maxsize=1 << 16)
+def moves(enc: str, state) -> tuple:
+    """``((byte, step result), ...)`` for every byte that ``step`` does not refuse from
+    decoder ``state`` (cached: automaton rows ask for the same decoder states again and
+    again, once per code-point DFA state)."""
+    step = STEPS[enc]
+    out = []
+    for b in range(256):
+        r = step(state, b)
+        if r is not None:
+            out.append((b, r))
+    return tuple(out)
 
 
 def encode_json_content(text: str, ascii_only: bool = False) -> bytes:

@@ -55,6 +55,9 @@ FINAL_CACHE_SIZE = 512
 SUBTREE_MEMO_NODES = 8_000_000
 #: Marks a context work item at a *stop* node (see :meth:`MaskComputer.context`).
 STOP = 2
+#: Token ids, exits and nodes (about 8 bytes each) the memo of :meth:`MaskComputer.context`'s
+#: walks may hold per compiled grammar.
+CONTEXT_WALK_MEMO = 4_000_000
 #: Key-tracker states whose per-token duplicate-key verdicts are kept.
 KEY_CACHE_SIZE = 256
 
@@ -77,6 +80,8 @@ class MaskComputer:
         self._by_key: dict[frozenset, NodeMask] = {}
         self._shared = 0  # states served by another state's entry (see mask_key)
         self._ctx: dict[tuple[int, int], WordSet] = {}
+        self._cwalk: dict[tuple, tuple] = {}
+        self._cwalk_budget = CONTEXT_WALK_MEMO
         self._final: OrderedDict = OrderedDict()
         self._lclosure: dict[tuple, tuple] = {}
         #: subtrees below the first byte, shared by the states that reach them
@@ -319,7 +324,6 @@ class MaskComputer:
             return got
         pda, trie = self.pda, self.trie
         pool = pda.stacks
-        child_count = trie._py_count
         parts: list[np.ndarray] = []
         # work: (state, stack, popped) -> trie nodes; ``popped``: the configuration was
         # reached by a pop, so nothing below these nodes has been walked from it yet
@@ -342,35 +346,72 @@ class MaskComputer:
             for _ in range(k):
                 st = pool.parent[st]
             work.setdefault((sg, st, STOP), []).extend(ns)
-        seen: set = set()
-        stop = pda.stop_list
+        seen: dict[tuple[int, int], set[int]] = {}  # configuration -> nodes walked from it
         while work:
             (t, st, popped), nodes = work.popitem()
             confs, acc = pda.closure(t, st)
             if popped == STOP and (confs or acc):
-                parts.append(trie.tokens_at(np.array(sorted(set(nodes)), dtype=np.int64)))
+                parts.append(self._ids_at(tuple(sorted(set(nodes)))))
             for s2, st2 in confs:
                 if not popped and s2 == t and st2 == st:
                     continue  # the pure continuation, walked by the walk that found the exit
-                todo = []
-                for node in nodes:
-                    k2 = (node, s2, st2)
-                    if k2 not in seen:
-                        seen.add(k2)
-                        todo.append(node)
+                done = seen.get((s2, st2))
+                if done is None:
+                    todo = set(nodes)
+                    seen[(s2, st2)] = set(todo)
+                else:
+                    todo = set(nodes) - done
+                    done |= todo
                 if not todo:
                     continue
-                alive, exits = trie.walk_many(pda, s2, todo)
-                if alive.size:
-                    parts.append(trie.tokens_at(alive))
-                for n2, t2 in exits:
-                    if stop[t2]:
-                        work.setdefault((t2, st2, STOP), []).append(n2)
-                    elif child_count[n2]:
-                        work.setdefault((t2, st2, False), []).append(n2)
+                ids, groups = self._walk_tokens(s2, tuple(sorted(todo)))
+                if ids.size:
+                    parts.append(ids)
+                for t2, kind, ns2 in groups:
+                    work.setdefault((t2, st2, kind), []).extend(ns2)
         ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         got = word_set(ids, self.words)
         self._ctx[key] = got
+        return got
+
+    def _ids_at(self, nodes: tuple[int, ...]) -> np.ndarray:
+        """Token ids ending at ``nodes`` (sorted, distinct), memoised like the walks."""
+        got = self._cwalk.get(nodes)
+        if got is None:
+            got = self.trie.tokens_at(np.array(nodes, dtype=np.int64))
+            cost = got.size + len(nodes) + 16
+            if self._cwalk_budget >= cost:
+                self._cwalk_budget -= cost
+                self._cwalk[nodes] = got
+        return got
+
+    def _walk_tokens(self, state: int, nodes: tuple[int, ...]):
+        """The tokens alive below ``nodes`` from ``state``, and the walk's exits that
+        :meth:`context` follows, grouped as ``(state, STOP or False, nodes)`` (stop
+        states, and exits with children). Memoised: a walk depends on the state and the
+        nodes only, while :meth:`context` is keyed by the live stack, and a new object
+        frame (one per member read) makes a new stack that usually leads back into the
+        same few walks."""
+        key = (state, nodes)
+        got = self._cwalk.get(key)
+        if got is not None:
+            return got
+        trie, pda = self.trie, self.pda
+        alive, exits = trie.walk_many(pda, state, list(nodes))
+        ids = trie.tokens_at(alive) if alive.size else np.zeros(0, dtype=np.int64)
+        stop = pda.stop_list
+        child_count = trie._py_count
+        by: dict[tuple[int, object], list[int]] = {}
+        for n2, t2 in exits:
+            if stop[t2]:
+                by.setdefault((t2, STOP), []).append(n2)
+            elif child_count[n2]:
+                by.setdefault((t2, False), []).append(n2)
+        got = (ids, tuple((t2, kind, ns) for (t2, kind), ns in by.items()))
+        cost = ids.size + len(exits) + len(nodes) + 16
+        if self._cwalk_budget >= cost:
+            self._cwalk_budget -= cost
+            self._cwalk[key] = got
         return got
 
     def fill(self, configs: tuple, accept: bool, out: np.ndarray,

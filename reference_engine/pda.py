@@ -52,7 +52,7 @@ import numpy as np
 
 from reference_engine import ir
 from reference_engine.automata import DFA
-from reference_engine.encoding import START, STEPS, candidates
+from reference_engine.encoding import START, STEPS, candidates, moves
 from reference_engine.stack import EMPTY, StackPool
 
 
@@ -367,7 +367,8 @@ class _ObjectLogic:
 class _FragClass:
     """A code-point DFA read through a decoder, with a length window."""
 
-    __slots__ = ("dfa", "enc", "lo", "hi", "cap", "step", "windowed", "lens", "_row_memo")
+    __slots__ = ("dfa", "enc", "lo", "hi", "cap", "step", "windowed", "lens", "_row_memo",
+                 "_partial_memo")
 
     def __init__(self, dfa: DFA, enc: str, lo: int, hi: int | None):
         self.dfa = dfa
@@ -379,6 +380,9 @@ class _FragClass:
         self.step = STEPS[enc]
         self.lens = dfa.lengths() if self.windowed else None
         self._row_memo: dict[tuple, list] = {}
+        #: (DFA state, partial character, counter or 0) -> what the partial becomes
+        #: (its canonical form, itself, or False: dead); shared by all rows
+        self._partial_memo: dict[tuple, tuple | bool] = {}
 
     def feasible(self, d: int, cnt: int) -> bool:
         if not self.windowed:
@@ -466,27 +470,33 @@ class _FragClass:
             out = [(b, nxt) for b in rng]
             self._row_memo[key] = out
             return out
-        step = self.step
         dstep = self.dfa.step
-        live_cache: dict = {}
-        for b in range(256):
-            r = step(dec, b)
-            if r is None:
-                continue
+        windowed = self.windowed
+        pmemo = self._partial_memo
+        ccnt = cnt if windowed else 0
+        edges = self.dfa.edges[d]
+        top = edges[-1][1] if edges else -1
+        for b, r in moves(self.enc, dec):
             if r[0] == "c":
                 d2 = dstep(d, r[1])
-                if d2 is None or not self.feasible(d2, cnt + 1):
+                if d2 is None or (windowed and not self.feasible(d2, cnt + 1)):
                     continue
                 out.append((b, (d2, START, cnt1)))
             else:
                 st = r[1]
-                ok = live_cache.get(st)
+                pkey = (d, st, ccnt)
+                ok = pmemo.get(pkey)
                 if ok is None:
-                    c = self._canon(d, st, cnt)
-                    if c is not None:
-                        ok = live_cache[st] = (c[2], c)
+                    cands = candidates(st)
+                    if not cands or cands[0][0] > top:
+                        ok = False  # every completion lies above the state's edges
                     else:
-                        ok = live_cache[st] = (d, st) if self._live(d, cnt, candidates(st)) else False
+                        c = self._canon(d, st, cnt)
+                        if c is not None:
+                            ok = (c[2], c)
+                        else:
+                            ok = (d, st) if self._live(d, cnt, cands) else False
+                    pmemo[pkey] = ok
                 if ok:
                     out.append((b, (ok[0], ok[1], cnt)))
         self._row_memo[key] = out
@@ -920,6 +930,8 @@ class PDA:
         #: lead anywhere (None: some path needs no guard, nothing to check)
         self.vguards: list[tuple | None] = []
         self._index: dict[frozenset, int] = {}
+        #: the items a byte leads to (before their closure) -> the state they make
+        self._goto: dict[frozenset, int] = {}
         self._bits: dict[int, list[int]] = {}
         self._guarded = [any(act is not None for _, act in self.eps[n])
                          for n in range(len(self.eps))]
@@ -1082,26 +1094,46 @@ class PDA:
         row = self.rows[sid]
         if row is not None:
             return row
-        nxt: list[list] = [[] for _ in range(256)]
-        for it in self.items[sid]:
-            if len(it) == 2:
-                n, p = it
-                for mask, t in self.byte_edges[n]:
-                    item = (t, p)
-                    for b in self._bytes_of(mask):
-                        nxt[b].append(item)
-            else:
-                f, d, dec, cnt, p = it
-                for b, (d2, dec2, cnt2) in self.frag_class[f].row(d, dec, cnt):
-                    nxt[b].append((f, d2, dec2, cnt2, p))
-        groups: dict[frozenset, int] = {}
+        items = self.items[sid]
+        goto = self._goto
         row = [-1] * 256
-        for b in range(256):
-            if nxt[b]:
-                key = frozenset(nxt[b])
-                t = groups.get(key)
+        if len(items) == 1 and len(next(iter(items))) == 5:
+            # inside a code-point fragment (a string's content, a partial character):
+            # one item, whose successors are single items too
+            (f, d, dec, cnt, p), = items
+            for b, (d2, dec2, cnt2) in self.frag_class[f].row(d, dec, cnt):
+                seed = frozenset(((f, d2, dec2, cnt2, p),))
+                t = goto.get(seed)
                 if t is None:
-                    t = groups[key] = self._intern(self._closure(key))
+                    t = goto[seed] = self._intern(self._closure(seed))
+                row[b] = t
+        else:
+            nxt: dict[int, list] = {}
+            for it in items:
+                if len(it) == 2:
+                    n, p = it
+                    for mask, t in self.byte_edges[n]:
+                        item = (t, p)
+                        for b in self._bytes_of(mask):
+                            got = nxt.get(b)
+                            if got is None:
+                                nxt[b] = [item]
+                            else:
+                                got.append(item)
+                else:
+                    f, d, dec, cnt, p = it
+                    for b, (d2, dec2, cnt2) in self.frag_class[f].row(d, dec, cnt):
+                        item = (f, d2, dec2, cnt2, p)
+                        got = nxt.get(b)
+                        if got is None:
+                            nxt[b] = [item]
+                        else:
+                            got.append(item)
+            for b, its in nxt.items():
+                seed = frozenset(its)
+                t = goto.get(seed)
+                if t is None:
+                    t = goto[seed] = self._intern(self._closure(seed))
                 row[b] = t
         self.rows[sid] = row
         self.table[sid] = row

@@ -1,4 +1,4 @@
-"""Token trie over a vocabulary's raw bytes, and the vectorised walk used for masks.
+"""Token trie over a vocabulary's raw bytes, and the walk used for masks.
 
 The trie is stored as flat numpy arrays in breadth-first order, so that the
 children of a node are contiguous and sorted by byte: ``child_start[v]``,
@@ -6,21 +6,20 @@ children of a node are contiguous and sorted by byte: ``child_start[v]``,
 nodes (``token_node[id]``; several ids may share bytes). Built with numpy from the
 sorted token list in a few hundred milliseconds for 128k tokens.
 
-:meth:`TokenTrie.walk` runs a PDA state over a whole subtree level by level with
-``table[state, byte]`` lookups on numpy arrays, pruning dead subtrees. It returns the
-nodes it reached alive and the *exits*: nodes reached in a state where the current
-rule may end or call another rule, whose continuation depends on the stack, or where
-an object's frame decides (*stop* states: neither alive nor walked below here).
+:meth:`TokenTrie.walk` runs a PDA state over a whole subtree depth first with
+``table[state, byte]`` lookups (the loop is compiled: :mod:`reference_engine.trie_walk`),
+pruning dead subtrees. It returns the nodes it reached alive and the *exits*: nodes
+reached in a state where the current rule may end or call another rule, whose
+continuation depends on the stack, or where an object's frame decides (*stop* states:
+neither alive nor walked below here).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-#: Subtrees with at most this many nodes are walked in Python, not numpy.
-SMALL_SUBTREE = 1200
-#: The numpy walk hands its frontier to the Python walk once it is this small.
-SMALL_FRONTIER = 48
+from reference_engine.trie_walk import walk_roots, warm_up
+
 #: Subtrees shared between states through the walk memo: at least this many nodes,
 #: rooted at most this deep.
 MEMO_MIN_SUBTREE = 256
@@ -131,6 +130,7 @@ class TokenTrie:
         self._py_count = self.child_count.tolist()
         self._py_byte = self.node_byte.tolist()
         self._py_sub = sub.tolist()
+        warm_up()
 
     # ------------------------------------------------------------------ helpers
     def token_flags(self, nodes: np.ndarray) -> np.ndarray:
@@ -185,59 +185,14 @@ class TokenTrie:
         return v
 
     # ------------------------------------------------------------------ walk
-    def _walk_py(self, pda, state: int, node: int, alive=None, exits=None, stack=None):
-        """The same walk in plain Python (cheaper than numpy on a small subtree).
-        With ``stack`` given, continues from those (node, state) pairs instead."""
-        ret = alive is None
-        if alive is None:
-            alive, exits = [], []
-        rows = pda.rows
-        exitflag = pda.exit_list
-        stopflag = pda.stop_list
-        start, count, byte = self._py_start, self._py_count, self._py_byte
-        if stack is None:
-            stack = [(node, state)]
-        while stack:
-            v, s = stack.pop()
-            row = rows[s]
-            if row is None:
-                row = pda.materialise(s)
-            c0 = start[v]
-            for c in range(c0, c0 + count[v]):
-                t = row[byte[c]]
-                if t < 0:
-                    continue
-                if exitflag[t]:
-                    exits.append((c, t))
-                    if stopflag[t]:
-                        continue  # the object frame decides: not alive, not walked below
-                alive.append(c)
-                if count[c]:
-                    stack.append((c, t))
-        if ret:
-            return np.array(alive, dtype=np.int64), exits
-        return None
-
     def walk_many(self, pda, state: int, nodes: list[int]):
         """:meth:`walk` below several nodes at once (their subtrees are disjoint or
         identical walks are deduplicated by the caller)."""
         if len(nodes) == 1:
             return self.walk(pda, state, nodes[0])
-        pcount = self._py_count
-        nodes = [v for v in nodes if pcount[v]]
-        if not nodes:
-            return np.zeros(0, dtype=np.int64), []
-        if sum(self._py_sub[v] for v in nodes) <= SMALL_SUBTREE:
-            alive: list[int] = []
-            exits: list[tuple[int, int]] = []
-            self._walk_py(pda, 0, 0, alive, exits, [(v, state) for v in nodes])
-            return np.array(alive, dtype=np.int64), exits
-        starts = self.child_start32[nodes]
-        cnts = self.child_count32[nodes]
-        total = int(cnts.sum())
-        first = (np.repeat(starts - np.cumsum(cnts, dtype=np.int32) + cnts, cnts)
-                 + np.arange(total, dtype=np.int32))
-        return self._walk_np(pda, first, np.full(total, state, dtype=np.int32))
+        alive, exits = walk_roots(self, pda, nodes, [state] * len(nodes))
+        return (np.concatenate(alive) if alive else np.zeros(0, dtype=np.int32),
+                [e for ex in exits for e in ex])
 
     def walk(self, pda, state: int, node: int):
         """Run ``state`` over the subtree below ``node`` (not ``node`` itself).
@@ -245,15 +200,10 @@ class TokenTrie:
         Returns ``(alive_nodes, exits)``: the nodes reached with a live state (as one
         numpy array) and a list of ``(node, state)`` where the state can end its rule
         or call another one (the stack decides what follows)."""
-        cnt0 = self._py_count[node]
-        if cnt0 == 0:
-            return np.zeros(0, dtype=np.int64), []
-        if self._py_sub[node] <= SMALL_SUBTREE:
-            return self._walk_py(pda, state, node)
-        s0 = self._py_start[node]
-        nodes = np.arange(s0, s0 + cnt0, dtype=np.int32)
-        parents = np.full(cnt0, state, dtype=np.int32)
-        return self._walk_np(pda, nodes, parents)
+        if self._py_count[node] == 0:
+            return np.zeros(0, dtype=np.int32), []
+        alive, exits = walk_roots(self, pda, [node], [state])
+        return alive[0], exits[0]
 
     def walk_root(self, pda, state: int, memo: dict, budget: list[int]):
         """:meth:`walk` from the root, with the subtrees below the first byte shared
@@ -264,7 +214,7 @@ class TokenTrie:
         bytes into one and the same state, whose subtree is then walked once for all
         the states that reach it, not once per state. ``budget``: a one-element list,
         the memo's remaining capacity in stored nodes (nothing is stored at 0)."""
-        if self._py_sub[0] <= SMALL_SUBTREE or self._py_count[0] == 0:
+        if self._py_count[0] == 0:
             return self.walk(pda, state, 0)
         first, exits, kids = self._open(pda, 0, state)
         alive = [np.array(first, dtype=np.int32)]
@@ -322,17 +272,10 @@ class TokenTrie:
             else:
                 batch.append(i)
         if batch:
-            if sum(sub[pairs[i][0]] for i in batch) <= SMALL_SUBTREE:
-                for i in batch:  # small: plain Python beats numpy's per-level overhead
-                    al: list[int] = []
-                    ex: list[tuple[int, int]] = []
-                    self._walk_py(pda, 0, 0, al, ex, [pairs[i]])
-                    out[i] = (np.array(al, dtype=np.int32), ex)
-            else:
-                alive, exits = self._walk_rooted(pda, [pairs[i][0] for i in batch],
-                                                 [pairs[i][1] for i in batch])
-                for j, i in enumerate(batch):
-                    out[i] = (alive[j], exits[j])
+            alive, exits = walk_roots(self, pda, [pairs[i][0] for i in batch],
+                                      [pairs[i][1] for i in batch])
+            for j, i in enumerate(batch):
+                out[i] = (alive[j], exits[j])
         if opened:
             kid_pairs: list[tuple[int, int]] = []
             own = []
@@ -354,136 +297,3 @@ class TokenTrie:
                 memo[key] = out[i]
                 budget[0] -= a.size + len(ex) + 16
         return out
-
-    def _walk_rooted(self, pda, roots: list[int], states: list[int]):
-        """The subtrees below ``roots[i]`` walked from ``states[i]`` in one vectorised
-        walk; per root, its alive nodes (array) and exits (list)."""
-        node_byte = self.node_byte32
-        child_start, child_count = self.child_start32, self.child_count32
-        r0 = np.array(roots, dtype=np.int32)
-        s0 = np.array(states, dtype=np.int32)
-        cnts = child_count[r0]
-        total = int(cnts.sum())
-        nodes = (np.repeat(child_start[r0] - np.cumsum(cnts, dtype=np.int32) + cnts, cnts)
-                 + np.arange(total, dtype=np.int32))
-        parents = np.repeat(s0, cnts)
-        owner = np.repeat(np.arange(len(roots), dtype=np.int32), cnts)
-        alive_n: list[np.ndarray] = []
-        alive_o: list[np.ndarray] = []
-        ex_n: list[np.ndarray] = []
-        ex_s: list[np.ndarray] = []
-        ex_o: list[np.ndarray] = []
-        while nodes.size:
-            pda.ensure(parents)
-            st = pda.table.reshape(-1)[parents * 256 + node_byte[nodes]]
-            keep = st >= 0
-            if not keep.all():
-                nodes, st, owner = nodes[keep], st[keep], owner[keep]
-                if not nodes.size:
-                    break
-            ex = pda.exitflag[st]
-            if ex.any():
-                ex_n.append(nodes[ex])
-                ex_s.append(st[ex])
-                ex_o.append(owner[ex])
-                stop = pda.stopflag[st]
-                if stop.any():
-                    keep = ~stop
-                    nodes, st, owner = nodes[keep], st[keep], owner[keep]
-                    if not nodes.size:
-                        break
-            alive_n.append(nodes)
-            alive_o.append(owner)
-            cnts = child_count[nodes]
-            has = cnts > 0
-            if not has.any():
-                break
-            if not has.all():
-                nodes, st, owner, cnts = nodes[has], st[has], owner[has], cnts[has]
-            total = int(cnts.sum())
-            parents = np.repeat(st, cnts)
-            owner = np.repeat(owner, cnts)
-            nodes = (np.repeat(child_start[nodes] - np.cumsum(cnts, dtype=np.int32) + cnts, cnts)
-                     + np.arange(total, dtype=np.int32))
-        k = len(roots)
-        if alive_n:
-            an = np.concatenate(alive_n)
-            ao = np.concatenate(alive_o)
-            order = np.argsort(ao, kind="stable")
-            bounds = np.searchsorted(ao[order], np.arange(k + 1))
-            an = an[order]
-            per_alive = [an[bounds[i]:bounds[i + 1]] for i in range(k)]
-        else:
-            per_alive = [np.zeros(0, dtype=np.int32) for _ in range(k)]
-        per_exits: list[list] = [[] for _ in range(k)]
-        if ex_n:
-            for n, t, o in zip(np.concatenate(ex_n).tolist(), np.concatenate(ex_s).tolist(),
-                               np.concatenate(ex_o).tolist()):
-                per_exits[o].append((n, t))
-        return per_alive, per_exits
-
-    def _walk_np(self, pda, nodes: np.ndarray, parents: np.ndarray):
-        """Level-by-level walk from a frontier of (node, parent state) pairs."""
-        alive: list[np.ndarray] = []
-        exits: list[tuple[int, int]] = []
-        node_byte = self.node_byte32
-        child_start, child_count = self.child_start32, self.child_count32
-        while nodes.size:
-            if nodes.size <= SMALL_FRONTIER:
-                # finish in Python: the (node, parent state) pairs of this level
-                tail: list[int] = []
-                rows = pda.rows
-                exitflag = pda.exit_list
-                stopflag = pda.stop_list
-                pbyte, pcount = self._py_byte, self._py_count
-                stack = []
-                for v, ps in zip(nodes.tolist(), parents.tolist()):
-                    row = rows[ps]
-                    if row is None:
-                        row = pda.materialise(ps)
-                    t = row[pbyte[v]]
-                    if t < 0:
-                        continue
-                    if exitflag[t]:
-                        exits.append((v, t))
-                        if stopflag[t]:
-                            continue
-                    tail.append(v)
-                    if pcount[v]:
-                        stack.append((v, t))
-                self._walk_py(pda, 0, 0, tail, exits, stack)
-                if tail:
-                    alive.append(np.array(tail, dtype=np.int32))
-                break
-            pda.ensure(parents)
-            states = pda.table.reshape(-1)[parents * 256 + node_byte[nodes]]
-            keep = states >= 0
-            if not keep.all():
-                nodes = nodes[keep]
-                states = states[keep]
-                if not nodes.size:
-                    break
-            ex = pda.exitflag[states]
-            if ex.any():
-                exits.extend(zip(nodes[ex].tolist(), states[ex].tolist()))
-                stop = pda.stopflag[states]
-                if stop.any():
-                    keep = ~stop
-                    nodes, states = nodes[keep], states[keep]
-                    if not nodes.size:
-                        break
-            alive.append(nodes)
-            cnts = child_count[nodes]
-            has = cnts > 0
-            if not has.any():
-                break
-            if not has.all():
-                nodes, states, cnts = nodes[has], states[has], cnts[has]
-            total = int(cnts.sum())
-            starts = child_start[nodes]
-            parents = np.repeat(states, cnts)
-            nodes = (np.repeat(starts - np.cumsum(cnts, dtype=np.int32) + cnts, cnts)
-                     + np.arange(total, dtype=np.int32))
-        if not alive:
-            return np.zeros(0, dtype=np.int32), exits
-        return (np.concatenate(alive) if len(alive) > 1 else alive[0]), exits

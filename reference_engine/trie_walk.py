@@ -1,0 +1,151 @@
+"""The trie walk's inner loop, compiled (numba).
+
+One call walks several ``(trie node, automaton state)`` roots: the subtree strictly
+below each root is run from its state, depth first, pruning dead subtrees. The
+automaton's DFA is lazy (rows are built in Python on first use), so the kernel cannot
+finish a walk alone: where it meets a state whose row is not built yet it stops that
+branch and reports it as *pending*; :func:`walk_roots` builds those rows and resumes
+from the pending pairs until none is left. A grammar's rows are mostly built within its
+first few masks, so later walks finish in one call.
+
+Why compiled: the walk visits up to every trie node (about 300,000 for a 128k
+vocabulary) per automaton node; numpy's level-by-level walk spent most of its time in
+per-level overhead and Python fallbacks for small frontiers (``reference-engine-notes``),
+which made the first mask of each new state cost milliseconds.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def _kernel(table, materialised, exitflag, stopflag, child_start, child_count, node_byte,
+            roots, states, alive, ex_node, ex_state, pend_node, pend_state, st_node, st_state):
+    """Walk below ``roots[i]`` from ``states[i]`` for every ``i`` (in order).
+
+    The output and work arrays (``alive`` … ``st_state``) are the caller's buffers, each
+    longer than the number of nodes below all roots plus the number of roots (so they
+    never overflow). Returns ``(alive_end, ex_end, pend_end)``: per root ``i`` its
+    alive nodes are ``alive[alive_end[i-1]:alive_end[i]]``, likewise its exits
+    ``(ex_node, ex_state)`` and its pending pairs ``(pend_node, pend_state)``."""
+    k = roots.shape[0]
+    alive_end = np.empty(k, dtype=np.int64)
+    ex_end = np.empty(k, dtype=np.int64)
+    pend_end = np.empty(k, dtype=np.int64)
+    na = 0
+    ne = 0
+    npd = 0
+    for i in range(k):
+        st_node[0] = roots[i]
+        st_state[0] = states[i]
+        sp = 1
+        while sp > 0:
+            sp -= 1
+            v = st_node[sp]
+            s = st_state[sp]
+            if not materialised[s]:
+                pend_node[npd] = v
+                pend_state[npd] = s
+                npd += 1
+                continue
+            c0 = child_start[v]
+            for c in range(c0, c0 + child_count[v]):
+                t = table[s, node_byte[c]]
+                if t < 0:
+                    continue
+                if exitflag[t]:
+                    ex_node[ne] = c
+                    ex_state[ne] = t
+                    ne += 1
+                    if stopflag[t]:
+                        continue
+                alive[na] = c
+                na += 1
+                if child_count[c] > 0:
+                    st_node[sp] = c
+                    st_state[sp] = t
+                    sp += 1
+        alive_end[i] = na
+        ex_end[i] = ne
+        pend_end[i] = npd
+    return alive_end, ex_end, pend_end
+
+
+class _Buffers(threading.local):
+    """Per-thread work arrays of the kernel (reused: allocating several MiB per walk
+    costs more in page faults than the walk itself)."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.arrays: tuple[np.ndarray, ...] = ()
+
+    def get(self, need: int) -> tuple[np.ndarray, ...]:
+        if need > self.size:
+            self.size = max(need, 2 * self.size)
+            self.arrays = tuple(np.empty(self.size, dtype=np.int32) for _ in range(7))
+        return self.arrays
+
+
+_BUFFERS = _Buffers()
+
+
+def walk_roots(trie, pda, roots: list[int], states: list[int]):
+    """Per root ``i``: the subtree strictly below ``roots[i]`` run from ``states[i]``.
+
+    Returns ``(alive, exits)``: per root, an int32 array of the trie nodes reached with
+    a live state, and a list of ``(node, state)`` exits (states where a rule may end,
+    call or meet an object guard; see :class:`~reference_engine.trie.TokenTrie`)."""
+    k = len(roots)
+    if k == 0:
+        return [], []
+    alive: list[list[np.ndarray]] = [[] for _ in range(k)]
+    exits: list[list[tuple[int, int]]] = [[] for _ in range(k)]
+    owners = list(range(k))
+    r = np.asarray(roots, dtype=np.int32)
+    s = np.asarray(states, dtype=np.int32)
+    sub = trie.subtree
+    while r.size:
+        need = int(sub[r].sum()) + r.size + 1
+        al, exn, exs, pn, ps, stn, sts = _BUFFERS.get(need)
+        # the table may have grown (and moved) while rows were built
+        al_end, ex_end, p_end = _kernel(
+            pda.table, pda.materialised, pda.exitflag, pda.stopflag, trie.child_start32,
+            trie.child_count32, trie.node_byte32, r, s, al, exn, exs, pn, ps, stn, sts)
+        nxt_o: list[int] = []
+        a_lo = e_lo = p_lo = 0
+        n_ex = int(ex_end[-1])
+        exn_l, exs_l = exn[:n_ex].tolist(), exs[:n_ex].tolist()
+        for j, o in enumerate(owners):
+            a_hi, e_hi, p_hi = int(al_end[j]), int(ex_end[j]), int(p_end[j])
+            if a_hi > a_lo:
+                alive[o].append(al[a_lo:a_hi].copy())
+            if e_hi > e_lo:
+                exits[o].extend(zip(exn_l[e_lo:e_hi], exs_l[e_lo:e_hi]))
+            if p_hi > p_lo:
+                nxt_o.extend([o] * (p_hi - p_lo))
+            a_lo, e_lo, p_lo = a_hi, e_hi, p_hi
+        if not nxt_o:
+            break
+        n_p = len(nxt_o)
+        r = pn[:n_p].copy()
+        s = ps[:n_p].copy()
+        for st in np.unique(s).tolist():
+            pda.materialise(st)
+        owners = nxt_o
+    out_alive = [np.concatenate(a) if len(a) > 1 else (a[0] if a else np.zeros(0, dtype=np.int32))
+                 for a in alive]
+    return out_alive, exits
+
+
+def warm_up() -> None:
+    """Load (or compile, the first time on a machine) the kernel now, so that its one-off
+    cost (about half a second from numba's on-disk cache) does not land in the first
+    mask of the first grammar."""
+    one = np.zeros(1, dtype=np.int32)
+    _kernel(np.full((1, 256), -1, dtype=np.int32), np.ones(1, dtype=bool),
+            np.zeros(1, dtype=bool), np.zeros(1, dtype=bool), one, one, one, one, one,
+            *_BUFFERS.get(2))
