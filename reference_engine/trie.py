@@ -188,11 +188,10 @@ class TokenTrie:
     def walk_many(self, pda, state: int, nodes: list[int]):
         """:meth:`walk` below several nodes at once (their subtrees are disjoint or
         identical walks are deduplicated by the caller)."""
-        if len(nodes) == 1:
-            return self.walk(pda, state, nodes[0])
-        alive, exits = walk_roots(self, pda, nodes, [state] * len(nodes))
-        return (np.concatenate(alive) if alive else np.zeros(0, dtype=np.int32),
-                [e for ex in exits for e in ex])
+        if not nodes:
+            return np.zeros(0, dtype=np.int32), []
+        alive, _, exits, _ = walk_roots(self, pda, nodes, [state] * len(nodes))
+        return alive, exits
 
     def walk(self, pda, state: int, node: int):
         """Run ``state`` over the subtree below ``node`` (not ``node`` itself).
@@ -202,8 +201,8 @@ class TokenTrie:
         or call another one (the stack decides what follows)."""
         if self._py_count[node] == 0:
             return np.zeros(0, dtype=np.int32), []
-        alive, exits = walk_roots(self, pda, [node], [state])
-        return alive[0], exits[0]
+        alive, _, exits, _ = walk_roots(self, pda, [node], [state])
+        return alive, exits
 
     def walk_root(self, pda, state: int, memo: dict, budget: list[int]):
         """:meth:`walk` from the root, with the subtrees below the first byte shared
@@ -255,7 +254,7 @@ class TokenTrie:
         looked up in turn, down to depth :data:`MEMO_DEPTH`, so that a state that
         follows a key's prefix for a byte or two before falling into the common
         free-text state still shares the big subtrees below; the rest is walked in
-        one vectorised batch."""
+        one batch."""
         sub = self._py_sub
         out: list = [None] * len(pairs)
         batch: list[int] = []
@@ -272,10 +271,10 @@ class TokenTrie:
             else:
                 batch.append(i)
         if batch:
-            alive, exits = walk_roots(self, pda, [pairs[i][0] for i in batch],
-                                      [pairs[i][1] for i in batch])
+            alive, a_off, exits, e_off = walk_roots(self, pda, [pairs[i][0] for i in batch],
+                                                    [pairs[i][1] for i in batch])
             for j, i in enumerate(batch):
-                out[i] = (alive[j], exits[j])
+                out[i] = (alive[a_off[j]:a_off[j + 1]], exits[e_off[j]:e_off[j + 1]])
         if opened:
             kid_pairs: list[tuple[int, int]] = []
             own = []
@@ -294,6 +293,8 @@ class TokenTrie:
             key = pairs[i]
             if budget[0] > 0 and sub[key[0]] >= MEMO_MIN_SUBTREE:
                 a, ex = out[i]
-                memo[key] = out[i]
+                if a.base is not None:
+                    a = a.copy()  # a slice of a batch's walk: keep only its own nodes
+                memo[key] = (a, ex)
                 budget[0] -= a.size + len(ex) + 16
         return out

@@ -94,20 +94,24 @@ _BUFFERS = _Buffers()
 
 
 def walk_roots(trie, pda, roots: list[int], states: list[int]):
-    """Per root ``i``: the subtree strictly below ``roots[i]`` run from ``states[i]``.
+    """Walk the subtree strictly below ``roots[i]`` from ``states[i]``, for every ``i``.
 
-    Returns ``(alive, exits)``: per root, an int32 array of the trie nodes reached with
-    a live state, and a list of ``(node, state)`` exits (states where a rule may end,
-    call or meet an object guard; see :class:`~reference_engine.trie.TokenTrie`)."""
+    Returns ``(alive, a_off, exits, e_off)``, grouped by root in root order: root
+    ``i``'s trie nodes reached with a live state are ``alive[a_off[i]:a_off[i+1]]`` (one
+    int32 array), its exits ``exits[e_off[i]:e_off[i+1]]`` (a list of ``(node, state)``
+    where a rule may end, call or meet an object guard; see
+    :class:`~reference_engine.trie.TokenTrie`); the offsets are lists of ``k + 1`` ints."""
     k = len(roots)
-    if k == 0:
-        return [], []
-    alive: list[list[np.ndarray]] = [[] for _ in range(k)]
-    exits: list[list[tuple[int, int]]] = [[] for _ in range(k)]
-    owners = list(range(k))
     r = np.asarray(roots, dtype=np.int32)
     s = np.asarray(states, dtype=np.int32)
     sub = trie.subtree
+    owners = None  # per root of this round, the caller's root it belongs to
+    parts_a: list[np.ndarray] = []
+    parts_ao: list[np.ndarray] = []
+    parts_en: list[np.ndarray] = []
+    parts_es: list[np.ndarray] = []
+    parts_eo: list[np.ndarray] = []
+    first = None
     while r.size:
         need = int(sub[r].sum()) + r.size + 1
         al, exn, exs, pn, ps, stn, sts = _BUFFERS.get(need)
@@ -115,30 +119,36 @@ def walk_roots(trie, pda, roots: list[int], states: list[int]):
         al_end, ex_end, p_end = _kernel(
             pda.table, pda.materialised, pda.exitflag, pda.stopflag, trie.child_start32,
             trie.child_count32, trie.node_byte32, r, s, al, exn, exs, pn, ps, stn, sts)
-        nxt_o: list[int] = []
-        a_lo = e_lo = p_lo = 0
-        n_ex = int(ex_end[-1])
-        exn_l, exs_l = exn[:n_ex].tolist(), exs[:n_ex].tolist()
-        for j, o in enumerate(owners):
-            a_hi, e_hi, p_hi = int(al_end[j]), int(ex_end[j]), int(p_end[j])
-            if a_hi > a_lo:
-                alive[o].append(al[a_lo:a_hi].copy())
-            if e_hi > e_lo:
-                exits[o].extend(zip(exn_l[e_lo:e_hi], exs_l[e_lo:e_hi]))
-            if p_hi > p_lo:
-                nxt_o.extend([o] * (p_hi - p_lo))
-            a_lo, e_lo, p_lo = a_hi, e_hi, p_hi
-        if not nxt_o:
+        na, ne, n_p = int(al_end[-1]), int(ex_end[-1]), int(p_end[-1])
+        if owners is None and n_p == 0:
+            # one round (rows all built): the kernel's own grouping is the answer
+            a_off = [0] + al_end.tolist()
+            e_off = [0] + ex_end.tolist()
+            return (al[:na].copy(), a_off, list(zip(exn[:ne].tolist(), exs[:ne].tolist())),
+                    e_off)
+        own = np.arange(k, dtype=np.int32) if owners is None else owners
+        parts_a.append(al[:na].copy())
+        parts_ao.append(np.repeat(own, np.diff(al_end, prepend=0)))
+        parts_en.append(exn[:ne].copy())
+        parts_es.append(exs[:ne].copy())
+        parts_eo.append(np.repeat(own, np.diff(ex_end, prepend=0)))
+        if n_p == 0:
             break
-        n_p = len(nxt_o)
+        owners = np.repeat(own, np.diff(p_end, prepend=0))
         r = pn[:n_p].copy()
         s = ps[:n_p].copy()
         for st in np.unique(s).tolist():
             pda.materialise(st)
-        owners = nxt_o
-    out_alive = [np.concatenate(a) if len(a) > 1 else (a[0] if a else np.zeros(0, dtype=np.int32))
-                 for a in alive]
-    return out_alive, exits
+    a = np.concatenate(parts_a)
+    ao = np.concatenate(parts_ao)
+    order = np.argsort(ao, kind="stable")
+    a_off = np.searchsorted(ao[order], np.arange(k + 1)).tolist()
+    en = np.concatenate(parts_en)
+    es = np.concatenate(parts_es)
+    eo = np.concatenate(parts_eo)
+    eorder = np.argsort(eo, kind="stable")
+    e_off = np.searchsorted(eo[eorder], np.arange(k + 1)).tolist()
+    return (a[order], a_off, list(zip(en[eorder].tolist(), es[eorder].tolist())), e_off)
 
 
 def warm_up() -> None:
