@@ -102,6 +102,8 @@ def walk_roots(trie, pda, roots: list[int], states: list[int]):
     where a rule may end, call or meet an object guard; see
     :class:`~reference_engine.trie.TokenTrie`); the offsets are lists of ``k + 1`` ints."""
     k = len(roots)
+    if k == 0:
+        return np.zeros(0, dtype=np.int32), [0], [], [0]
     r = np.asarray(roots, dtype=np.int32)
     s = np.asarray(states, dtype=np.int32)
     sub = trie.subtree

@@ -1,0 +1,103 @@
+"""The compiled trie walk (reference_engine/trie_walk.py) against a plain-Python walk,
+on the real Llama-3 trie: alive nodes, exits and their grouping per root, from states
+whose lazy rows are not built yet (the kernel must hand them back and resume)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from reference_engine import Compiled, compile_json_schema, compile_regex
+from reference_engine.trie_walk import walk_roots
+from tests.reference_helpers import adapter
+
+
+def plain_walk(trie, pda, root: int, state: int):
+    """Depth-first walk below ``root`` in plain Python, building rows as it meets them."""
+    alive, exits = set(), set()
+    start, count, byte = trie._py_start, trie._py_count, trie._py_byte
+    work = [(root, state)]
+    while work:
+        v, s = work.pop()
+        row = pda.materialise(s)
+        for c in range(start[v], start[v] + count[v]):
+            t = row[byte[c]]
+            if t < 0:
+                continue
+            if pda.exit_list[t]:
+                exits.add((c, t))
+                if pda.stop_list[t]:
+                    continue
+            alive.add(c)
+            if count[c]:
+                work.append((c, t))
+    return alive, exits
+
+
+GRAMMARS = {
+    "object": lambda: compile_json_schema({
+        "type": "object",
+        "properties": {"name": {"type": "string", "maxLength": 12},
+                       "tags": {"type": "array", "items": {"enum": ["ä", "b", "日本"]}},
+                       "n": {"type": "integer", "minimum": -5}},
+        "required": ["name"]}),
+    "regex": lambda: compile_regex(r"[a-zé]{2,6}(-[0-9]+)?\"x"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_walk_roots_equals_plain_walk(name):
+    trie = adapter().trie
+    # a fresh compilation: the kernel walks first, over rows not built yet (it must hand
+    # them back and resume); the plain walk then reads the same states
+    fast = slow = Compiled(GRAMMARS[name](), trie).pda
+    assert not fast.materialised[fast.start_state]
+    rng = np.random.default_rng(7)
+    checked = 0
+    states = [fast.start_state]
+    seen = set(states)
+    while states and checked < 12:
+        s = states.pop(0)
+        # roots: the trie root and a few first-byte nodes, all from the same state
+        kids = trie.children(0)
+        roots = [0] + sorted(rng.choice(kids, size=4, replace=False).tolist())
+        alive, a_off, exits, e_off = walk_roots(trie, fast, roots, [s] * len(roots))
+        assert len(a_off) == len(roots) + 1 and len(e_off) == len(roots) + 1
+        for i, r in enumerate(roots):
+            want_alive, want_exits = plain_walk(trie, slow, r, s)
+            got_alive = alive[a_off[i]:a_off[i + 1]].tolist()
+            assert len(got_alive) == len(set(got_alive))
+            assert set(got_alive) == want_alive, (name, s, r)
+            assert set(exits[e_off[i]:e_off[i + 1]]) == want_exits, (name, s, r)
+        checked += 1
+        # move on to states the walk reached (exits and a few alive continuations)
+        for _, t in exits[:50]:
+            if t not in seen and fast.has_bytes[t]:
+                seen.add(t)
+                states.append(t)
+        for b in range(256):
+            t = fast.materialise(s)[b]
+            if t >= 0 and t not in seen and fast.has_bytes[t]:
+                seen.add(t)
+                states.append(t)
+    assert checked >= 6
+
+
+def test_walk_roots_mixed_states_and_empty():
+    trie = adapter().trie
+    pda = ref = Compiled(GRAMMARS["object"](), trie).pda
+    alive, a_off, exits, e_off = walk_roots(trie, pda, [], [])
+    assert alive.size == 0 and a_off == [0] and exits == [] and e_off == [0]
+    configs, _ = pda.initial()
+    s0 = configs[0][0]
+    after, _ = pda.advance(configs, b'{"na')  # inside a key: a different state
+    s1 = after[0][0]
+    assert s1 != s0
+    leaf = int(np.nonzero(trie.child_count == 0)[0][5])
+    roots, states = [0, 0, leaf, 0], [s0, s1, s1, s1]
+    alive, a_off, exits, e_off = walk_roots(trie, pda, roots, states)
+    for i, (r, s) in enumerate(zip(roots, states)):
+        want_alive, want_exits = plain_walk(trie, ref, r, s)
+        assert set(alive[a_off[i]:a_off[i + 1]].tolist()) == want_alive
+        assert set(exits[e_off[i]:e_off[i + 1]]) == want_exits
+    assert a_off[3] == a_off[2]  # a leaf has nothing below it
