@@ -190,7 +190,7 @@ class TokenTrie:
         identical walks are deduplicated by the caller)."""
         if not nodes:
             return np.zeros(0, dtype=np.int32), []
-        alive, _, exits, _ = walk_roots(self, pda, nodes, [state] * len(nodes))
+        alive, _, exits, _ = walk_roots(self, pda, nodes, [state] * len(nodes), grouped=False)
         return alive, exits
 
     def walk(self, pda, state: int, node: int):
@@ -201,7 +201,7 @@ class TokenTrie:
         or call another one (the stack decides what follows)."""
         if self._py_count[node] == 0:
             return np.zeros(0, dtype=np.int32), []
-        alive, _, exits, _ = walk_roots(self, pda, [node], [state])
+        alive, _, exits, _ = walk_roots(self, pda, [node], [state], grouped=False)
         return alive, exits
 
     def walk_root(self, pda, state: int, memo: dict, budget: list[int]):

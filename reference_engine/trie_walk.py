@@ -93,14 +93,16 @@ class _Buffers(threading.local):
 _BUFFERS = _Buffers()
 
 
-def walk_roots(trie, pda, roots: list[int], states: list[int]):
+def walk_roots(trie, pda, roots: list[int], states: list[int], grouped: bool = True):
     """Walk the subtree strictly below ``roots[i]`` from ``states[i]``, for every ``i``.
 
     Returns ``(alive, a_off, exits, e_off)``, grouped by root in root order: root
     ``i``'s trie nodes reached with a live state are ``alive[a_off[i]:a_off[i+1]]`` (one
     int32 array), its exits ``exits[e_off[i]:e_off[i+1]]`` (a list of ``(node, state)``
     where a rule may end, call or meet an object guard; see
-    :class:`~reference_engine.trie.TokenTrie`); the offsets are lists of ``k + 1`` ints."""
+    :class:`~reference_engine.trie.TokenTrie`); the offsets are lists of ``k + 1`` ints.
+    With ``grouped=False`` the offsets are None and the order is unspecified (cheaper
+    when the caller takes the union)."""
     k = len(roots)
     if k == 0:
         return np.zeros(0, dtype=np.int32), [0], [], [0]
@@ -113,8 +115,7 @@ def walk_roots(trie, pda, roots: list[int], states: list[int]):
     parts_en: list[np.ndarray] = []
     parts_es: list[np.ndarray] = []
     parts_eo: list[np.ndarray] = []
-    first = None
-    while r.size:
+    while True:
         need = int(sub[r].sum()) + r.size + 1
         al, exn, exs, pn, ps, stn, sts = _BUFFERS.get(need)
         # the table may have grown (and moved) while rows were built
@@ -124,29 +125,34 @@ def walk_roots(trie, pda, roots: list[int], states: list[int]):
         na, ne, n_p = int(al_end[-1]), int(ex_end[-1]), int(p_end[-1])
         if owners is None and n_p == 0:
             # one round (rows all built): the kernel's own grouping is the answer
-            a_off = [0] + al_end.tolist()
-            e_off = [0] + ex_end.tolist()
-            return (al[:na].copy(), a_off, list(zip(exn[:ne].tolist(), exs[:ne].tolist())),
-                    e_off)
-        own = np.arange(k, dtype=np.int32) if owners is None else owners
+            exits = list(zip(exn[:ne].tolist(), exs[:ne].tolist()))
+            if not grouped:
+                return al[:na].copy(), None, exits, None
+            return al[:na].copy(), [0] + al_end.tolist(), exits, [0] + ex_end.tolist()
         parts_a.append(al[:na].copy())
-        parts_ao.append(np.repeat(own, np.diff(al_end, prepend=0)))
         parts_en.append(exn[:ne].copy())
         parts_es.append(exs[:ne].copy())
-        parts_eo.append(np.repeat(own, np.diff(ex_end, prepend=0)))
+        if grouped:
+            own = np.arange(k, dtype=np.int32) if owners is None else owners
+            parts_ao.append(np.repeat(own, np.diff(al_end, prepend=0)))
+            parts_eo.append(np.repeat(own, np.diff(ex_end, prepend=0)))
+            owners = np.repeat(own, np.diff(p_end, prepend=0))
+        else:
+            owners = True
         if n_p == 0:
             break
-        owners = np.repeat(own, np.diff(p_end, prepend=0))
         r = pn[:n_p].copy()
         s = ps[:n_p].copy()
-        for st in np.unique(s).tolist():
+        for st in sorted(set(s.tolist())):
             pda.materialise(st)
     a = np.concatenate(parts_a)
+    en = np.concatenate(parts_en)
+    es = np.concatenate(parts_es)
+    if not grouped:
+        return a, None, list(zip(en.tolist(), es.tolist())), None
     ao = np.concatenate(parts_ao)
     order = np.argsort(ao, kind="stable")
     a_off = np.searchsorted(ao[order], np.arange(k + 1)).tolist()
-    en = np.concatenate(parts_en)
-    es = np.concatenate(parts_es)
     eo = np.concatenate(parts_eo)
     eorder = np.argsort(eo, kind="stable")
     e_off = np.searchsorted(eo[eorder], np.arange(k + 1)).tolist()
