@@ -368,7 +368,7 @@ class _FragClass:
     """A code-point DFA read through a decoder, with a length window."""
 
     __slots__ = ("dfa", "enc", "lo", "hi", "cap", "step", "windowed", "lens", "_row_memo",
-                 "_partial_memo")
+                 "_partial_memo", "_ascii")
 
     def __init__(self, dfa: DFA, enc: str, lo: int, hi: int | None):
         self.dfa = dfa
@@ -383,6 +383,7 @@ class _FragClass:
         #: (DFA state, partial character, counter or 0) -> what the partial becomes
         #: (its canonical form, itself, or False: dead); shared by all rows
         self._partial_memo: dict[tuple, tuple | bool] = {}
+        self._ascii: dict[int, list] = {}
 
     def feasible(self, d: int, cnt: int) -> bool:
         if not self.windowed:
@@ -476,9 +477,20 @@ class _FragClass:
         ccnt = cnt if windowed else 0
         edges = self.dfa.edges[d]
         top = edges[-1][1] if edges else -1
+        ascii_row = self._ascii.get(d)
+        if ascii_row is None:
+            # the DFA's targets for ASCII code points (most bytes of most rows), read
+            # off the sorted edge intervals once per state instead of a bisect per byte
+            ascii_row = [None] * 128
+            for lo, hi, t in edges:
+                if lo >= 128:
+                    break
+                ascii_row[lo:min(hi, 127) + 1] = [t] * (min(hi, 127) + 1 - lo)
+            self._ascii[d] = ascii_row
         for b, r in moves(self.enc, dec):
             if r[0] == "c":
-                d2 = dstep(d, r[1])
+                cp = r[1]
+                d2 = ascii_row[cp] if cp < 128 else dstep(d, cp)
                 if d2 is None or (windowed and not self.feasible(d2, cnt + 1)):
                     continue
                 out.append((b, (d2, START, cnt1)))
@@ -932,6 +944,7 @@ class PDA:
         self._index: dict[frozenset, int] = {}
         #: the items a byte leads to (before their closure) -> the state they make
         self._goto: dict[frozenset, int] = {}
+        self._goto1: dict[tuple, int] = {}  # the same for one fragment item
         self._bits: dict[int, list[int]] = {}
         self._guarded = [any(act is not None for _, act in self.eps[n])
                          for n in range(len(self.eps))]
@@ -1101,11 +1114,16 @@ class PDA:
             # inside a code-point fragment (a string's content, a partial character):
             # one item, whose successors are single items too
             (f, d, dec, cnt, p), = items
+            goto1 = self._goto1
             for b, (d2, dec2, cnt2) in self.frag_class[f].row(d, dec, cnt):
-                seed = frozenset(((f, d2, dec2, cnt2, p),))
-                t = goto.get(seed)
+                item = (f, d2, dec2, cnt2, p)
+                t = goto1.get(item)
                 if t is None:
-                    t = goto[seed] = self._intern(self._closure(seed))
+                    seed = frozenset((item,))
+                    t = goto.get(seed)
+                    if t is None:
+                        t = goto[seed] = self._intern(self._closure(seed))
+                    goto1[item] = t
                 row[b] = t
         else:
             nxt: dict[int, list] = {}
