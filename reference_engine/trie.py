@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from reference_engine.trie_walk import walk_roots, warm_up
+from reference_engine.trie_walk import token_flags, walk_roots, warm_up
 
 #: Subtrees shared between states through the walk memo: at least this many nodes,
 #: rooted at most this deep.
@@ -135,9 +135,7 @@ class TokenTrie:
     # ------------------------------------------------------------------ helpers
     def token_flags(self, nodes: np.ndarray) -> np.ndarray:
         """Bool per token id: does the token end at one of ``nodes``."""
-        flags = np.zeros(self.n_nodes + 1, dtype=bool)
-        flags[nodes] = True
-        return flags[self.token_node_safe]
+        return token_flags(self, nodes)
 
     def tokens_at(self, nodes: np.ndarray) -> np.ndarray:
         """Token ids ending at any of ``nodes``."""

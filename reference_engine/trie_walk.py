@@ -24,14 +24,16 @@ from numba import njit
 
 @njit(cache=True, nogil=True)
 def _kernel(table, materialised, exitflag, stopflag, child_start, child_count, node_byte,
-            roots, states, alive, ex_node, ex_state, pend_node, pend_state, st_node, st_state):
+            roots, states, alive, ex_node, ex_state, pend_node, pend_state, st_node, st_state,
+            alive_own, ex_own, pend_own):
     """Walk below ``roots[i]`` from ``states[i]`` for every ``i`` (in order).
 
-    The output and work arrays (``alive`` … ``st_state``) are the caller's buffers, each
+    The output and work arrays (``alive`` … ``pend_own``) are the caller's buffers, each
     longer than the number of nodes below all roots plus the number of roots (so they
     never overflow). Returns ``(alive_end, ex_end, pend_end)``: per root ``i`` its
     alive nodes are ``alive[alive_end[i-1]:alive_end[i]]``, likewise its exits
-    ``(ex_node, ex_state)`` and its pending pairs ``(pend_node, pend_state)``."""
+    ``(ex_node, ex_state)`` and its pending pairs ``(pend_node, pend_state)``; the
+    ``*_own`` arrays give the root index of each entry."""
     k = roots.shape[0]
     alive_end = np.empty(k, dtype=np.int64)
     ex_end = np.empty(k, dtype=np.int64)
@@ -50,6 +52,7 @@ def _kernel(table, materialised, exitflag, stopflag, child_start, child_count, n
             if not materialised[s]:
                 pend_node[npd] = v
                 pend_state[npd] = s
+                pend_own[npd] = i
                 npd += 1
                 continue
             c0 = child_start[v]
@@ -60,10 +63,12 @@ def _kernel(table, materialised, exitflag, stopflag, child_start, child_count, n
                 if exitflag[t]:
                     ex_node[ne] = c
                     ex_state[ne] = t
+                    ex_own[ne] = i
                     ne += 1
                     if stopflag[t]:
                         continue
                 alive[na] = c
+                alive_own[na] = i
                 na += 1
                 if child_count[c] > 0:
                     st_node[sp] = c
@@ -73,6 +78,21 @@ def _kernel(table, materialised, exitflag, stopflag, child_start, child_count, n
         ex_end[i] = ne
         pend_end[i] = npd
     return alive_end, ex_end, pend_end
+
+
+@njit(cache=True, nogil=True)
+def _flags(nodes, end_start, end_ids, out):
+    for n in nodes:
+        for j in range(end_start[n], end_start[n + 1]):
+            out[end_ids[j]] = True
+
+
+def token_flags(trie, nodes: np.ndarray) -> np.ndarray:
+    """Bool per token id: does the token end at one of ``nodes`` (int32 or int64)."""
+    out = np.zeros(trie.vocab_size, dtype=bool)
+    if nodes.size:
+        _flags(nodes.astype(np.int32, copy=False), trie.end_start, trie.end_ids, out)
+    return out
 
 
 class _Buffers(threading.local):
@@ -86,7 +106,7 @@ class _Buffers(threading.local):
     def get(self, need: int) -> tuple[np.ndarray, ...]:
         if need > self.size:
             self.size = max(need, 2 * self.size)
-            self.arrays = tuple(np.empty(self.size, dtype=np.int32) for _ in range(7))
+            self.arrays = tuple(np.empty(self.size, dtype=np.int32) for _ in range(10))
         return self.arrays
 
 
@@ -116,12 +136,13 @@ def walk_roots(trie, pda, roots: list[int], states: list[int], grouped: bool = T
     parts_es: list[np.ndarray] = []
     parts_eo: list[np.ndarray] = []
     while True:
-        need = int(sub[r].sum()) + r.size + 1
-        al, exn, exs, pn, ps, stn, sts = _BUFFERS.get(need)
+        need = (trie._py_sub[roots[0]] if k == 1 and owners is None else int(sub[r].sum())) + r.size + 1
+        bufs = _BUFFERS.get(need)
+        al, exn, exs, pn, ps, _, _, a_own, e_own, p_own = bufs
         # the table may have grown (and moved) while rows were built
         al_end, ex_end, p_end = _kernel(
             pda.table, pda.materialised, pda.exitflag, pda.stopflag, trie.child_start32,
-            trie.child_count32, trie.node_byte32, r, s, al, exn, exs, pn, ps, stn, sts)
+            trie.child_count32, trie.node_byte32, r, s, *bufs)
         na, ne, n_p = int(al_end[-1]), int(ex_end[-1]), int(p_end[-1])
         if owners is None and n_p == 0:
             # one round (rows all built): the kernel's own grouping is the answer
@@ -133,10 +154,15 @@ def walk_roots(trie, pda, roots: list[int], states: list[int], grouped: bool = T
         parts_en.append(exn[:ne].copy())
         parts_es.append(exs[:ne].copy())
         if grouped:
-            own = np.arange(k, dtype=np.int32) if owners is None else owners
-            parts_ao.append(np.repeat(own, np.diff(al_end, prepend=0)))
-            parts_eo.append(np.repeat(own, np.diff(ex_end, prepend=0)))
-            owners = np.repeat(own, np.diff(p_end, prepend=0))
+            # entries of this round's roots -> the caller's roots they belong to
+            if owners is None:
+                parts_ao.append(a_own[:na].copy())
+                parts_eo.append(e_own[:ne].copy())
+                owners = p_own[:n_p].copy()
+            else:
+                parts_ao.append(owners[a_own[:na]])
+                parts_eo.append(owners[e_own[:ne]])
+                owners = owners[p_own[:n_p]]
         else:
             owners = True
         if n_p == 0:
@@ -167,3 +193,5 @@ def warm_up() -> None:
     _kernel(np.full((1, 256), -1, dtype=np.int32), np.ones(1, dtype=bool),
             np.zeros(1, dtype=bool), np.zeros(1, dtype=bool), one, one, one, one, one,
             *_BUFFERS.get(2))
+    _flags(np.zeros(1, dtype=np.int32), np.zeros(2, dtype=np.int64),
+           np.zeros(1, dtype=np.int64), np.zeros(1, dtype=bool))

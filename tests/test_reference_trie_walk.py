@@ -101,3 +101,15 @@ def test_walk_roots_mixed_states_and_empty():
         assert set(alive[a_off[i]:a_off[i + 1]].tolist()) == want_alive
         assert set(exits[e_off[i]:e_off[i + 1]]) == want_exits
     assert a_off[3] == a_off[2]  # a leaf has nothing below it
+
+
+def test_token_flags_match_the_token_nodes():
+    trie = adapter().trie
+    rng = np.random.default_rng(3)
+    for size in (0, 1, 50, 5000, trie.n_nodes // 2):
+        nodes = rng.choice(trie.n_nodes, size=size, replace=False)
+        for dtype in (np.int32, np.int64):
+            flags = trie.token_flags(nodes.astype(dtype))
+            want = np.isin(trie.token_node, nodes)  # tokens outside the trie: -1, never in
+            assert flags.dtype == bool and flags.shape == (trie.vocab_size,)
+            assert np.array_equal(flags, want), size
