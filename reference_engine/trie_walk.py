@@ -24,7 +24,7 @@ from numba import njit
 
 @njit(cache=True, nogil=True)
 def _kernel(table, materialised, exitflag, stopflag, child_start, child_count, node_byte,
-            roots, states, alive, ex_node, ex_state, pend_node, pend_state, st_node, st_state,
+            roots, states, alive, ex_node, ex_state, pend_node, pend_state, alive_state,
             alive_own, ex_own, pend_own):
     """Walk below ``roots[i]`` from ``states[i]`` for every ``i`` (in order).
 
@@ -41,39 +41,44 @@ def _kernel(table, materialised, exitflag, stopflag, child_start, child_count, n
     na = 0
     ne = 0
     npd = 0
+    # Breadth first, with the alive list itself as the queue (``alive_state`` holds the
+    # state reached at each alive node), so no separate stack is needed; the trie is
+    # numbered breadth first, so a level's children are read in increasing order.
     for i in range(k):
-        st_node[0] = roots[i]
-        st_state[0] = states[i]
-        sp = 1
-        while sp > 0:
-            sp -= 1
-            v = st_node[sp]
-            s = st_state[sp]
+        head = na
+        v = roots[i]
+        s = states[i]
+        while True:
             if not materialised[s]:
                 pend_node[npd] = v
                 pend_state[npd] = s
                 pend_own[npd] = i
                 npd += 1
-                continue
-            c0 = child_start[v]
-            for c in range(c0, c0 + child_count[v]):
-                t = table[s, node_byte[c]]
-                if t < 0:
-                    continue
-                if exitflag[t]:
-                    ex_node[ne] = c
-                    ex_state[ne] = t
-                    ex_own[ne] = i
-                    ne += 1
-                    if stopflag[t]:
+            else:
+                c0 = child_start[v]
+                for c in range(c0, c0 + child_count[v]):
+                    t = table[s, node_byte[c]]
+                    if t < 0:
                         continue
-                alive[na] = c
-                alive_own[na] = i
-                na += 1
-                if child_count[c] > 0:
-                    st_node[sp] = c
-                    st_state[sp] = t
-                    sp += 1
+                    if exitflag[t]:
+                        ex_node[ne] = c
+                        ex_state[ne] = t
+                        ex_own[ne] = i
+                        ne += 1
+                        if stopflag[t]:
+                            continue
+                    alive[na] = c
+                    alive_state[na] = t
+                    alive_own[na] = i
+                    na += 1
+            # the next alive node that has children
+            while head < na and child_count[alive[head]] == 0:
+                head += 1
+            if head == na:
+                break
+            v = alive[head]
+            s = alive_state[head]
+            head += 1
         alive_end[i] = na
         ex_end[i] = ne
         pend_end[i] = npd
@@ -81,17 +86,20 @@ def _kernel(table, materialised, exitflag, stopflag, child_start, child_count, n
 
 
 @njit(cache=True, nogil=True)
-def _flags(nodes, end_start, end_ids, out):
+def _flags(nodes, token_node, n_nodes, out):
+    # mark the nodes, then read each token's node: both passes touch memory in order or
+    # within a node-sized flag array (the tokens-per-node lists are scattered)
+    node_flag = np.zeros(n_nodes + 1, dtype=np.bool_)
     for n in nodes:
-        for j in range(end_start[n], end_start[n + 1]):
-            out[end_ids[j]] = True
+        node_flag[n] = True
+    for i in range(token_node.shape[0]):
+        out[i] = node_flag[token_node[i]]
 
 
 def token_flags(trie, nodes: np.ndarray) -> np.ndarray:
     """Bool per token id: does the token end at one of ``nodes`` (int32 or int64)."""
-    out = np.zeros(trie.vocab_size, dtype=bool)
-    if nodes.size:
-        _flags(nodes.astype(np.int32, copy=False), trie.end_start, trie.end_ids, out)
+    out = np.empty(trie.vocab_size, dtype=bool)
+    _flags(nodes.astype(np.int32, copy=False), trie.token_node_safe, trie.n_nodes, out)
     return out
 
 
@@ -106,7 +114,7 @@ class _Buffers(threading.local):
     def get(self, need: int) -> tuple[np.ndarray, ...]:
         if need > self.size:
             self.size = max(need, 2 * self.size)
-            self.arrays = tuple(np.empty(self.size, dtype=np.int32) for _ in range(10))
+            self.arrays = tuple(np.empty(self.size, dtype=np.int32) for _ in range(9))
         return self.arrays
 
 
@@ -138,7 +146,7 @@ def walk_roots(trie, pda, roots: list[int], states: list[int], grouped: bool = T
     while True:
         need = (trie._py_sub[roots[0]] if k == 1 and owners is None else int(sub[r].sum())) + r.size + 1
         bufs = _BUFFERS.get(need)
-        al, exn, exs, pn, ps, _, _, a_own, e_own, p_own = bufs
+        al, exn, exs, pn, ps, _, a_own, e_own, p_own = bufs
         # the table may have grown (and moved) while rows were built
         al_end, ex_end, p_end = _kernel(
             pda.table, pda.materialised, pda.exitflag, pda.stopflag, trie.child_start32,
@@ -193,5 +201,4 @@ def warm_up() -> None:
     _kernel(np.full((1, 256), -1, dtype=np.int32), np.ones(1, dtype=bool),
             np.zeros(1, dtype=bool), np.zeros(1, dtype=bool), one, one, one, one, one,
             *_BUFFERS.get(2))
-    _flags(np.zeros(1, dtype=np.int32), np.zeros(2, dtype=np.int64),
-           np.zeros(1, dtype=np.int64), np.zeros(1, dtype=bool))
+    _flags(np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32), 1, np.zeros(1, dtype=bool))
