@@ -25,7 +25,7 @@ from numba import njit
 @njit(cache=True, nogil=True)
 def _kernel(table, materialised, exitflag, stopflag, child_start, child_count, node_byte,
             roots, states, alive, ex_node, ex_state, pend_node, pend_state, alive_state,
-            alive_own, ex_own, pend_own):
+            alive_own, ex_own, pend_own, cap):
     """Walk below ``roots[i]`` from ``states[i]`` for every ``i`` (in order).
 
     The output and work arrays (``alive`` … ``pend_own``) are the caller's buffers, each
@@ -33,7 +33,9 @@ def _kernel(table, materialised, exitflag, stopflag, child_start, child_count, n
     never overflow). Returns ``(alive_end, ex_end, pend_end)``: per root ``i`` its
     alive nodes are ``alive[alive_end[i-1]:alive_end[i]]``, likewise its exits
     ``(ex_node, ex_state)`` and its pending pairs ``(pend_node, pend_state)``; the
-    ``*_own`` arrays give the root index of each entry."""
+    ``*_own`` arrays give the root index of each entry. ``cap``: the buffers' length;
+    if a walk would write past it, the kernel stops and ``alive_end[0]`` is -1 (the
+    caller grows the buffers and runs the round again: the walk has no side effects)."""
     k = roots.shape[0]
     alive_end = np.empty(k, dtype=np.int64)
     ex_end = np.empty(k, dtype=np.int64)
@@ -50,12 +52,18 @@ def _kernel(table, materialised, exitflag, stopflag, child_start, child_count, n
         s = states[i]
         while True:
             if not materialised[s]:
+                if npd >= cap:
+                    alive_end[0] = -1
+                    return alive_end, ex_end, pend_end
                 pend_node[npd] = v
                 pend_state[npd] = s
                 pend_own[npd] = i
                 npd += 1
             else:
                 c0 = child_start[v]
+                if na + child_count[v] > cap or ne + child_count[v] > cap:
+                    alive_end[0] = -1
+                    return alive_end, ex_end, pend_end
                 for c in range(c0, c0 + child_count[v]):
                     t = table[s, node_byte[c]]
                     if t < 0:
@@ -105,15 +113,16 @@ def token_flags(trie, nodes: np.ndarray) -> np.ndarray:
 
 class _Buffers(threading.local):
     """Per-thread work arrays of the kernel (reused: allocating several MiB per walk
-    costs more in page faults than the walk itself)."""
+    costs more in page faults than the walk itself). They start at 64k entries and
+    double whenever a walk outgrows them."""
 
     def __init__(self) -> None:
         self.size = 0
         self.arrays: tuple[np.ndarray, ...] = ()
 
     def get(self, need: int) -> tuple[np.ndarray, ...]:
-        if need > self.size:
-            self.size = max(need, 2 * self.size)
+        if need > self.size or not self.arrays:
+            self.size = max(need, 2 * self.size, 1 << 16)
             self.arrays = tuple(np.empty(self.size, dtype=np.int32) for _ in range(9))
         return self.arrays
 
@@ -136,7 +145,6 @@ def walk_roots(trie, pda, roots: list[int], states: list[int], grouped: bool = T
         return np.zeros(0, dtype=np.int32), [0], [], [0]
     r = np.asarray(roots, dtype=np.int32)
     s = np.asarray(states, dtype=np.int32)
-    sub = trie.subtree
     owners = None  # per root of this round, the caller's root it belongs to
     parts_a: list[np.ndarray] = []
     parts_ao: list[np.ndarray] = []
@@ -144,13 +152,16 @@ def walk_roots(trie, pda, roots: list[int], states: list[int], grouped: bool = T
     parts_es: list[np.ndarray] = []
     parts_eo: list[np.ndarray] = []
     while True:
-        need = (trie._py_sub[roots[0]] if k == 1 and owners is None else int(sub[r].sum())) + r.size + 1
-        bufs = _BUFFERS.get(need)
-        al, exn, exs, pn, ps, _, a_own, e_own, p_own = bufs
-        # the table may have grown (and moved) while rows were built
-        al_end, ex_end, p_end = _kernel(
-            pda.table, pda.materialised, pda.exitflag, pda.stopflag, trie.child_start32,
-            trie.child_count32, trie.node_byte32, r, s, *bufs)
+        bufs = _BUFFERS.get(0)
+        while True:
+            al, exn, exs, pn, ps, _, a_own, e_own, p_own = bufs
+            # the table may have grown (and moved) while rows were built
+            al_end, ex_end, p_end = _kernel(
+                pda.table, pda.materialised, pda.exitflag, pda.stopflag, trie.child_start32,
+                trie.child_count32, trie.node_byte32, r, s, *bufs, al.size)
+            if al_end[0] >= 0:
+                break
+            bufs = _BUFFERS.get(2 * al.size)
         na, ne, n_p = int(al_end[-1]), int(ex_end[-1]), int(p_end[-1])
         if owners is None and n_p == 0:
             # one round (rows all built): the kernel's own grouping is the answer
@@ -200,5 +211,5 @@ def warm_up() -> None:
     one = np.zeros(1, dtype=np.int32)
     _kernel(np.full((1, 256), -1, dtype=np.int32), np.ones(1, dtype=bool),
             np.zeros(1, dtype=bool), np.zeros(1, dtype=bool), one, one, one, one, one,
-            *_BUFFERS.get(2))
+            *_BUFFERS.get(2), 2)
     _flags(np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32), 1, np.zeros(1, dtype=bool))

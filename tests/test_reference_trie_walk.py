@@ -113,3 +113,20 @@ def test_token_flags_match_the_token_nodes():
             want = np.isin(trie.token_node, nodes)  # tokens outside the trie: -1, never in
             assert flags.dtype == bool and flags.shape == (trie.vocab_size,)
             assert np.array_equal(flags, want), size
+
+
+def test_walk_outgrows_its_buffers(monkeypatch):
+    """A free-text walk reaches most of the trie (266k nodes): far past fresh buffers
+    (64k entries), so the kernel stops, the buffers grow and the round runs again."""
+    import reference_engine.trie_walk as tw
+
+    monkeypatch.setattr(tw, "_BUFFERS", tw._Buffers())
+    trie = adapter().trie
+    pda = Compiled(compile_json_schema({"type": "string"}), trie).pda
+    configs, _ = pda.initial()
+    (s, _), = pda.advance(configs, b'"')[0]
+    alive, _, exits, _ = walk_roots(trie, pda, [0], [s])
+    assert tw._BUFFERS.size > 1 << 16
+    want_alive, want_exits = plain_walk(trie, pda, 0, s)
+    assert alive.size == len(want_alive) > 200_000
+    assert set(alive.tolist()) == want_alive and set(exits) == want_exits
