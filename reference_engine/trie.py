@@ -21,9 +21,10 @@ import numpy as np
 from reference_engine.trie_walk import token_flags, walk_roots, warm_up
 
 #: Subtrees shared between states through the walk memo: at least this many nodes,
-#: rooted at most this deep.
+#: rooted above this depth (2: the first byte's subtrees only; opening deeper levels in
+#: Python costs more than the compiled walk it saves).
 MEMO_MIN_SUBTREE = 256
-MEMO_DEPTH = 3
+MEMO_DEPTH = 2
 
 
 class TokenTrie:
