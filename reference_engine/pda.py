@@ -46,6 +46,7 @@ one alive.
 
 from __future__ import annotations
 
+import bisect
 from typing import Callable
 
 import numpy as np
@@ -368,7 +369,7 @@ class _FragClass:
     """A code-point DFA read through a decoder, with a length window."""
 
     __slots__ = ("dfa", "enc", "lo", "hi", "cap", "step", "windowed", "lens", "_row_memo",
-                 "_partial_memo", "_ascii")
+                 "_partial_memo", "_ascii", "_los", "_high_id", "_high_ids")
 
     def __init__(self, dfa: DFA, enc: str, lo: int, hi: int | None):
         self.dfa = dfa
@@ -380,10 +381,15 @@ class _FragClass:
         self.step = STEPS[enc]
         self.lens = dfa.lengths() if self.windowed else None
         self._row_memo: dict[tuple, list] = {}
-        #: (DFA state, partial character, counter or 0) -> what the partial becomes
-        #: (its canonical form, itself, or False: dead); shared by all rows
+        #: (DFA state, or -1 - id of its edges above 0x7F for a partial UTF-8 character;
+        #: partial character; counter or 0) -> what the partial becomes: its canonical
+        #: form, True (itself) or False (dead); shared by all rows
         self._partial_memo: dict[tuple, tuple | bool] = {}
         self._ascii: dict[int, list] = {}
+        self._los: dict[int, list[int]] = {}  # per DFA state, its edges' lower bounds
+        #: per DFA state, an id of its edges above 0x7F (equal edges, equal ids)
+        self._high_id: dict[int, int] = {}
+        self._high_ids: dict[tuple, int] = {}
 
     def feasible(self, d: int, cnt: int) -> bool:
         if not self.windowed:
@@ -403,8 +409,14 @@ class _FragClass:
     def _uniform(self, d: int, lo: int, hi: int) -> int | None:
         """The DFA target of every code point in ``[lo, hi]`` from ``d``, if it is one
         and the same state (else None)."""
-        for elo, ehi, t in self.dfa.edges[d]:
-            if elo <= lo <= ehi:
+        edges = self.dfa.edges[d]
+        los = self._los.get(d)
+        if los is None:
+            los = self._los[d] = [e[0] for e in edges]
+        i = bisect.bisect_right(los, lo) - 1
+        if i >= 0:
+            elo, ehi, t = edges[i]
+            if lo <= ehi:
                 return t if hi <= ehi else None
         return None
 
@@ -496,21 +508,33 @@ class _FragClass:
                 out.append((b, (d2, START, cnt1)))
             else:
                 st = r[1]
-                pkey = (d, st, ccnt)
-                ok = pmemo.get(pkey)
-                if ok is None:
+                if st.__class__ is tuple and st[0] == "8":
+                    # a partial UTF-8 character completes to a code point >= 0x80: its
+                    # fate depends on the state's edges above 0x7F only, which many
+                    # states of a key or enum automaton share
+                    hid = self._high_id.get(d)
+                    if hid is None:
+                        h = tuple(e for e in edges if e[1] >= 0x80)
+                        hid = self._high_id[d] = self._high_ids.setdefault(h, len(self._high_ids))
+                    pkey = (-1 - hid, st, ccnt)
+                else:
+                    pkey = (d, st, ccnt)
+                v = pmemo.get(pkey)
+                if v is None:
                     cands = candidates(st)
                     if not cands or cands[0][0] > top:
-                        ok = False  # every completion lies above the state's edges
+                        v = False  # every completion lies above the state's edges
                     else:
                         c = self._canon(d, st, cnt)
                         if c is not None:
-                            ok = (c[2], c)
+                            v = c
                         else:
-                            ok = (d, st) if self._live(d, cnt, cands) else False
-                    pmemo[pkey] = ok
-                if ok:
-                    out.append((b, (ok[0], ok[1], cnt)))
+                            v = self._live(d, cnt, cands)
+                    pmemo[pkey] = v
+                if v is True:
+                    out.append((b, (d, st, cnt)))
+                elif v:
+                    out.append((b, (v[2], v, cnt)))
         self._row_memo[key] = out
         return out
 
@@ -944,7 +968,9 @@ class PDA:
         self._index: dict[frozenset, int] = {}
         #: the items a byte leads to (before their closure) -> the state they make
         self._goto: dict[frozenset, int] = {}
-        self._goto1: dict[tuple, int] = {}  # the same for one fragment item
+        self._goto1: dict[tuple, int] = {}  # the same for one item
+        #: NFA nodes a state's items continue from -> its guards (see _vguards)
+        self._vg_memo: dict[frozenset, tuple | None] = {}
         self._bits: dict[int, list[int]] = {}
         self._guarded = [any(act is not None for _, act in self.eps[n])
                          for n in range(len(self.eps))]
@@ -1069,13 +1095,17 @@ class PDA:
         """The guards reachable from the byte-reading items of a state before any
         other guard, if every way on from them passes one (else None: a rule end, a
         call or an unguarded member follows, so the state lives whatever the frame)."""
-        seen: set[int] = set()
-        work: list[int] = []
-        for it in items:
-            n = self.frag_exit[it[0]] if len(it) == 5 else it[0]
-            if n not in seen:
-                seen.add(n)
-                work.append(n)
+        frag_exit = self.frag_exit
+        starts = frozenset(frag_exit[it[0]] if len(it) == 5 else it[0] for it in items)
+        memo = self._vg_memo
+        if starts in memo:
+            return memo[starts]
+        got = memo[starts] = self._vguards_from(starts)
+        return got
+
+    def _vguards_from(self, starts: frozenset) -> tuple | None:
+        seen: set[int] = set(starts)
+        work: list[int] = list(starts)
         found: dict[int, Guard] = {}
         while work:
             n = work.pop()
@@ -1147,11 +1177,23 @@ class PDA:
                             nxt[b] = [item]
                         else:
                             got.append(item)
+            goto1 = self._goto1
             for b, its in nxt.items():
-                seed = frozenset(its)
-                t = goto.get(seed)
-                if t is None:
-                    t = goto[seed] = self._intern(self._closure(seed))
+                if len(its) == 1:
+                    # most bytes lead one item on (the others die): no set to build
+                    item = its[0]
+                    t = goto1.get(item)
+                    if t is None:
+                        seed = frozenset(its)
+                        t = goto.get(seed)
+                        if t is None:
+                            t = goto[seed] = self._intern(self._closure(seed))
+                        goto1[item] = t
+                else:
+                    seed = frozenset(its)
+                    t = goto.get(seed)
+                    if t is None:
+                        t = goto[seed] = self._intern(self._closure(seed))
                 row[b] = t
         self.rows[sid] = row
         self.table[sid] = row
