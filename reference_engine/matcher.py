@@ -42,7 +42,7 @@ from reference_engine import keys as jkeys
 from reference_engine.maskcache import NodeMask, WordSet, node_mask, word_set
 from reference_engine.pda import PDA, any_passes, frame_param, frame_ret
 from reference_engine.stack import EMPTY
-from reference_engine.trie import TokenTrie
+from reference_engine.trie import TokenTrie, group_exits
 
 #: Frames the split may pop statically in a row (a guard: chains of single-site
 #: rules are as deep as the grammar's nesting, far below this).
@@ -233,15 +233,16 @@ class MaskComputer:
         stop = pda.stop_list
         nodes, exits = trie.walk_root(pda, state, self._sub, self._sub_budget)
         alive = [nodes]
-        plain_exits = [n for n, _ in exits if count[n]]  # the split without any expansion
+        kids = trie.child_count32
+        # the split without any expansion: tokens below an exit would be context-dependent
+        plain_exits = exits[0][kids[exits[0]] > 0]
         cd_exits: list[tuple[int, int]] = []  # (trie node, frames popped statically)
         gd_exits: list[tuple[int, int, int]] = []  # (trie node, frames popped, guard state)
         at_alive: list[int] = []  # stop nodes whose tokens live whatever the frame
         via_return: list[int] = []  # trie nodes where a single-site rule's return was used
         work: dict[tuple, list[int]] = {}
-        for n, t in exits:
-            if count[n] or stop[t]:
-                work.setdefault((t, (), 0), []).append(n)
+        for t, ns in group_exits(exits, kids, pda.stopflag):
+            work[(t, (), 0)] = ns
         seen: set = set()
         while work:
             (t, lst, k), ns = work.popitem()
@@ -269,9 +270,8 @@ class MaskComputer:
                 a2, ex2 = trie.walk_many(pda, s2, todo)
                 if a2.size:
                     alive.append(a2)
-                for n2, t2 in ex2:
-                    if count[n2] or stop[t2]:
-                        work.setdefault((t2, l2, k2), []).append(n2)
+                for t2, ns2 in group_exits(ex2, kids, pda.stopflag):
+                    work.setdefault((t2, l2, k2), []).extend(ns2)
         if at_alive:
             alive.append(np.array(at_alive, dtype=np.int64))
         alive_nodes = np.concatenate(alive) if len(alive) > 1 else alive[0]
@@ -284,7 +284,7 @@ class MaskComputer:
             cd[trie.tokens_at(np.array(sorted({n for n, _, _ in gd_exits}), dtype=np.int64))] = True
         cd &= ~accepted
         plain_cd = np.zeros(trie.vocab_size, dtype=bool)
-        if plain_exits:
+        if plain_exits.size:
             plain_cd[trie.tokens_below(plain_exits)] = True
         plain_cd &= ~(accepted if len(alive) == 1 else trie.token_flags(nodes))
         moved_return = 0
@@ -400,15 +400,9 @@ class MaskComputer:
         alive, exits = trie.walk_many(pda, state, list(nodes))
         ids = trie.tokens_at(alive) if alive.size else np.zeros(0, dtype=np.int64)
         stop = pda.stop_list
-        child_count = trie._py_count
-        by: dict[tuple[int, object], list[int]] = {}
-        for n2, t2 in exits:
-            if stop[t2]:
-                by.setdefault((t2, STOP), []).append(n2)
-            elif child_count[n2]:
-                by.setdefault((t2, False), []).append(n2)
-        got = (ids, tuple((t2, kind, ns) for (t2, kind), ns in by.items()))
-        cost = ids.size + len(exits) + len(nodes) + 16
+        got = (ids, tuple((t2, STOP if stop[t2] else False, ns)
+                          for t2, ns in group_exits(exits, trie.child_count32, pda.stopflag)))
+        cost = ids.size + exits[0].size + len(nodes) + 16
         if self._cwalk_budget >= cost:
             self._cwalk_budget -= cost
             self._cwalk[key] = got

@@ -20,11 +20,10 @@ import numpy as np
 
 from reference_engine.trie_walk import token_flags, walk_roots, warm_up
 
-#: Subtrees shared between states through the walk memo: at least this many nodes,
-#: rooted above this depth (2: the first byte's subtrees only; opening deeper levels in
-#: Python costs more than the compiled walk it saves).
+#: Subtrees below a first byte shared between states through the walk memo: at least
+#: this many nodes. (Opening the memo one or two levels deeper, in Python, paid off
+#: while the walk was numpy; with the compiled walk it costs more than it saves.)
 MEMO_MIN_SUBTREE = 256
-MEMO_DEPTH = 2
 
 
 class TokenTrie:
@@ -184,11 +183,14 @@ class TokenTrie:
         return v
 
     # ------------------------------------------------------------------ walk
+    # Exits are a pair of int32 arrays ``(nodes, states)``: the trie nodes reached in a
+    # state where a rule may end, call another one or meet an object guard.
+
     def walk_many(self, pda, state: int, nodes: list[int]):
         """:meth:`walk` below several nodes at once (their subtrees are disjoint or
         identical walks are deduplicated by the caller)."""
         if not nodes:
-            return np.zeros(0, dtype=np.int32), []
+            return np.zeros(0, dtype=np.int32), NO_EXITS
         alive, _, exits, _ = walk_roots(self, pda, nodes, [state] * len(nodes), grouped=False)
         return alive, exits
 
@@ -196,17 +198,18 @@ class TokenTrie:
         """Run ``state`` over the subtree below ``node`` (not ``node`` itself).
 
         Returns ``(alive_nodes, exits)``: the nodes reached with a live state (as one
-        numpy array) and a list of ``(node, state)`` where the state can end its rule
-        or call another one (the stack decides what follows)."""
+        numpy array) and the exits ``(nodes, states)`` where the state can end its rule,
+        call another one or meet an object guard (the stack decides what follows)."""
         if self._py_count[node] == 0:
-            return np.zeros(0, dtype=np.int32), []
+            return np.zeros(0, dtype=np.int32), NO_EXITS
         alive, _, exits, _ = walk_roots(self, pda, [node], [state], grouped=False)
         return alive, exits
 
     def walk_root(self, pda, state: int, memo: dict, budget: list[int]):
         """:meth:`walk` from the root, with the subtrees below the first byte shared
         through ``memo`` (per compiled grammar): ``(depth-1 node, state there)`` →
-        ``(alive nodes, exits)`` of that subtree.
+        ``(alive nodes, exits)`` of that subtree, for subtrees of at least
+        :data:`MEMO_MIN_SUBTREE` nodes.
 
         States reading free text (a string's content, an object key) lead most first
         bytes into one and the same state, whose subtree is then walked once for all
@@ -214,86 +217,71 @@ class TokenTrie:
         the memo's remaining capacity in stored nodes (nothing is stored at 0)."""
         if self._py_count[0] == 0:
             return self.walk(pda, state, 0)
-        first, exits, kids = self._open(pda, 0, state)
-        alive = [np.array(first, dtype=np.int32)]
-        for a, ex in self._subtrees(pda, kids, memo, budget, 2):
-            alive.append(a)
-            exits.extend(ex)
-        return np.concatenate(alive), exits
-
-    def _open(self, pda, v: int, s: int):
-        """One level below ``v`` from state ``s``: the children reached alive, the exits
-        among them, and ``(child, state)`` for the alive ones that have children."""
-        row = pda.rows[s]
+        row = pda.rows[state]
         if row is None:
-            row = pda.materialise(s)
+            row = pda.materialise(state)
         exitflag, stopflag = pda.exit_list, pda.stop_list
-        start, count, byte = self._py_start, self._py_count, self._py_byte
-        al: list[int] = []
-        ex: list[tuple[int, int]] = []
-        kids: list[tuple[int, int]] = []
-        for c in range(start[v], start[v] + count[v]):
+        start, count, byte, sub = self._py_start, self._py_count, self._py_byte, self._py_sub
+        first: list[int] = []
+        ex_n: list[int] = []
+        ex_s: list[int] = []
+        parts: list[tuple] = []  # (alive, exits) of the first bytes' subtrees
+        batch: list[tuple[int, int]] = []
+        for c in range(start[0], start[0] + count[0]):
             t = row[byte[c]]
             if t < 0:
                 continue
             if exitflag[t]:
-                ex.append((c, t))
+                ex_n.append(c)
+                ex_s.append(t)
                 if stopflag[t]:
                     continue
-            al.append(c)
-            if count[c]:
-                kids.append((c, t))
-        return al, ex, kids
-
-    def _subtrees(self, pda, pairs: list[tuple[int, int]], memo: dict, budget: list[int],
-                  depth: int) -> list[tuple[np.ndarray, list]]:
-        """Per ``(node, state)`` pair, the walk of the subtree strictly below ``node``
-        from ``state``: ``(alive nodes, exits)``. Large subtrees go through ``memo``;
-        a large one not found there is opened one level (in Python) and its children
-        looked up in turn, down to depth :data:`MEMO_DEPTH`, so that a state that
-        follows a key's prefix for a byte or two before falling into the common
-        free-text state still shares the big subtrees below; the rest is walked in
-        one batch."""
-        sub = self._py_sub
-        out: list = [None] * len(pairs)
-        batch: list[int] = []
-        opened: list[int] = []
-        for i, key in enumerate(pairs):
-            if sub[key[0]] < MEMO_MIN_SUBTREE:
-                batch.append(i)
+            first.append(c)
+            if not count[c]:
                 continue
-            got = memo.get(key)
-            if got is not None:
-                out[i] = got
-            elif depth < MEMO_DEPTH:
-                opened.append(i)
-            else:
-                batch.append(i)
+            if sub[c] >= MEMO_MIN_SUBTREE:
+                got = memo.get((c, t))
+                if got is not None:
+                    parts.append(got)
+                    continue
+            batch.append((c, t))
         if batch:
-            alive, a_off, exits, e_off = walk_roots(self, pda, [pairs[i][0] for i in batch],
-                                                    [pairs[i][1] for i in batch])
-            for j, i in enumerate(batch):
-                out[i] = (alive[a_off[j]:a_off[j + 1]], exits[e_off[j]:e_off[j + 1]])
-        if opened:
-            kid_pairs: list[tuple[int, int]] = []
-            own = []
-            for i in opened:
-                al, ex, kids = self._open(pda, *pairs[i])
-                own.append((i, al, ex, range(len(kid_pairs), len(kid_pairs) + len(kids))))
-                kid_pairs.extend(kids)
-            res = self._subtrees(pda, kid_pairs, memo, budget, depth + 1) if kid_pairs else []
-            for i, al, ex, kids in own:
-                arrs = [np.array(al, dtype=np.int32)]
-                for k in kids:
-                    arrs.append(res[k][0])
-                    ex.extend(res[k][1])
-                out[i] = (np.concatenate(arrs), ex)
-        for i in opened + batch:
-            key = pairs[i]
-            if budget[0] > 0 and sub[key[0]] >= MEMO_MIN_SUBTREE:
-                a, ex = out[i]
-                if a.base is not None:
-                    a = a.copy()  # a slice of a batch's walk: keep only its own nodes
-                memo[key] = (a, ex)
-                budget[0] -= a.size + len(ex) + 16
-        return out
+            alive, a_off, (en, es), e_off = walk_roots(self, pda, [c for c, _ in batch],
+                                                       [t for _, t in batch])
+            parts.append((alive, (en, es)))
+            for j, key in enumerate(batch):
+                if budget[0] > 0 and sub[key[0]] >= MEMO_MIN_SUBTREE:
+                    a = alive[a_off[j]:a_off[j + 1]].copy()
+                    ex = (en[e_off[j]:e_off[j + 1]].copy(), es[e_off[j]:e_off[j + 1]].copy())
+                    memo[key] = (a, ex)
+                    budget[0] -= a.size + ex[0].size + 16
+        alive = np.concatenate([np.array(first, dtype=np.int32)] + [a for a, _ in parts])
+        exits = (np.concatenate([np.array(ex_n, dtype=np.int32)] + [e[0] for _, e in parts]),
+                 np.concatenate([np.array(ex_s, dtype=np.int32)] + [e[1] for _, e in parts]))
+        return alive, exits
+
+
+#: The exits of a walk that has none.
+NO_EXITS = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32))
+
+
+def group_exits(exits, child_count: np.ndarray, stopflag: np.ndarray) -> list[tuple[int, list[int]]]:
+    """``[(state, nodes), ...]``: the exits a walk goes on from (those at a stop state,
+    and those with children below), grouped by state."""
+    en, es = exits
+    if not en.size:
+        return []
+    keep = (child_count[en] > 0) | stopflag[es]
+    if not keep.all():
+        en, es = en[keep], es[keep]
+        if not en.size:
+            return []
+    if en.size == 1:
+        return [(int(es[0]), [int(en[0])])]
+    order = np.argsort(es, kind="stable")
+    es, en = es[order], en[order]
+    cut = np.flatnonzero(es[1:] != es[:-1]) + 1
+    bounds = [0] + cut.tolist() + [en.size]
+    states = es[bounds[:-1]].tolist()
+    nodes = en.tolist()
+    return [(states[i], nodes[bounds[i]:bounds[i + 1]]) for i in range(len(states))]

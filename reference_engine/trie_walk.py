@@ -135,14 +135,15 @@ def walk_roots(trie, pda, roots: list[int], states: list[int], grouped: bool = T
 
     Returns ``(alive, a_off, exits, e_off)``, grouped by root in root order: root
     ``i``'s trie nodes reached with a live state are ``alive[a_off[i]:a_off[i+1]]`` (one
-    int32 array), its exits ``exits[e_off[i]:e_off[i+1]]`` (a list of ``(node, state)``
-    where a rule may end, call or meet an object guard; see
-    :class:`~reference_engine.trie.TokenTrie`); the offsets are lists of ``k + 1`` ints.
+    int32 array), its exits ``(nodes[e_off[i]:e_off[i+1]], states[e_off[i]:e_off[i+1]])``
+    of ``exits = (nodes, states)`` (two int32 arrays: where a rule may end, call or meet
+    an object guard; see :class:`~reference_engine.trie.TokenTrie`); the offsets are
+    lists of ``k + 1`` ints.
     With ``grouped=False`` the offsets are None and the order is unspecified (cheaper
     when the caller takes the union)."""
     k = len(roots)
     if k == 0:
-        return np.zeros(0, dtype=np.int32), [0], [], [0]
+        return np.zeros(0, dtype=np.int32), [0], (np.zeros(0, dtype=np.int32),) * 2, [0]
     r = np.asarray(roots, dtype=np.int32)
     s = np.asarray(states, dtype=np.int32)
     owners = None  # per root of this round, the caller's root it belongs to
@@ -165,7 +166,7 @@ def walk_roots(trie, pda, roots: list[int], states: list[int], grouped: bool = T
         na, ne, n_p = int(al_end[-1]), int(ex_end[-1]), int(p_end[-1])
         if owners is None and n_p == 0:
             # one round (rows all built): the kernel's own grouping is the answer
-            exits = list(zip(exn[:ne].tolist(), exs[:ne].tolist()))
+            exits = (exn[:ne].copy(), exs[:ne].copy())
             if not grouped:
                 return al[:na].copy(), None, exits, None
             return al[:na].copy(), [0] + al_end.tolist(), exits, [0] + ex_end.tolist()
@@ -194,14 +195,14 @@ def walk_roots(trie, pda, roots: list[int], states: list[int], grouped: bool = T
     en = np.concatenate(parts_en)
     es = np.concatenate(parts_es)
     if not grouped:
-        return a, None, list(zip(en.tolist(), es.tolist())), None
+        return a, None, (en, es), None
     ao = np.concatenate(parts_ao)
     order = np.argsort(ao, kind="stable")
     a_off = np.searchsorted(ao[order], np.arange(k + 1)).tolist()
     eo = np.concatenate(parts_eo)
     eorder = np.argsort(eo, kind="stable")
     e_off = np.searchsorted(eo[eorder], np.arange(k + 1)).tolist()
-    return (a[order], a_off, list(zip(en[eorder].tolist(), es[eorder].tolist())), e_off)
+    return a[order], a_off, (en[eorder], es[eorder]), e_off
 
 
 def warm_up() -> None:

@@ -34,6 +34,11 @@ def plain_walk(trie, pda, root: int, state: int):
     return alive, exits
 
 
+def pairs(exits, lo: int = 0, hi: int | None = None) -> set:
+    """The ``(node, state)`` pairs of a walk's exits (two arrays), ``lo:hi``."""
+    return set(zip(exits[0][lo:hi].tolist(), exits[1][lo:hi].tolist()))
+
+
 GRAMMARS = {
     "object": lambda: compile_json_schema({
         "type": "object",
@@ -68,10 +73,10 @@ def test_walk_roots_equals_plain_walk(name):
             got_alive = alive[a_off[i]:a_off[i + 1]].tolist()
             assert len(got_alive) == len(set(got_alive))
             assert set(got_alive) == want_alive, (name, s, r)
-            assert set(exits[e_off[i]:e_off[i + 1]]) == want_exits, (name, s, r)
+            assert pairs(exits, e_off[i], e_off[i + 1]) == want_exits, (name, s, r)
         checked += 1
         # move on to states the walk reached (exits and a few alive continuations)
-        for _, t in exits[:50]:
+        for t in exits[1][:50].tolist():
             if t not in seen and fast.has_bytes[t]:
                 seen.add(t)
                 states.append(t)
@@ -87,7 +92,7 @@ def test_walk_roots_mixed_states_and_empty():
     trie = adapter().trie
     pda = ref = Compiled(GRAMMARS["object"](), trie).pda
     alive, a_off, exits, e_off = walk_roots(trie, pda, [], [])
-    assert alive.size == 0 and a_off == [0] and exits == [] and e_off == [0]
+    assert alive.size == 0 and a_off == [0] and not pairs(exits) and e_off == [0]
     configs, _ = pda.initial()
     s0 = configs[0][0]
     after, _ = pda.advance(configs, b'{"na')  # inside a key: a different state
@@ -99,7 +104,7 @@ def test_walk_roots_mixed_states_and_empty():
     for i, (r, s) in enumerate(zip(roots, states)):
         want_alive, want_exits = plain_walk(trie, ref, r, s)
         assert set(alive[a_off[i]:a_off[i + 1]].tolist()) == want_alive
-        assert set(exits[e_off[i]:e_off[i + 1]]) == want_exits
+        assert pairs(exits, e_off[i], e_off[i + 1]) == want_exits
     assert a_off[3] == a_off[2]  # a leaf has nothing below it
 
 
@@ -129,4 +134,30 @@ def test_walk_outgrows_its_buffers(monkeypatch):
     assert tw._BUFFERS.size > 1 << 16
     want_alive, want_exits = plain_walk(trie, pda, 0, s)
     assert alive.size == len(want_alive) > 200_000
-    assert set(alive.tolist()) == want_alive and set(exits) == want_exits
+    assert set(alive.tolist()) == want_alive and pairs(exits) == want_exits
+
+
+def test_walk_root_with_its_memo_equals_plain_walk():
+    """walk_root reads the first level itself and shares the first bytes' subtrees
+    between states through a memo: the second state's walk reuses entries the first
+    stored, and both still equal the plain walk."""
+    from reference_engine.trie import group_exits
+
+    trie = adapter().trie
+    pda = Compiled(GRAMMARS["object"](), trie).pda
+    configs, _ = pda.initial()
+    states = [pda.advance(configs, data)[0][0][0] for data in (b'{"', b'{"na', b'{"name": "')]
+    memo: dict = {}
+    budget = [8_000_000]
+    for s in states:
+        alive, exits = trie.walk_root(pda, s, memo, budget)
+        want_alive, want_exits = plain_walk(trie, pda, 0, s)
+        assert set(alive.tolist()) == want_alive and len(alive) == len(want_alive)
+        assert pairs(exits) == want_exits
+        groups = group_exits(exits, trie.child_count32, pda.stopflag)
+        want = {}
+        for n, t in want_exits:
+            if trie.child_count[n] or pda.stop_list[t]:
+                want.setdefault(t, set()).add(n)
+        assert {t: set(ns) for t, ns in groups} == want
+    assert memo and budget[0] < 8_000_000
