@@ -103,6 +103,8 @@ def cache_figures(records: list[dict[str, Any]]) -> dict[str, Any] | None:
         "share": sum(stored) / max(1, sum(dense)), "formats": fmts,
         "ctx_median_kib": statistics.median(s["ctx_cache_bytes"] for s in stats) / 1024,
         "final_median_kib": statistics.median(s["final_cache_bytes"] for s in stats) / 1024,
+        "walk_median_kib": statistics.median(s.get("walk_memo_bytes", 0) for s in stats) / 1024,
+        "walk_max_kib": max(s.get("walk_memo_bytes", 0) for s in stats) / 1024,
         "moved_avg": statistics.mean(moved), "moved_max": max(s["expansion_moved_max"] for s in stats),
         "lookahead_avg": statistics.mean(s.get("lookahead_moved_avg", 0.0) for s in stats),
         "cd_avg": statistics.mean(s["cd_avg"] for s in stats),
@@ -160,7 +162,8 @@ def print_report(run: Path, per_schema: bool = False) -> int:
         print(f"  node formats: dense {f['dense']}, sparse accepted {f['accepted']}, "
               f"sparse rejected {f['rejected']}")
         print(f"  context cache median {cache['ctx_median_kib']:,.0f} KiB; composed-mask LRU "
-              f"median {cache['final_median_kib']:,.0f} KiB")
+              f"median {cache['final_median_kib']:,.0f} KiB; walk memos median "
+              f"{cache['walk_median_kib']:,.0f} KiB, max {cache['walk_max_kib']:,.0f} KiB")
         print(f"  context-dependent tokens per node: {cache['cd_avg']:,.0f} on average; "
               f"moved to context-independent by context expansion: {cache['moved_avg']:,.0f} "
               f"per node on average (max {cache['moved_max']:,}); of them through "

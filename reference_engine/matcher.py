@@ -80,7 +80,10 @@ class MaskComputer:
         self._by_key: dict[frozenset, NodeMask] = {}
         self._shared = 0  # states served by another state's entry (see mask_key)
         self._ctx: dict[tuple[int, int], WordSet] = {}
+        #: walks of :meth:`context` (see _walk_tokens) and token ids at stop nodes
+        #: (see _ids_at), within one budget of stored entries
         self._cwalk: dict[tuple, tuple] = {}
+        self._cids: dict[tuple, np.ndarray] = {}
         self._cwalk_budget = CONTEXT_WALK_MEMO
         self._final: OrderedDict = OrderedDict()
         self._lclosure: dict[tuple, tuple] = {}
@@ -376,13 +379,13 @@ class MaskComputer:
 
     def _ids_at(self, nodes: tuple[int, ...]) -> np.ndarray:
         """Token ids ending at ``nodes`` (sorted, distinct), memoised like the walks."""
-        got = self._cwalk.get(nodes)
+        got = self._cids.get(nodes)
         if got is None:
             got = self.trie.tokens_at(np.array(nodes, dtype=np.int64))
             cost = got.size + len(nodes) + 16
             if self._cwalk_budget >= cost:
                 self._cwalk_budget -= cost
-                self._cwalk[nodes] = got
+                self._cids[nodes] = got
         return got
 
     def _walk_tokens(self, state: int, nodes: tuple[int, ...]):
@@ -654,6 +657,17 @@ class MaskComputer:
                 ov[t >> 5] &= np.uint32(~(1 << (t & 31)) & 0xFFFFFFFF)
                 self.key_cleared += 1
 
+    def _walk_memo_bytes(self) -> int:
+        """Bytes of the arrays the walk memos hold (the subtrees below first bytes, the
+        context walks and their token ids; Python containers around them not counted)."""
+        total = 0
+        for alive, (en, es) in self._sub.values():
+            total += alive.nbytes + en.nbytes + es.nbytes
+        for ids, groups in self._cwalk.values():
+            total += ids.nbytes + 8 * sum(len(ns) for _, _, ns in groups)
+        total += sum(ids.nbytes for ids in self._cids.values())
+        return total
+
     def stats(self) -> dict:
         """Cache sizes and the vocabulary split, summed over the states visited.
 
@@ -675,6 +689,7 @@ class MaskComputer:
             "ctx_cache_bytes": sum(w.nbytes for w in self._ctx.values()),
             "final_entries": len(self._final),
             "final_cache_bytes": len(self._final) * self.words * 4,
+            "walk_memo_bytes": self._walk_memo_bytes(),
             "ci_accepted_avg": (sum(nm.n_accepted for nm in nodes) / n) if n else 0.0,
             "ci_rejected_avg": (sum(vocab - nm.n_accepted - nm.n_cd for nm in nodes) / n) if n else 0.0,
             "cd_avg": (sum(nm.n_cd for nm in nodes) / n) if n else 0.0,

@@ -152,4 +152,6 @@ def test_mask_cache_stats_land_in_the_job_record():
     assert s["nodes"] > 3 and s["dense_equiv_bytes"] == s["nodes"] * words * 4
     assert 0 < s["node_cache_bytes"] < s["dense_equiv_bytes"]
     assert sum(s["node_formats"].values()) == s["nodes"]
+    # the walk memos are reported beside the cache (the person's string walks are kept)
+    assert s["walk_memo_bytes"] > 0
     json.dumps(rec)  # the record stays JSON
