@@ -325,7 +325,7 @@ class MaskComputer:
         got = self._ctx.get(key)
         if got is not None:
             return got
-        pda, trie = self.pda, self.trie
+        pda = self.pda
         pool = pda.stacks
         parts: list[np.ndarray] = []
         # work: (state, stack, popped) -> trie nodes; ``popped``: the configuration was

@@ -53,7 +53,7 @@ import numpy as np
 
 from reference_engine import ir
 from reference_engine.automata import DFA
-from reference_engine.encoding import START, STEPS, candidates, moves
+from reference_engine.encoding import START, candidates, moves
 from reference_engine.stack import EMPTY, StackPool
 
 
@@ -368,7 +368,7 @@ class _ObjectLogic:
 class _FragClass:
     """A code-point DFA read through a decoder, with a length window."""
 
-    __slots__ = ("dfa", "enc", "lo", "hi", "cap", "step", "windowed", "lens", "_row_memo",
+    __slots__ = ("dfa", "enc", "lo", "hi", "cap", "windowed", "lens", "_row_memo",
                  "_partial_memo", "_ascii", "_los", "_high_id", "_high_ids")
 
     def __init__(self, dfa: DFA, enc: str, lo: int, hi: int | None):
@@ -378,7 +378,6 @@ class _FragClass:
         self.hi = hi
         self.windowed = lo > 0 or hi is not None
         self.cap = hi if hi is not None else lo
-        self.step = STEPS[enc]
         self.lens = dfa.lengths() if self.windowed else None
         self._row_memo: dict[tuple, list] = {}
         #: (DFA state, or -1 - id of its edges above 0x7F for a partial UTF-8 character;
@@ -1138,23 +1137,16 @@ class PDA:
         if row is not None:
             return row
         items = self.items[sid]
-        goto = self._goto
+        goto1 = self._goto1
         row = [-1] * 256
         if len(items) == 1 and len(next(iter(items))) == 5:
             # inside a code-point fragment (a string's content, a partial character):
             # one item, whose successors are single items too
             (f, d, dec, cnt, p), = items
-            goto1 = self._goto1
             for b, (d2, dec2, cnt2) in self.frag_class[f].row(d, dec, cnt):
                 item = (f, d2, dec2, cnt2, p)
                 t = goto1.get(item)
-                if t is None:
-                    seed = frozenset((item,))
-                    t = goto.get(seed)
-                    if t is None:
-                        t = goto[seed] = self._intern(self._closure(seed))
-                    goto1[item] = t
-                row[b] = t
+                row[b] = t if t is not None else self._goto_state((item,))
         else:
             nxt: dict[int, list] = {}
             for it in items:
@@ -1177,37 +1169,26 @@ class PDA:
                             nxt[b] = [item]
                         else:
                             got.append(item)
-            goto1 = self._goto1
             for b, its in nxt.items():
-                if len(its) == 1:
-                    # most bytes lead one item on (the others die): no set to build
-                    item = its[0]
-                    t = goto1.get(item)
-                    if t is None:
-                        seed = frozenset(its)
-                        t = goto.get(seed)
-                        if t is None:
-                            t = goto[seed] = self._intern(self._closure(seed))
-                        goto1[item] = t
-                else:
-                    seed = frozenset(its)
-                    t = goto.get(seed)
-                    if t is None:
-                        t = goto[seed] = self._intern(self._closure(seed))
-                row[b] = t
+                # most bytes lead one item on (the others die): no set to build
+                t = goto1.get(its[0]) if len(its) == 1 else None
+                row[b] = t if t is not None else self._goto_state(its)
         self.rows[sid] = row
         self.table[sid] = row
         self.materialised[sid] = True
         return row
 
-    def ensure(self, states: np.ndarray) -> None:
-        """Materialise the rows of all ``states`` (a numpy int array, no -1)."""
-        if states.size == 0:
-            return
-        mat = self.materialised[states]
-        if not mat.all():
-            for s in np.unique(states[~mat]).tolist():
-                self.materialise(s)
+    def _goto_state(self, its) -> int:
+        """The state that the items ``its`` (where one byte leads) make after their
+        closure, memoised per item (one) or per set of items."""
+        if len(its) == 1:
+            t = self._goto1[its[0]] = self._intern(self._closure(its))
+            return t
+        seed = frozenset(its)
+        t = self._goto.get(seed)
+        if t is None:
+            t = self._goto[seed] = self._intern(self._closure(seed))
+        return t
 
     # ---------------------------------------------------------------- configurations
     def closure(self, sid: int, stack: int) -> tuple[tuple, bool]:
