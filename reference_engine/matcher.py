@@ -34,6 +34,7 @@ committed token, so ``rollback(n)`` just drops entries (no recomputation).
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 
 import numpy as np
@@ -116,6 +117,10 @@ class MaskComputer:
         #: (automaton node, tracker frames) -> no token of the node's mask writes a
         #: seen key (where that node's own entry is the whole mask)
         self._no_writer: OrderedDict = OrderedDict()
+        #: the caches above, the automaton's lazy rows and its stack pool are shared by
+        #: every matcher of the grammar: matchers used from several threads (a batch
+        #: filled on a thread pool) take this lock around each mask and commit
+        self.lock = threading.Lock()
         self.key_checks = 0  # tokens run through the key tracker for masks (stats)
         self.key_cleared = 0  # of them, cleared as duplicate keys
 
@@ -731,12 +736,16 @@ class GrammarMatcher:
             out.fill(0)
             return
         configs, accept = self._hist[-1]
-        self.masks.fill(configs, accept, out, None if self._keys is None else self._keys[-1])
+        with self.masks.lock:
+            self.masks.fill(configs, accept, out, None if self._keys is None else self._keys[-1])
 
     def keys_allow(self, data: bytes) -> bool:
         """Would ``data`` repeat no key of an open object? (the check the mask and the
         commit apply beside the automaton; for brute-force tests)"""
-        return self._keys is None or self.masks.key_allows(self._hist[-1][0], self._keys[-1], data)
+        if self._keys is None:
+            return True
+        with self.masks.lock:
+            return self.masks.key_allows(self._hist[-1][0], self._keys[-1], data)
 
     def accept_token(self, token_id: int) -> bool:
         if self._dead:
@@ -751,19 +760,20 @@ class GrammarMatcher:
         if not data:
             self._dead = True
             return False
-        res = self.pda.advance(configs, data)
-        if res is None:
-            self._dead = True
-            return False
-        if self._keys is not None:
-            kstate = self._keys[-1]
-            ks = jkeys.step(kstate, data)
-            # (where no dead end can arise, not repeating a key is all the rule asks)
-            if ks is None or (not self.masks._close_only
-                              and not self.masks.key_allows(configs, kstate, data, res[0])):
-                self._dead = True  # repeats a key, or leaves only repeats to complete one
+        with self.masks.lock:
+            res = self.pda.advance(configs, data)
+            if res is None:
+                self._dead = True
                 return False
-            self._keys.append(ks)
+            if self._keys is not None:
+                kstate = self._keys[-1]
+                ks = jkeys.step(kstate, data)
+                # (where no dead end can arise, not repeating a key is all the rule asks)
+                if ks is None or (not self.masks._close_only
+                                  and not self.masks.key_allows(configs, kstate, data, res[0])):
+                    self._dead = True  # repeats a key, or leaves only repeats to complete one
+                    return False
+                self._keys.append(ks)
         self._hist.append(res)
         return True
 
@@ -771,13 +781,14 @@ class GrammarMatcher:
         """Advance by raw bytes (not a token; for tests and tools)."""
         if self._dead:
             return False
-        res = self.pda.advance(self._hist[-1][0], data)
-        if res is None:
-            return False
-        if self._keys is not None:
-            if not self.masks.key_allows(self._hist[-1][0], self._keys[-1], data, res[0]):
+        with self.masks.lock:
+            res = self.pda.advance(self._hist[-1][0], data)
+            if res is None:
                 return False
-            self._keys.append(jkeys.step(self._keys[-1], data))
+            if self._keys is not None:
+                if not self.masks.key_allows(self._hist[-1][0], self._keys[-1], data, res[0]):
+                    return False
+                self._keys.append(jkeys.step(self._keys[-1], data))
         self._hist.append(res)
         return True
 

@@ -55,6 +55,38 @@ def test_batch_fill_equals_one_by_one(engine, vocab):
         assert type(filler) is not BatchFiller  # the engine's own batch API
 
 
+def test_reference_batch_fill_from_threads_on_a_fresh_grammar(vocab):
+    """The reference engine fills a batch from a thread pool; its compiled trie walk runs
+    without the GIL while other threads build the same grammar's automaton rows and cache
+    nodes. Rows filled concurrently on a fresh grammar equal masks filled one at a time
+    on a second, separately compiled copy."""
+    adapter = EngineSpec("reference").build(vocab)
+    schema = json.dumps({"type": "object", "properties": {
+        "name": {"type": "string", "maxLength": 40}, "tags": {"type": "array", "items": {
+            "enum": ["ä", "b", "日本"]}}, "n": {"type": "integer", "minimum": -3}},
+        "required": ["name"]})
+    doc = '{"name": "Zoë ab", "tags": ["日本", "b"], "n": 12}'
+    toks = vocab.encode(doc)
+    cuts = [0, 1, 2, 3, 5, 8, 11, 14, len(toks) - 1]
+    fresh, ref = adapter.compile(schema), adapter.compile(schema)
+    batch, alone = [fresh.matcher() for _ in cuts], [ref.matcher() for _ in cuts]
+    for ms in (batch, alone):
+        for m, k in zip(ms, cuts):
+            for t in toks[:k]:
+                assert m.commit(t)
+    bm = np.zeros((len(cuts), bitmask_words(vocab.size)), dtype=np.int32)
+    filler = adapter.batch_filler(4)
+    try:
+        filler.fill(batch, bm, list(range(len(cuts))))
+    finally:
+        filler.close()
+    one = allocate_bitmask(vocab.size)
+    for i, m in enumerate(alone):
+        m.fill_mask(one)
+        assert np.array_equal(one, bm[i]), cuts[i]
+        assert one.any()
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not is_installed("llguidance"), reason="llguidance not installed")
 def test_cli_batch_sweep(tmp_path):
