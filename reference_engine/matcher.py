@@ -387,11 +387,15 @@ class MaskComputer:
         got = self._cids.get(nodes)
         if got is None:
             got = self.trie.tokens_at(np.array(nodes, dtype=np.int64))
-            cost = got.size + len(nodes) + 16
-            if self._cwalk_budget >= cost:
-                self._cwalk_budget -= cost
-                self._cids[nodes] = got
+            self._remember(self._cids, nodes, got, got.size + len(nodes))
         return got
+
+    def _remember(self, memo: dict, key, value, entries: int) -> None:
+        """Keep ``value`` in one of the context memos if their shared budget allows."""
+        cost = entries + 16
+        if self._cwalk_budget >= cost:
+            self._cwalk_budget -= cost
+            memo[key] = value
 
     def _walk_tokens(self, state: int, nodes: tuple[int, ...]):
         """The tokens alive below ``nodes`` from ``state``, and the walk's exits that
@@ -410,10 +414,7 @@ class MaskComputer:
         stop = pda.stop_list
         got = (ids, tuple((t2, STOP if stop[t2] else False, ns)
                           for t2, ns in group_exits(exits, trie.child_count32, pda.stopflag)))
-        cost = ids.size + exits[0].size + len(nodes) + 16
-        if self._cwalk_budget >= cost:
-            self._cwalk_budget -= cost
-            self._cwalk[key] = got
+        self._remember(self._cwalk, key, got, ids.size + exits[0].size + len(nodes))
         return got
 
     def fill(self, configs: tuple, accept: bool, out: np.ndarray,

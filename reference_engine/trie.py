@@ -6,7 +6,7 @@ children of a node are contiguous and sorted by byte: ``child_start[v]``,
 nodes (``token_node[id]``; several ids may share bytes). Built with numpy from the
 sorted token list in a few hundred milliseconds for 128k tokens.
 
-:meth:`TokenTrie.walk` runs a PDA state over a whole subtree depth first with
+:meth:`TokenTrie.walk` runs a PDA state over a whole subtree breadth first with
 ``table[state, byte]`` lookups (the loop is compiled: :mod:`reference_engine.trie_walk`),
 pruning dead subtrees. It returns the nodes it reached alive and the *exits*: nodes
 reached in a state where the current rule may end or call another rule, whose

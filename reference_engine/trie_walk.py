@@ -117,13 +117,14 @@ class _Buffers(threading.local):
     double whenever a walk outgrows them."""
 
     def __init__(self) -> None:
-        self.size = 0
-        self.arrays: tuple[np.ndarray, ...] = ()
+        self.arrays: tuple[np.ndarray, ...] = self._make(1 << 16)
 
-    def get(self, need: int) -> tuple[np.ndarray, ...]:
-        if need > self.size or not self.arrays:
-            self.size = max(need, 2 * self.size, 1 << 16)
-            self.arrays = tuple(np.empty(self.size, dtype=np.int32) for _ in range(9))
+    @staticmethod
+    def _make(size: int) -> tuple[np.ndarray, ...]:
+        return tuple(np.empty(size, dtype=np.int32) for _ in range(9))
+
+    def grow(self) -> tuple[np.ndarray, ...]:
+        self.arrays = self._make(2 * self.arrays[0].size)
         return self.arrays
 
 
@@ -146,14 +147,15 @@ def walk_roots(trie, pda, roots: list[int], states: list[int], grouped: bool = T
         return np.zeros(0, dtype=np.int32), [0], (np.zeros(0, dtype=np.int32),) * 2, [0]
     r = np.asarray(roots, dtype=np.int32)
     s = np.asarray(states, dtype=np.int32)
-    owners = None  # per root of this round, the caller's root it belongs to
+    resumed = False  # a later round (from pending pairs) has run
+    owners = None  # (grouped) per root of this round, the caller's root it belongs to
     parts_a: list[np.ndarray] = []
     parts_ao: list[np.ndarray] = []
     parts_en: list[np.ndarray] = []
     parts_es: list[np.ndarray] = []
     parts_eo: list[np.ndarray] = []
     while True:
-        bufs = _BUFFERS.get(0)
+        bufs = _BUFFERS.arrays
         while True:
             al, exn, exs, pn, ps, _, a_own, e_own, p_own = bufs
             # the table may have grown (and moved) while rows were built
@@ -162,9 +164,9 @@ def walk_roots(trie, pda, roots: list[int], states: list[int], grouped: bool = T
                 trie.child_count32, trie.node_byte32, r, s, *bufs, al.size)
             if al_end[0] >= 0:
                 break
-            bufs = _BUFFERS.get(2 * al.size)
+            bufs = _BUFFERS.grow()
         na, ne, n_p = int(al_end[-1]), int(ex_end[-1]), int(p_end[-1])
-        if owners is None and n_p == 0:
+        if not resumed and n_p == 0:
             # one round (rows all built): the kernel's own grouping is the answer
             exits = (exn[:ne].copy(), exs[:ne].copy())
             if not grouped:
@@ -183,14 +185,13 @@ def walk_roots(trie, pda, roots: list[int], states: list[int], grouped: bool = T
                 parts_ao.append(owners[a_own[:na]])
                 parts_eo.append(owners[e_own[:ne]])
                 owners = owners[p_own[:n_p]]
-        else:
-            owners = True
         if n_p == 0:
             break
         r = pn[:n_p].copy()
         s = ps[:n_p].copy()
         for st in sorted(set(s.tolist())):
             pda.materialise(st)
+        resumed = True
     a = np.concatenate(parts_a)
     en = np.concatenate(parts_en)
     es = np.concatenate(parts_es)
@@ -212,5 +213,5 @@ def warm_up() -> None:
     one = np.zeros(1, dtype=np.int32)
     _kernel(np.full((1, 256), -1, dtype=np.int32), np.ones(1, dtype=bool),
             np.zeros(1, dtype=bool), np.zeros(1, dtype=bool), one, one, one, one, one,
-            *_BUFFERS.get(2), 2)
+            *_BUFFERS.arrays, _BUFFERS.arrays[0].size)
     _flags(np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32), 1, np.zeros(1, dtype=bool))
