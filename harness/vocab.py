@@ -154,7 +154,7 @@ def _tiktoken_vocab(
             return [t + rank_offset for t in enc.encode(text, disallowed_special=())]
     return Vocabulary(
         name=name,
-        tokens=tokens,
+        tokens=tuple(tokens),  # a tuple stays out of the garbage collector
         special_ids=frozenset(special_ids),
         stop_ids=stop_ids,
         bos_id=by_name.get(bos_name) if bos_name else None,

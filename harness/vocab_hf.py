@@ -217,7 +217,7 @@ def load_tokenizer_json(path: str) -> Vocabulary:
 
     return Vocabulary(
         name=f"hf:{path}",
-        tokens=tokens,
+        tokens=tuple(tokens),  # a tuple stays out of the garbage collector
         special_ids=frozenset(special),
         stop_ids=stop_ids,
         bos_id=bos_id,

@@ -379,7 +379,7 @@ class _FragClass:
         self.windowed = lo > 0 or hi is not None
         self.cap = hi if hi is not None else lo
         self.lens = dfa.lengths() if self.windowed else None
-        self._row_memo: dict[tuple, list] = {}
+        self._row_memo: dict[tuple, tuple] = {}
         #: (DFA state, or -1 - id of its edges above 0x7F for a partial UTF-8 character;
         #: partial character; counter or 0) -> what the partial becomes: its canonical
         #: form, True (itself) or False (dead); shared by all rows
@@ -462,8 +462,8 @@ class _FragClass:
             return None
         return ("*", need, t, unit, first) if unit == "8" else ("*", need, t, unit)
 
-    def row(self, d: int, dec, cnt: int) -> list:
-        """``[(byte, (d2, dec2, cnt2)), ...]`` for the bytes that keep the item alive."""
+    def row(self, d: int, dec, cnt: int) -> tuple:
+        """``((byte, (d2, dec2, cnt2)), ...)`` for the bytes that keep the item alive."""
         key = (d, dec, cnt)
         got = self._row_memo.get(key)
         if got is not None:
@@ -479,7 +479,7 @@ class _FragClass:
                 _, need, t, unit = dec
                 rng = _HEXB
                 nxt = (t, START, cnt1) if need == 1 else (t, ("*", need - 1, t, unit), cnt)
-            out = [(b, nxt) for b in rng]
+            out = tuple((b, nxt) for b in rng)
             self._row_memo[key] = out
             return out
         dstep = self.dfa.step
@@ -534,7 +534,7 @@ class _FragClass:
                     out.append((b, (d, st, cnt)))
                 elif v:
                     out.append((b, (v[2], v, cnt)))
-        self._row_memo[key] = out
+        out = self._row_memo[key] = tuple(out)
         return out
 
 
@@ -956,7 +956,7 @@ class PDA:
         self.state_rule: list[int] = []
         self.state_calls: list[tuple] = []
         self.has_bytes: list[bool] = []
-        self.rows: list[list[int] | None] = []
+        self.rows: list[tuple[int, ...] | None] = []
         self.exit_list: list[bool] = []
         self.stop_list: list[bool] = []
         #: per state, its object-frame guards ``(Guard, target state)``
@@ -1131,8 +1131,8 @@ class PDA:
             got = self._bits[mask] = [b for b in range(256) if mask >> b & 1]
         return got
 
-    def materialise(self, sid: int) -> list[int]:
-        """Build the byte row of state ``sid`` (idempotent); returns it as a list."""
+    def materialise(self, sid: int) -> tuple[int, ...]:
+        """Build the byte row of state ``sid`` (idempotent); returns it as a tuple."""
         row = self.rows[sid]
         if row is not None:
             return row
@@ -1173,7 +1173,9 @@ class PDA:
                 # most bytes lead one item on (the others die): no set to build
                 t = goto1.get(its[0]) if len(its) == 1 else None
                 row[b] = t if t is not None else self._goto_state(its)
-        self.rows[sid] = row
+        # a tuple: long-lived and never changed, it stays out of the garbage collector's
+        # full passes (see TokenTrie.token_bytes)
+        row = self.rows[sid] = tuple(row)
         self.table[sid] = row
         self.materialised[sid] = True
         return row

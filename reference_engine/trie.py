@@ -105,7 +105,11 @@ class TokenTrie:
         token_node = np.full(self.vocab_size, -1, dtype=np.int64)
         token_node[np.array(ids, dtype=np.int64)] = token_node_sorted
         self.token_node = token_node
-        self.token_bytes = [bytes(t) for t in tokens]
+        # tuples, not lists, here and below: a tuple of ints or bytes drops out of the
+        # cyclic garbage collector after its first pass, a list is traversed by every
+        # full collection (about 0.1 s for these few million entries, landing in
+        # whichever mask happens to allocate past the collector's threshold)
+        self.token_bytes = tuple(bytes(t) for t in tokens)
         # CSR: tokens ending at each node
         valid = np.nonzero(token_node >= 0)[0]
         by_node = valid[np.argsort(token_node[valid], kind="stable")]
@@ -126,10 +130,10 @@ class TokenTrie:
         self.child_count32 = self.child_count.astype(np.int32)
         # token -> node with a sentinel node (n_nodes) for tokens outside the trie
         self.token_node_safe = np.where(token_node >= 0, token_node, self.n_nodes).astype(np.int32)
-        self._py_start = self.child_start.tolist()
-        self._py_count = self.child_count.tolist()
-        self._py_byte = self.node_byte.tolist()
-        self._py_sub = sub.tolist()
+        self._py_start = tuple(self.child_start.tolist())
+        self._py_count = tuple(self.child_count.tolist())
+        self._py_byte = tuple(self.node_byte.tolist())
+        self._py_sub = tuple(sub.tolist())
         warm_up()
 
     # ------------------------------------------------------------------ helpers
