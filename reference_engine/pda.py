@@ -463,7 +463,10 @@ class _FragClass:
         return ("*", need, t, unit, first) if unit == "8" else ("*", need, t, unit)
 
     def row(self, d: int, dec, cnt: int) -> tuple:
-        """``((byte, (d2, dec2, cnt2)), ...)`` for the bytes that keep the item alive."""
+        """``((successor, mask, bytes), ...)``: the bytes that keep the item ``(d, dec,
+        cnt)`` alive, grouped by the ``successor = (d2, dec2, cnt2)`` they lead to (a
+        handful of groups: most bytes of a DFA edge lead to one and the same state);
+        ``mask`` has bit ``b`` set for each byte ``b`` of the group's ``bytes``."""
         key = (d, dec, cnt)
         got = self._row_memo.get(key)
         if got is not None:
@@ -479,8 +482,7 @@ class _FragClass:
                 _, need, t, unit = dec
                 rng = _HEXB
                 nxt = (t, START, cnt1) if need == 1 else (t, ("*", need - 1, t, unit), cnt)
-            out = tuple((b, nxt) for b in rng)
-            self._row_memo[key] = out
+            out = self._row_memo[key] = _grouped([(b, nxt) for b in rng])
             return out
         dstep = self.dfa.step
         windowed = self.windowed
@@ -498,12 +500,19 @@ class _FragClass:
                     break
                 ascii_row[lo:min(hi, 127) + 1] = [t] * (min(hi, 127) + 1 - lo)
             self._ascii[d] = ascii_row
+        feasible: dict[int, bool] = {}  # per target state, within this row
         for b, r in moves(self.enc, dec):
             if r[0] == "c":
                 cp = r[1]
                 d2 = ascii_row[cp] if cp < 128 else dstep(d, cp)
-                if d2 is None or (windowed and not self.feasible(d2, cnt + 1)):
+                if d2 is None:
                     continue
+                if windowed:
+                    ok = feasible.get(d2)
+                    if ok is None:
+                        ok = feasible[d2] = self.feasible(d2, cnt + 1)
+                    if not ok:
+                        continue
                 out.append((b, (d2, START, cnt1)))
             else:
                 st = r[1]
@@ -534,11 +543,31 @@ class _FragClass:
                     out.append((b, (d, st, cnt)))
                 elif v:
                     out.append((b, (v[2], v, cnt)))
-        out = self._row_memo[key] = tuple(out)
+        out = self._row_memo[key] = _grouped(out)
         return out
 
 
+def _grouped(pairs: list) -> tuple:
+    """``[(byte, successor), ...]`` as ``((successor, mask, bytes), ...)`` (see
+    :meth:`_FragClass.row`); a tuple of tuples, which the garbage collector leaves alone."""
+    groups: dict = {}
+    for b, nxt in pairs:
+        g = groups.get(nxt)
+        if g is None:
+            groups[nxt] = [b]
+        else:
+            g.append(b)
+    out = []
+    for nxt, bs in groups.items():
+        mask = 0
+        for b in bs:
+            mask |= 1 << b
+        out.append((nxt, mask, tuple(bs)))
+    return tuple(out)
+
+
 _CONT = list(range(0x80, 0xC0))
+_ALL_BYTES = (1 << 256) - 1
 _HEXB = list(b"0123456789abcdefABCDEF")
 
 
@@ -1143,36 +1172,47 @@ class PDA:
             # inside a code-point fragment (a string's content, a partial character):
             # one item, whose successors are single items too
             (f, d, dec, cnt, p), = items
-            for b, (d2, dec2, cnt2) in self.frag_class[f].row(d, dec, cnt):
+            for (d2, dec2, cnt2), _, bs in self.frag_class[f].row(d, dec, cnt):
                 item = (f, d2, dec2, cnt2, p)
                 t = goto1.get(item)
-                row[b] = t if t is not None else self._goto_state((item,))
+                if t is None:
+                    t = self._goto_state((item,))
+                for b in bs:
+                    row[b] = t
         else:
-            nxt: dict[int, list] = {}
+            # Partition the 256 bytes by the items they lead to, refining the classes
+            # one edge at a time as 256-bit masks: a state has a handful of classes
+            # (its items' edges mostly agree), so this costs far less than listing the
+            # items of every byte.
+            parts: list[tuple[int, tuple]] = [(_ALL_BYTES, ())]
             for it in items:
                 if len(it) == 2:
                     n, p = it
-                    for mask, t in self.byte_edges[n]:
-                        item = (t, p)
-                        for b in self._bytes_of(mask):
-                            got = nxt.get(b)
-                            if got is None:
-                                nxt[b] = [item]
-                            else:
-                                got.append(item)
+                    edges = [(mask, (t, p)) for mask, t in self.byte_edges[n]]
                 else:
                     f, d, dec, cnt, p = it
-                    for b, (d2, dec2, cnt2) in self.frag_class[f].row(d, dec, cnt):
-                        item = (f, d2, dec2, cnt2, p)
-                        got = nxt.get(b)
-                        if got is None:
-                            nxt[b] = [item]
-                        else:
-                            got.append(item)
-            for b, its in nxt.items():
+                    edges = [(mask, (f, d2, dec2, cnt2, p))
+                             for (d2, dec2, cnt2), mask, _ in self.frag_class[f].row(d, dec, cnt)]
+                for mask, item in edges:
+                    refined = []
+                    for m, its in parts:
+                        both = m & mask
+                        if not both:
+                            refined.append((m, its))
+                            continue
+                        refined.append((both, its + (item,)))
+                        if both != m:
+                            refined.append((m ^ both, its))
+                    parts = refined
+            for m, its in parts:
+                if not its:
+                    continue
                 # most bytes lead one item on (the others die): no set to build
                 t = goto1.get(its[0]) if len(its) == 1 else None
-                row[b] = t if t is not None else self._goto_state(its)
+                if t is None:
+                    t = self._goto_state(its)
+                for b in self._bytes_of(m):
+                    row[b] = t
         # a tuple: long-lived and never changed, it stays out of the garbage collector's
         # full passes (see TokenTrie.token_bytes)
         row = self.rows[sid] = tuple(row)
