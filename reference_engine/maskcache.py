@@ -71,12 +71,9 @@ class NodeMask:
     popped after ``k`` frames already known statically. ``guards``: ``(k, state, trie
     nodes)`` groups — tokens ending at or below these nodes, where ``state`` (after
     ``k`` static pops) meets an object guard or needs the object frame to live, are
-    settled against the frame on the live stack. ``n_accepted``, ``n_cd``:
-    token counts (the rejected ones are the rest of the vocabulary); ``moved``: tokens
-    that would be context-dependent without context expansion (walking through calls
-    and into statically known returns) and are context-independent with it;
-    ``moved_return``: those of them below a trie node where the walk went on into the
-    single return state of a rule called from one place (the lookahead alone)."""
+    settled against the frame on the live stack. ``n_accepted``: tokens accepted
+    context-independently. (How many tokens are context-dependent, and how many context
+    expansion moved, is a :class:`Census`, counted only when statistics are asked for.)"""
 
     kind: str
     words: np.ndarray | None
@@ -84,9 +81,6 @@ class NodeMask:
     val: np.ndarray | None
     pops: tuple
     n_accepted: int
-    n_cd: int
-    moved: int
-    moved_return: int = 0
     guards: tuple = ()
 
     @property
@@ -119,13 +113,11 @@ class NodeMask:
             out[self.idx] = keep
 
 
-def node_mask(accepted: np.ndarray, cd: np.ndarray, words: int, pops: tuple,
-              moved: int = 0, moved_return: int = 0, guards: tuple = ()) -> NodeMask:
-    """Store a node's split (bool per token id: ``accepted`` context-independently,
-    ``cd`` context-dependent, disjoint) in the smallest of the three formats."""
+def node_mask(accepted: np.ndarray, words: int, pops: tuple, guards: tuple = ()) -> NodeMask:
+    """Store a node's split (``accepted``: bool per token id, the context-independently
+    accepted tokens) in the smallest of the three formats."""
     w = pack_flags(accepted, words)
     n_acc = int(accepted.sum())
-    n_cd = int(cd.sum())
     nz = np.flatnonzero(w)
     not_full = np.flatnonzero(w != -1)
     dense_b = words * 4
@@ -133,9 +125,23 @@ def node_mask(accepted: np.ndarray, cd: np.ndarray, words: int, pops: tuple,
     rej_b = not_full.size * PAIR_BYTES
     dt = _index_dtype(words)
     if acc_b <= rej_b and acc_b < dense_b:
-        return NodeMask("accepted", None, nz.astype(dt), w[nz].copy(), pops, n_acc, n_cd, moved,
-                        moved_return, guards)
+        return NodeMask("accepted", None, nz.astype(dt), w[nz].copy(), pops, n_acc, guards)
     if rej_b < dense_b:
         return NodeMask("rejected", None, not_full.astype(dt), w[not_full].copy(), pops,
-                        n_acc, n_cd, moved, moved_return, guards)
-    return NodeMask("dense", w, None, None, pops, n_acc, n_cd, moved, moved_return, guards)
+                        n_acc, guards)
+    return NodeMask("dense", w, None, None, pops, n_acc, guards)
+
+
+@dataclass(frozen=True)
+class Census:
+    """Token counts of one node's split that only statistics need (counting them costs
+    a few vocabulary-sized passes, so masks do not): ``n_cd``, the context-dependent
+    tokens; ``moved``, tokens that would be context-dependent without context expansion
+    (walking through calls and into statically known returns) and are
+    context-independent with it; ``moved_return``, those of them below a trie node where
+    the walk went on into the single return state of a rule called from one place (the
+    lookahead alone)."""
+
+    n_cd: int
+    moved: int
+    moved_return: int

@@ -40,7 +40,7 @@ from collections import OrderedDict
 import numpy as np
 
 from reference_engine import keys as jkeys
-from reference_engine.maskcache import NodeMask, WordSet, node_mask, word_set
+from reference_engine.maskcache import Census, NodeMask, WordSet, node_mask, word_set
 from reference_engine.pda import PDA, any_passes, frame_param, frame_ret
 from reference_engine.stack import EMPTY
 from reference_engine.trie import TokenTrie, group_exits
@@ -78,6 +78,7 @@ class MaskComputer:
         self.words = words_for(trie.vocab_size)
         self.stop_ids = tuple(stop_ids)
         self._nodes: dict[int, NodeMask] = {}
+        self._census: dict[int, Census] = {}
         self._by_key: dict[frozenset, NodeMask] = {}
         self._shared = 0  # states served by another state's entry (see mask_key)
         self._ctx: dict[tuple[int, int], WordSet] = {}
@@ -236,14 +237,28 @@ class MaskComputer:
                 self._nodes[state] = got
                 self._shared += 1
                 return got
+        got = self._split(state)
+        self._nodes[state] = got
+        if mkey != state:
+            self._by_key[mkey] = got
+        return got
+
+    def census(self, state: int) -> Census:
+        """The :class:`Census` of ``state``'s split (for statistics; memoised)."""
+        got = self._census.get(state)
+        if got is None:
+            got = self._census[state] = self._split(state, census=True)
+        return got
+
+    def _split(self, state: int, census: bool = False):
+        """Split the vocabulary at ``state``: its :class:`NodeMask`, or with ``census``
+        its :class:`Census` (the same walks, which by then hit the memos)."""
         trie, pda = self.trie, self.pda
         count = trie._py_count
         stop = pda.stop_list
         nodes, exits = trie.walk_root(pda, state, self._sub, self._sub_budget)
         alive = [nodes]
         kids = trie.child_count32
-        # the split without any expansion: tokens below an exit would be context-dependent
-        plain_exits = exits[0][kids[exits[0]] > 0]
         cd_exits: list[tuple[int, int]] = []  # (trie node, frames popped statically)
         gd_exits: list[tuple[int, int, int]] = []  # (trie node, frames popped, guard state)
         at_alive: list[int] = []  # stop nodes whose tokens live whatever the frame
@@ -284,22 +299,9 @@ class MaskComputer:
             alive.append(np.array(at_alive, dtype=np.int64))
         alive_nodes = np.concatenate(alive) if len(alive) > 1 else alive[0]
         accepted = trie.token_flags(alive_nodes)
-        cd = np.zeros(trie.vocab_size, dtype=bool)
-        cd_nodes = sorted({n for n, _ in cd_exits} | {n for n, _, _ in gd_exits})
-        if cd_nodes:
-            cd[trie.tokens_below(cd_nodes)] = True
-        if gd_exits:
-            cd[trie.tokens_at(np.array(sorted({n for n, _, _ in gd_exits}), dtype=np.int64))] = True
-        cd &= ~accepted
-        plain_cd = np.zeros(trie.vocab_size, dtype=bool)
-        if plain_exits.size:
-            plain_cd[trie.tokens_below(plain_exits)] = True
-        plain_cd &= ~(accepted if len(alive) == 1 else trie.token_flags(nodes))
-        moved_return = 0
-        if via_return:
-            la = np.zeros(trie.vocab_size, dtype=bool)
-            la[trie.tokens_below(sorted(set(via_return)))] = True
-            moved_return = int((la & plain_cd & ~cd).sum())
+        if census:
+            return self._count(nodes, accepted, len(alive) > 1, exits, cd_exits, gd_exits,
+                               via_return)
         # exits grouped by frames popped statically, for the run-time pop
         by_k: dict[int, list[int]] = {}
         for n, kk in cd_exits:
@@ -307,16 +309,36 @@ class MaskComputer:
         by_g: dict[tuple[int, int], list[int]] = {}
         for n, kk, sg in gd_exits:
             by_g.setdefault((kk, sg), []).append(n)
-        got = node_mask(accepted, cd, self.words,
-                        tuple((kk, tuple(sorted(set(ns)))) for kk, ns in sorted(by_k.items())),
-                        moved=max(0, int(plain_cd.sum()) - int(cd.sum())),
-                        moved_return=moved_return,
-                        guards=tuple((kk, sg, tuple(sorted(set(ns))))
-                                     for (kk, sg), ns in sorted(by_g.items())))
-        self._nodes[state] = got
-        if mkey != state:
-            self._by_key[mkey] = got
-        return got
+        return node_mask(accepted, self.words,
+                         tuple((kk, tuple(sorted(set(ns)))) for kk, ns in sorted(by_k.items())),
+                         guards=tuple((kk, sg, tuple(sorted(set(ns))))
+                                      for (kk, sg), ns in sorted(by_g.items())))
+
+    def _count(self, nodes, accepted, expanded: bool, exits, cd_exits, gd_exits,
+               via_return) -> Census:
+        """The :class:`Census` from a split's pieces (see :meth:`_split`): ``nodes``,
+        the first walk's alive nodes; ``expanded``, whether walks went on from exits."""
+        trie = self.trie
+        cd = np.zeros(trie.vocab_size, dtype=bool)
+        cd_nodes = sorted({n for n, _ in cd_exits} | {n for n, _, _ in gd_exits})
+        if cd_nodes:
+            cd[trie.tokens_below(cd_nodes)] = True
+        if gd_exits:
+            cd[trie.tokens_at(np.array(sorted({n for n, _, _ in gd_exits}), dtype=np.int64))] = True
+        cd &= ~accepted
+        # the split without any expansion: tokens below an exit would be context-dependent
+        plain_exits = exits[0][trie.child_count32[exits[0]] > 0]
+        plain_cd = np.zeros(trie.vocab_size, dtype=bool)
+        if plain_exits.size:
+            plain_cd[trie.tokens_below(plain_exits)] = True
+        plain_cd &= ~(trie.token_flags(nodes) if expanded else accepted)
+        moved_return = 0
+        if via_return:
+            la = np.zeros(trie.vocab_size, dtype=bool)
+            la[trie.tokens_below(sorted(set(via_return)))] = True
+            moved_return = int((la & plain_cd & ~cd).sum())
+        n_cd = int(cd.sum())
+        return Census(n_cd, max(0, int(plain_cd.sum()) - n_cd), moved_return)
 
     # ------------------------------------------------------------ run time
     def context(self, state: int, stack: int) -> WordSet:
@@ -679,7 +701,13 @@ class MaskComputer:
 
         Bytes are numpy buffer sizes; ``dense_equiv_bytes`` is what one dense
         bitmask per state would take (states × words × 4 bytes)."""
-        nodes = list({id(nm): nm for nm in self._nodes.values()}.values())
+        # one state per distinct entry (states may share one, see mask_key)
+        first: dict[int, tuple[int, NodeMask]] = {}
+        for st, nm in self._nodes.items():
+            first.setdefault(id(nm), (st, nm))
+        nodes = [nm for _, nm in first.values()]
+        with self.lock:
+            cens = [self.census(st) for st, _ in first.values()]
         fmt = {"dense": 0, "accepted": 0, "rejected": 0}
         for nm in nodes:
             fmt[nm.kind] += 1
@@ -697,14 +725,15 @@ class MaskComputer:
             "final_cache_bytes": len(self._final) * self.words * 4,
             "walk_memo_bytes": self._walk_memo_bytes(),
             "ci_accepted_avg": (sum(nm.n_accepted for nm in nodes) / n) if n else 0.0,
-            "ci_rejected_avg": (sum(vocab - nm.n_accepted - nm.n_cd for nm in nodes) / n) if n else 0.0,
-            "cd_avg": (sum(nm.n_cd for nm in nodes) / n) if n else 0.0,
-            "cd_max": max((nm.n_cd for nm in nodes), default=0),
-            "expansion_moved_avg": (sum(nm.moved for nm in nodes) / n) if n else 0.0,
-            "expansion_moved_max": max((nm.moved for nm in nodes), default=0),
-            "expansion_nodes_moved": sum(1 for nm in nodes if nm.moved),
-            "lookahead_moved_avg": (sum(nm.moved_return for nm in nodes) / n) if n else 0.0,
-            "lookahead_nodes_moved": sum(1 for nm in nodes if nm.moved_return),
+            "ci_rejected_avg": (sum(vocab - nm.n_accepted - c.n_cd
+                                    for nm, c in zip(nodes, cens)) / n) if n else 0.0,
+            "cd_avg": (sum(c.n_cd for c in cens) / n) if n else 0.0,
+            "cd_max": max((c.n_cd for c in cens), default=0),
+            "expansion_moved_avg": (sum(c.moved for c in cens) / n) if n else 0.0,
+            "expansion_moved_max": max((c.moved for c in cens), default=0),
+            "expansion_nodes_moved": sum(1 for c in cens if c.moved),
+            "lookahead_moved_avg": (sum(c.moved_return for c in cens) / n) if n else 0.0,
+            "lookahead_nodes_moved": sum(1 for c in cens if c.moved_return),
             "key_states": len(self._kcache),
             "key_checks": self.key_checks,
             "key_cleared": self.key_cleared,

@@ -593,6 +593,8 @@ class PDA:
         self.stacks = StackPool()
         self._plain_run: dict[tuple[int, bytes], tuple[int, int]] = {}
         self._pclosure_memo: dict[tuple[int, int], tuple[tuple, bool]] = {}
+        #: (guards, frame parameter) -> does one pass (see viable)
+        self._viable_memo: dict[tuple, bool] = {}
         self.entry_state = [self._intern(self._closure([(self.rule_entry[r], 0)]))
                             for r in range(len(self.rule_names))]
         self.start_state = self.entry_state[self.rule_index[self.grammar.start]]
@@ -1288,8 +1290,13 @@ class PDA:
         return target, st
 
     def viable(self, vguards: tuple, stack: int) -> bool:
-        """Does one of ``vguards`` pass with the object frame on top of ``stack``?"""
-        return any_passes(vguards, frame_param(self.stacks.ret[stack]))
+        """Does one of ``vguards`` pass with the object frame on top of ``stack``?
+        (memoised: guards are pure functions of the frame's parameter)"""
+        key = (vguards, self.stacks.ret[stack])
+        got = self._viable_memo.get(key)
+        if got is None:
+            got = self._viable_memo[key] = any_passes(vguards, frame_param(key[1]))
+        return got
 
     def initial(self) -> tuple[tuple, bool]:
         if self.empty:

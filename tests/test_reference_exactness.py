@@ -68,7 +68,7 @@ def test_cached_mask_equals_full_brute_force(schema, doc, steps):
         if i in want:
             m.fill_mask(bm)
             masks = g.compiled.masks
-            with_cd += any(masks.node(s).n_cd for s, _ in m._m.configurations)
+            with_cd += any(masks.census(s).n_cd for s, _ in m._m.configurations)
             brute = H.full_brute_force(g.compiled, m._m)
             diff = np.flatnonzero(np.unpackbits((bm ^ brute).view(np.uint8), bitorder="little"))
             assert diff.size == 0, (i, [(int(t), v.tokens[t]) for t in diff[:8]])
@@ -121,7 +121,7 @@ def test_split_is_consistent_and_adaptive_storage_is_smaller():
         for _, _, nodes in nm.guards:
             below.update(trie.tokens_below(list(nodes)).tolist())
             below.update(trie.tokens_at(np.array(nodes, dtype=np.int64)).tolist())
-        assert nm.n_cd == len(below - set(np.flatnonzero(acc).tolist()))
+        assert masks.census(state).n_cd == len(below - set(np.flatnonzero(acc).tolist()))
     s = g.stats()
     assert s["nodes"] > 5
     assert s["node_cache_bytes"] < s["dense_equiv_bytes"]
@@ -136,8 +136,7 @@ def test_node_formats_round_trip(density):
     rng = np.random.default_rng(int(density * 1e4))
     n, words = 128256, (128256 + 31) // 32
     acc = rng.random(n) < density
-    cd = (~acc) & (rng.random(n) < 0.001)
-    nm = node_mask(acc, cd, words, ())
+    nm = node_mask(acc, words, ())
     assert nm.kind == {0.0005: "accepted", 0.5: "dense", 0.9995: "rejected"}[density]
     assert nm.nbytes <= words * 4
     want = pack_flags(acc, words)
