@@ -355,9 +355,10 @@ class MaskComputer:
         pda = self.pda
         pool = pda.stacks
         parts: list[np.ndarray] = []
-        # work: (state, stack, popped) -> trie nodes; ``popped``: the configuration was
-        # reached by a pop, so nothing below these nodes has been walked from it yet
-        work: dict[tuple[int, int, bool], list[int]] = {}
+        # work: (state, stack, popped) -> chunks of trie nodes (each a sorted tuple of
+        # distinct nodes); ``popped``: the configuration was reached by a pop, so
+        # nothing below these nodes has been walked from it yet
+        work: dict[tuple[int, int, bool], list[tuple[int, ...]]] = {}
         nm = self.node(state)
         for k, ns in nm.pops:
             st = stack
@@ -367,7 +368,7 @@ class MaskComputer:
                 st = pool.parent[st]
             if st == EMPTY:
                 continue  # the document ends here: nothing may follow
-            work.setdefault((pool.ret[st], pool.parent[st], True), []).extend(ns)
+            work.setdefault((pool.ret[st], pool.parent[st], True), []).append(ns)
         for k, sg, ns in nm.guards:
             # an object guard (or a frame-dependent state) with the frame on the live
             # stack: the tokens ending here live iff the configuration does; those
@@ -375,30 +376,34 @@ class MaskComputer:
             st = stack
             for _ in range(k):
                 st = pool.parent[st]
-            work.setdefault((sg, st, STOP), []).extend(ns)
-        seen: dict[tuple[int, int], set[int]] = {}  # configuration -> nodes walked from it
+            work.setdefault((sg, st, STOP), []).append(ns)
+        # configuration -> nodes walked from it (a tuple until it is met again)
+        seen: dict[tuple[int, int], tuple[int, ...] | set[int]] = {}
         while work:
-            (t, st, popped), nodes = work.popitem()
+            (t, st, popped), chunks = work.popitem()
+            nodes = chunks[0] if len(chunks) == 1 else tuple(sorted(set().union(*chunks)))
             confs, acc = pda.closure(t, st)
             if popped == STOP and (confs or acc):
-                parts.append(self._ids_at(tuple(sorted(set(nodes)))))
+                parts.append(self._ids_at(nodes))
             for s2, st2 in confs:
                 if not popped and s2 == t and st2 == st:
                     continue  # the pure continuation, walked by the walk that found the exit
                 done = seen.get((s2, st2))
                 if done is None:
-                    todo = set(nodes)
-                    seen[(s2, st2)] = set(todo)
+                    todo = seen[(s2, st2)] = nodes
                 else:
-                    todo = set(nodes) - done
-                    done |= todo
-                if not todo:
-                    continue
-                ids, groups = self._walk_tokens(s2, tuple(sorted(todo)))
+                    if done.__class__ is tuple:
+                        done = seen[(s2, st2)] = set(done)
+                    new = [n for n in nodes if n not in done]
+                    if not new:
+                        continue
+                    done.update(new)
+                    todo = nodes if len(new) == len(nodes) else tuple(new)
+                ids, groups = self._walk_tokens(s2, todo)
                 if ids.size:
                     parts.append(ids)
                 for t2, kind, ns2 in groups:
-                    work.setdefault((t2, st2, kind), []).extend(ns2)
+                    work.setdefault((t2, st2, kind), []).append(ns2)
         ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         got = word_set(ids, self.words)
         self._ctx[key] = got
@@ -420,7 +425,7 @@ class MaskComputer:
             memo[key] = value
 
     def _walk_tokens(self, state: int, nodes: tuple[int, ...]):
-        """The tokens alive below ``nodes`` from ``state``, and the walk's exits that
+        """The tokens alive below ``nodes`` (sorted, distinct) from ``state``, and the walk's exits that
         :meth:`context` follows, grouped as ``(state, STOP or False, nodes)`` (stop
         states, and exits with children). Memoised: a walk depends on the state and the
         nodes only, while :meth:`context` is keyed by the live stack, and a new object
@@ -434,7 +439,8 @@ class MaskComputer:
         alive, exits = trie.walk_many(pda, state, list(nodes))
         ids = trie.tokens_at(alive) if alive.size else np.zeros(0, dtype=np.int64)
         stop = pda.stop_list
-        got = (ids, tuple((t2, STOP if stop[t2] else False, ns)
+        # (the groups' nodes as sorted tuples: context() uses them as memo keys as is)
+        got = (ids, tuple((t2, STOP if stop[t2] else False, tuple(sorted(ns)))
                           for t2, ns in group_exits(exits, trie.child_count32, pda.stopflag)))
         self._remember(self._cwalk, key, got, ids.size + exits[0].size + len(nodes))
         return got

@@ -1001,6 +1001,7 @@ class PDA:
         self._goto1: dict[tuple, int] = {}  # the same for one item
         #: NFA nodes a state's items continue from -> its guards (see _vguards)
         self._vg_memo: dict[frozenset, tuple | None] = {}
+        self._vg_node: dict[int, tuple | None] = {}  # the same from one NFA node
         self._bits: dict[int, list[int]] = {}
         self._guarded = [any(act is not None for _, act in self.eps[n])
                          for n in range(len(self.eps))]
@@ -1130,7 +1131,25 @@ class PDA:
         memo = self._vg_memo
         if starts in memo:
             return memo[starts]
-        got = memo[starts] = self._vguards_from(starts)
+        # The search from several nodes is the union of the searches from each (what
+        # one reaches, the union reaches), so it is kept per node: states differ in
+        # their sets of nodes far more often than in the nodes themselves.
+        per_node = self._vg_node
+        found: dict[int, Guard] = {}
+        got: tuple | None = ()
+        for n in starts:
+            if n in per_node:
+                g = per_node[n]
+            else:
+                g = per_node[n] = self._vguards_from(frozenset((n,)))
+            if g is None:
+                got = None
+                break
+            for act in g:
+                found[id(act)] = act
+        else:
+            got = tuple(found.values())
+        memo[starts] = got
         return got
 
     def _vguards_from(self, starts: frozenset) -> tuple | None:
