@@ -588,13 +588,20 @@ class PDA:
         self.grammar = ir.merge_equal_rules(ir.Grammar(rules, grammar.start, list(grammar.notes)))
         self._choose_rules()
         self._build_nfa()
+        # The NFA is complete: tuples from here on, which the cyclic garbage collector's
+        # full passes skip (lists of lists, one per NFA node, are traversed every time).
+        self.byte_edges = tuple(map(tuple, self.byte_edges))
+        self.eps = tuple(map(tuple, self.eps))
+        self.calls = tuple(map(tuple, self.calls))
+        self.frags = tuple(map(tuple, self.frags))
         self._check_left_recursion()
         self._init_dfa()
         self.stacks = StackPool()
         self._plain_run: dict[tuple[int, bytes], tuple[int, int]] = {}
         self._pclosure_memo: dict[tuple[int, int], tuple[tuple, bool]] = {}
-        #: (guards, frame parameter) -> does one pass (see viable)
-        self._viable_memo: dict[tuple, bool] = {}
+        #: (id of a guards tuple, frame entry) -> does one pass (see viable); the tuples
+        #: live in ``vguards`` as long as the automaton
+        self._viable_memo: dict[tuple[int, int], bool] = {}
         self.entry_state = [self._intern(self._closure([(self.rule_entry[r], 0)]))
                             for r in range(len(self.rule_names))]
         self.start_state = self.entry_state[self.rule_index[self.grammar.start]]
@@ -1311,10 +1318,11 @@ class PDA:
     def viable(self, vguards: tuple, stack: int) -> bool:
         """Does one of ``vguards`` pass with the object frame on top of ``stack``?
         (memoised: guards are pure functions of the frame's parameter)"""
-        key = (vguards, self.stacks.ret[stack])
+        ret = self.stacks.ret[stack]
+        key = (id(vguards), ret)
         got = self._viable_memo.get(key)
         if got is None:
-            got = self._viable_memo[key] = any_passes(vguards, frame_param(key[1]))
+            got = self._viable_memo[key] = any_passes(vguards, frame_param(ret))
         return got
 
     def initial(self) -> tuple[tuple, bool]:
