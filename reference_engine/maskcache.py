@@ -23,6 +23,9 @@ import numpy as np
 
 #: bytes of one sparse (word index, word) pair
 PAIR_BYTES = 6
+#: token-id lists up to this long are packed into pairs by sorting them; longer ones
+#: through a vocabulary-sized flag array (a fixed cost of a few hundred microseconds)
+SORT_PACK_MAX = 4096
 
 
 def pack_flags(flags: np.ndarray, words: int) -> np.ndarray:
@@ -49,10 +52,26 @@ class WordSet:
         return int(self.idx.nbytes + self.val.nbytes)
 
 
+def _sorted_pairs(ids: np.ndarray, words: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(word indices, words, distinct ids)`` of token ``ids`` (duplicates allowed):
+    the non-zero words of their bitmask, ascending, without building the bitmask."""
+    ids = np.unique(ids)
+    if ids.size == 0:
+        return np.zeros(0, dtype=_index_dtype(words)), np.zeros(0, dtype=np.int32), 0
+    wi = ids >> 5
+    bits = np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32))
+    first = np.flatnonzero(np.concatenate(([True], wi[1:] != wi[:-1])))
+    val = np.bitwise_or.reduceat(bits, first).view(np.int32)
+    return wi[first].astype(_index_dtype(words)), val, int(ids.size)
+
+
 def word_set(ids: np.ndarray, words: int) -> WordSet:
     """The :class:`WordSet` of token ``ids`` (duplicates allowed)."""
     if ids.size == 0:
         return WordSet(np.zeros(0, dtype=_index_dtype(words)), np.zeros(0, dtype=np.int32))
+    if ids.size <= SORT_PACK_MAX:
+        idx, val, _ = _sorted_pairs(ids, words)
+        return WordSet(idx, val)
     flags = np.zeros(words * 32, dtype=bool)
     flags[ids] = True
     w = pack_flags(flags, words)
@@ -130,6 +149,20 @@ def node_mask(accepted: np.ndarray, words: int, pops: tuple, guards: tuple = ())
         return NodeMask("rejected", None, not_full.astype(dt), w[not_full].copy(), pops,
                         n_acc, guards)
     return NodeMask("dense", w, None, None, pops, n_acc, guards)
+
+
+def node_mask_of_ids(ids: np.ndarray, words: int, pops: tuple,
+                     guards: tuple = ()) -> NodeMask:
+    """:func:`node_mask` from the accepted token ``ids`` (duplicates allowed): the
+    ``accepted`` format straight from sorted ids when it is the smallest, as it is for
+    the narrow sets of most structural positions (a few tokens out of the vocabulary)."""
+    if ids.size <= SORT_PACK_MAX:
+        idx, val, n_acc = _sorted_pairs(ids, words)
+        if idx.size * PAIR_BYTES < words * 4:
+            return NodeMask("accepted", None, idx, val, pops, n_acc, guards)
+    flags = np.zeros(words * 32, dtype=bool)
+    flags[ids] = True
+    return node_mask(flags, words, pops, guards)
 
 
 @dataclass(frozen=True)

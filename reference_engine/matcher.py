@@ -40,7 +40,8 @@ from collections import OrderedDict
 import numpy as np
 
 from reference_engine import keys as jkeys
-from reference_engine.maskcache import Census, NodeMask, WordSet, node_mask, word_set
+from reference_engine.maskcache import (SORT_PACK_MAX, Census, NodeMask, WordSet, node_mask,
+                                        node_mask_of_ids, word_set)
 from reference_engine.pda import PDA, any_passes, frame_param, frame_ret
 from reference_engine.stack import EMPTY
 from reference_engine.trie import TokenTrie, group_exits
@@ -298,10 +299,9 @@ class MaskComputer:
         if at_alive:
             alive.append(np.array(at_alive, dtype=np.int64))
         alive_nodes = np.concatenate(alive) if len(alive) > 1 else alive[0]
-        accepted = trie.token_flags(alive_nodes)
         if census:
-            return self._count(nodes, accepted, len(alive) > 1, exits, cd_exits, gd_exits,
-                               via_return)
+            return self._count(nodes, trie.token_flags(alive_nodes), len(alive) > 1, exits,
+                               cd_exits, gd_exits, via_return)
         # exits grouped by frames popped statically, for the run-time pop
         by_k: dict[int, list[int]] = {}
         for n, kk in cd_exits:
@@ -309,10 +309,14 @@ class MaskComputer:
         by_g: dict[tuple[int, int], list[int]] = {}
         for n, kk, sg in gd_exits:
             by_g.setdefault((kk, sg), []).append(n)
-        return node_mask(accepted, self.words,
-                         tuple((kk, tuple(sorted(set(ns)))) for kk, ns in sorted(by_k.items())),
-                         guards=tuple((kk, sg, tuple(sorted(set(ns))))
-                                      for (kk, sg), ns in sorted(by_g.items())))
+        pops = tuple((kk, tuple(sorted(set(ns)))) for kk, ns in sorted(by_k.items()))
+        guards = tuple((kk, sg, tuple(sorted(set(ns)))) for (kk, sg), ns in sorted(by_g.items()))
+        if alive_nodes.size <= SORT_PACK_MAX:
+            # a narrow position (most structural ones): its few tokens, not a pass over
+            # the whole vocabulary
+            return node_mask_of_ids(trie.tokens_at(np.unique(alive_nodes)), self.words,
+                                    pops, guards)
+        return node_mask(trie.token_flags(alive_nodes), self.words, pops, guards)
 
     def _count(self, nodes, accepted, expanded: bool, exits, cd_exits, gd_exits,
                via_return) -> Census:

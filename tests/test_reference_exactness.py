@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 import reference_helpers as H
 from engines.base import CompileError, allocate_bitmask
 from harness.groundtruth import GroundTruth, offline_registry
-from reference_engine.maskcache import node_mask, pack_flags, word_set
+from reference_engine.maskcache import node_mask, node_mask_of_ids, pack_flags, word_set
 
 
 #: (schema, document, steps to check) — object keys and values (context-dependent
@@ -151,6 +151,27 @@ def test_node_formats_round_trip(density):
     out.fill(0)
     out[ws.idx] |= ws.val
     assert (out == want).all()
+
+
+@pytest.mark.parametrize("n_ids", [0, 1, 37, 3000, 5000])
+def test_entries_from_token_ids_equal_entries_from_flags(n_ids):
+    """The sorted-ids path (narrow positions, context sets) stores exactly what the
+    flag-array path stores: same format, same pairs, same count (duplicates allowed)."""
+    rng = np.random.default_rng(n_ids)
+    n, words = 128256, (128256 + 31) // 32
+    ids = rng.integers(0, n, n_ids)
+    ids = np.concatenate([ids, ids[: n_ids // 3]])  # duplicates
+    flags = np.zeros(n, dtype=bool)
+    flags[ids] = True
+    want, got = node_mask(flags, words, ()), node_mask_of_ids(ids, words, ())
+    assert (got.kind, got.n_accepted) == (want.kind, want.n_accepted)
+    if want.kind == "dense":
+        assert (got.words == want.words).all()
+    else:
+        assert (got.idx == want.idx).all() and (got.val == want.val).all()
+    if ids.size:
+        ws, dense = word_set(ids, words), pack_flags(flags, words)
+        assert (ws.idx == np.flatnonzero(dense)).all() and (ws.val == dense[ws.idx]).all()
 
 
 # ---------------------------------------------------------------- random schemas
