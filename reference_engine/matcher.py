@@ -429,12 +429,12 @@ class MaskComputer:
             memo[key] = value
 
     def _walk_tokens(self, state: int, nodes: tuple[int, ...]):
-        """The tokens alive below ``nodes`` (sorted, distinct) from ``state``, and the walk's exits that
-        :meth:`context` follows, grouped as ``(state, STOP or False, nodes)`` (stop
-        states, and exits with children). Memoised: a walk depends on the state and the
-        nodes only, while :meth:`context` is keyed by the live stack, and a new object
-        frame (one per member read) makes a new stack that usually leads back into the
-        same few walks."""
+        """The tokens alive below ``nodes`` (sorted, distinct) from ``state``, and the
+        walk's exits that :meth:`context` follows, grouped as ``(state, STOP or False,
+        nodes)`` (stop states, and exits with children; nodes as sorted tuples).
+        Memoised: a walk depends on the state and the nodes only, while :meth:`context`
+        is keyed by the live stack, and a new object frame (one per member read) makes a
+        new stack that usually leads back into the same few walks."""
         key = (state, nodes)
         got = self._cwalk.get(key)
         if got is not None:
@@ -443,7 +443,6 @@ class MaskComputer:
         alive, exits = trie.walk_many(pda, state, list(nodes))
         ids = trie.tokens_at(alive) if alive.size else np.zeros(0, dtype=np.int64)
         stop = pda.stop_list
-        # (the groups' nodes as sorted tuples: context() uses them as memo keys as is)
         got = (ids, tuple((t2, STOP if stop[t2] else False, tuple(sorted(ns)))
                           for t2, ns in group_exits(exits, trie.child_count32, pda.stopflag)))
         self._remember(self._cwalk, key, got, ids.size + exits[0].size + len(nodes))
