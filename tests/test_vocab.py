@@ -186,7 +186,7 @@ def test_tekken():
     assert v.size == 131_072
     assert v.special_ids == frozenset(range(1000))
     assert v.stop_ids == (2,) and v.bos_id == 1
-    assert v.tokens[:3] == [b"<unk>", b"<s>", b"</s>"]
+    assert v.tokens[:3] == (b"<unk>", b"<s>", b"</s>")
     assert v.tokens[1000 + 65] == b"A"
 
     path = importlib.resources.files("mistral_common") / "data" / "tekken_240911.json"
