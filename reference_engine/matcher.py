@@ -45,6 +45,7 @@ from reference_engine.maskcache import (SORT_PACK_MAX, Census, NodeMask, WordSet
 from reference_engine.pda import PDA, any_passes, frame_param, frame_ret
 from reference_engine.stack import EMPTY
 from reference_engine.trie import TokenTrie, group_exits
+from reference_engine.trie_walk import walk_roots
 
 #: Frames the split may pop statically in a row (a guard: chains of single-site
 #: rules are as deep as the grammar's nesting, far below this).
@@ -269,33 +270,46 @@ class MaskComputer:
             work[(t, (), 0)] = ns
         seen: set = set()
         while work:
-            (t, lst, k), ns = work.popitem()
-            confs, pops, guards, lookahead = self._local_closure(t, lst, k)
-            if lookahead:
-                via_return.extend(ns)
-            for _, kk in pops:
-                cd_exits.extend((n, kk) for n in ns)
-            for sg, kk in guards:
-                gd_exits.extend((n, kk, sg) for n in ns)
-            is_stop = stop[t]
-            if is_stop and (confs or pops or lookahead):
-                at_alive.extend(ns)
-            for s2, l2, k2 in confs:
-                if not is_stop and s2 == t and l2 == lst and k2 == k:
-                    continue  # the pure continuation: walked already by the walk that found the exit
-                todo = []
-                for n in ns:
-                    key = (n, s2, l2, k2)
-                    if count[n] and key not in seen:
-                        seen.add(key)
-                        todo.append(n)
-                if not todo:
-                    continue
-                a2, ex2 = trie.walk_many(pda, s2, todo)
-                if a2.size:
-                    alive.append(a2)
-                for t2, ns2 in group_exits(ex2, kids, pda.stopflag):
-                    work.setdefault((t2, l2, k2), []).extend(ns2)
+            # In waves: every walk the current work items call for goes into one
+            # compiled walk, so the walks share its rounds of building new rows.
+            wave, work = work, {}
+            roots: list[int] = []
+            states: list[int] = []
+            spans: list[tuple[int, int, tuple, int]] = []  # (first root, end, l2, k2)
+            for (t, lst, k), ns in wave.items():
+                confs, pops, guards, lookahead = self._local_closure(t, lst, k)
+                if lookahead:
+                    via_return.extend(ns)
+                for _, kk in pops:
+                    cd_exits.extend((n, kk) for n in ns)
+                for sg, kk in guards:
+                    gd_exits.extend((n, kk, sg) for n in ns)
+                is_stop = stop[t]
+                if is_stop and (confs or pops or lookahead):
+                    at_alive.extend(ns)
+                for s2, l2, k2 in confs:
+                    if not is_stop and s2 == t and l2 == lst and k2 == k:
+                        continue  # the pure continuation: the walk that found the exit went on
+                    todo = []
+                    for n in ns:
+                        key = (n, s2, l2, k2)
+                        if count[n] and key not in seen:
+                            seen.add(key)
+                            todo.append(n)
+                    if todo:
+                        spans.append((len(roots), len(roots) + len(todo), l2, k2))
+                        roots.extend(todo)
+                        states.extend([s2] * len(todo))
+            if not roots:
+                continue
+            a2, _, (en, es), e_off = walk_roots(trie, pda, roots, states, alive_by_root=False)
+            if a2.size:
+                alive.append(a2)
+            for r0, r1, l2, k2 in spans:
+                lo, hi = e_off[r0], e_off[r1]
+                if lo < hi:
+                    for t2, ns2 in group_exits((en[lo:hi], es[lo:hi]), kids, pda.stopflag):
+                        work.setdefault((t2, l2, k2), []).extend(ns2)
         if at_alive:
             alive.append(np.array(at_alive, dtype=np.int64))
         alive_nodes = np.concatenate(alive) if len(alive) > 1 else alive[0]
@@ -384,26 +398,31 @@ class MaskComputer:
         # configuration -> nodes walked from it (a tuple until it is met again)
         seen: dict[tuple[int, int], tuple[int, ...] | set[int]] = {}
         while work:
-            (t, st, popped), chunks = work.popitem()
-            nodes = chunks[0] if len(chunks) == 1 else tuple(sorted(set().union(*chunks)))
-            confs, acc = pda.closure(t, st)
-            if popped == STOP and (confs or acc):
-                parts.append(self._ids_at(nodes))
-            for s2, st2 in confs:
-                if not popped and s2 == t and st2 == st:
-                    continue  # the pure continuation, walked by the walk that found the exit
-                done = seen.get((s2, st2))
-                if done is None:
-                    todo = seen[(s2, st2)] = nodes
-                else:
-                    if done.__class__ is tuple:
-                        done = seen[(s2, st2)] = set(done)
-                    new = [n for n in nodes if n not in done]
-                    if not new:
-                        continue
-                    done.update(new)
-                    todo = nodes if len(new) == len(nodes) else tuple(new)
-                ids, groups = self._walk_tokens(s2, todo)
+            # in waves, as in _split: the walks one wave needs share one compiled walk
+            wave, work = work, {}
+            calls: list[tuple[int, int, tuple[int, ...]]] = []  # (state, stack, nodes)
+            for (t, st, popped), chunks in wave.items():
+                nodes = chunks[0] if len(chunks) == 1 else tuple(sorted(set().union(*chunks)))
+                confs, acc = pda.closure(t, st)
+                if popped == STOP and (confs or acc):
+                    parts.append(self._ids_at(nodes))
+                for s2, st2 in confs:
+                    if not popped and s2 == t and st2 == st:
+                        continue  # the pure continuation, walked by the walk that found the exit
+                    done = seen.get((s2, st2))
+                    if done is None:
+                        todo = seen[(s2, st2)] = nodes
+                    else:
+                        if done.__class__ is tuple:
+                            done = seen[(s2, st2)] = set(done)
+                        new = [n for n in nodes if n not in done]
+                        if not new:
+                            continue
+                        done.update(new)
+                        todo = nodes if len(new) == len(nodes) else tuple(new)
+                    calls.append((s2, st2, todo))
+            for (s2, st2, _), (ids, groups) in zip(calls, self._walk_tokens(
+                    [(s2, todo) for s2, _, todo in calls])):
                 if ids.size:
                     parts.append(ids)
                 for t2, kind, ns2 in groups:
@@ -428,25 +447,45 @@ class MaskComputer:
             self._cwalk_budget -= cost
             memo[key] = value
 
-    def _walk_tokens(self, state: int, nodes: tuple[int, ...]):
-        """The tokens alive below ``nodes`` (sorted, distinct) from ``state``, and the
-        walk's exits that :meth:`context` follows, grouped as ``(state, STOP or False,
-        nodes)`` (stop states, and exits with children; nodes as sorted tuples).
-        Memoised: a walk depends on the state and the nodes only, while :meth:`context`
-        is keyed by the live stack, and a new object frame (one per member read) makes a
-        new stack that usually leads back into the same few walks."""
-        key = (state, nodes)
-        got = self._cwalk.get(key)
-        if got is not None:
-            return got
+    def _walk_tokens(self, walks: list[tuple[int, tuple[int, ...]]]) -> list[tuple]:
+        """For each ``(state, nodes)`` of ``walks`` (nodes sorted, distinct): the tokens
+        alive below ``nodes`` from ``state``, and the walk's exits that :meth:`context`
+        follows, grouped as ``(state, STOP or False, nodes)`` (stop states, and exits
+        with children; nodes as sorted tuples). The walks not memoised yet run as one
+        compiled walk. Memoised: a walk depends on the state and the nodes only, while
+        :meth:`context` is keyed by the live stack, and a new object frame (one per
+        member read) makes a new stack that usually leads back into the same few walks."""
+        memo = self._cwalk
+        out = [memo.get(w) for w in walks]
+        todo: dict[tuple, list[int]] = {}  # walk -> where it is asked for
+        for i, got in enumerate(out):
+            if got is None:
+                todo.setdefault(walks[i], []).append(i)
+        if not todo:
+            return out
         trie, pda = self.trie, self.pda
-        alive, exits = trie.walk_many(pda, state, list(nodes))
-        ids = trie.tokens_at(alive) if alive.size else np.zeros(0, dtype=np.int64)
+        roots: list[int] = []
+        states: list[int] = []
+        for state, nodes in todo:
+            roots.extend(nodes)
+            states.extend([state] * len(nodes))
+        alive, a_off, (en, es), e_off = walk_roots(trie, pda, roots, states)
         stop = pda.stop_list
-        got = (ids, tuple((t2, STOP if stop[t2] else False, tuple(sorted(ns)))
-                          for t2, ns in group_exits(exits, trie.child_count32, pda.stopflag)))
-        self._remember(self._cwalk, key, got, ids.size + exits[0].size + len(nodes))
-        return got
+        r0 = 0
+        for walk, where in todo.items():
+            r1 = r0 + len(walk[1])
+            a = alive[a_off[r0]:a_off[r1]]
+            ids = trie.tokens_at(a) if a.size else np.zeros(0, dtype=np.int64)
+            lo, hi = e_off[r0], e_off[r1]
+            groups = tuple((t2, STOP if stop[t2] else False, tuple(sorted(ns)))
+                           for t2, ns in group_exits((en[lo:hi], es[lo:hi]),
+                                                     trie.child_count32, pda.stopflag))
+            got = (ids, groups)
+            for i in where:
+                out[i] = got
+            self._remember(memo, walk, got, ids.size + (hi - lo) + len(walk[1]))
+            r0 = r1
+        return out
 
     def fill(self, configs: tuple, accept: bool, out: np.ndarray,
              kstate: tuple | None = None) -> None:

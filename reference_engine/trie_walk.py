@@ -131,7 +131,8 @@ class _Buffers(threading.local):
 _BUFFERS = _Buffers()
 
 
-def walk_roots(trie, pda, roots: list[int], states: list[int], grouped: bool = True):
+def walk_roots(trie, pda, roots: list[int], states: list[int], grouped: bool = True,
+               alive_by_root: bool = True):
     """Walk the subtree strictly below ``roots[i]`` from ``states[i]``, for every ``i``.
 
     Returns ``(alive, a_off, exits, e_off)``, grouped by root in root order: root
@@ -141,7 +142,8 @@ def walk_roots(trie, pda, roots: list[int], states: list[int], grouped: bool = T
     an object guard; see :class:`~reference_engine.trie.TokenTrie`); the offsets are
     lists of ``k + 1`` ints.
     With ``grouped=False`` the offsets are None and the order is unspecified (cheaper
-    when the caller takes the union)."""
+    when the caller takes the union); with ``alive_by_root=False`` only the exits are
+    grouped (``a_off`` is None, the alive nodes in no particular order)."""
     k = len(roots)
     if k == 0:
         return np.zeros(0, dtype=np.int32), [0], (np.zeros(0, dtype=np.int32),) * 2, [0]
@@ -171,7 +173,8 @@ def walk_roots(trie, pda, roots: list[int], states: list[int], grouped: bool = T
             exits = (exn[:ne].copy(), exs[:ne].copy())
             if not grouped:
                 return al[:na].copy(), None, exits, None
-            return al[:na].copy(), [0] + al_end.tolist(), exits, [0] + ex_end.tolist()
+            a_off = [0] + al_end.tolist() if alive_by_root else None
+            return al[:na].copy(), a_off, exits, [0] + ex_end.tolist()
         parts_a.append(al[:na].copy())
         parts_en.append(exn[:ne].copy())
         parts_es.append(exs[:ne].copy())
@@ -197,12 +200,14 @@ def walk_roots(trie, pda, roots: list[int], states: list[int], grouped: bool = T
     es = np.concatenate(parts_es)
     if not grouped:
         return a, None, (en, es), None
-    ao = np.concatenate(parts_ao)
-    order = np.argsort(ao, kind="stable")
-    a_off = np.searchsorted(ao[order], np.arange(k + 1)).tolist()
     eo = np.concatenate(parts_eo)
     eorder = np.argsort(eo, kind="stable")
     e_off = np.searchsorted(eo[eorder], np.arange(k + 1)).tolist()
+    if not alive_by_root:
+        return a, None, (en[eorder], es[eorder]), e_off
+    ao = np.concatenate(parts_ao)
+    order = np.argsort(ao, kind="stable")
+    a_off = np.searchsorted(ao[order], np.arange(k + 1)).tolist()
     return a[order], a_off, (en[eorder], es[eorder]), e_off
 
 
