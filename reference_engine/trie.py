@@ -190,14 +190,6 @@ class TokenTrie:
     # Exits are a pair of int32 arrays ``(nodes, states)``: the trie nodes reached in a
     # state where a rule may end, call another one or meet an object guard.
 
-    def walk_many(self, pda, state: int, nodes: list[int]):
-        """:meth:`walk` below several nodes at once (their subtrees are disjoint or
-        identical walks are deduplicated by the caller)."""
-        if not nodes:
-            return np.zeros(0, dtype=np.int32), NO_EXITS
-        alive, _, exits, _ = walk_roots(self, pda, nodes, [state] * len(nodes), grouped=False)
-        return alive, exits
-
     def walk(self, pda, state: int, node: int):
         """Run ``state`` over the subtree below ``node`` (not ``node`` itself).
 

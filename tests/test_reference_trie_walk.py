@@ -108,6 +108,30 @@ def test_walk_roots_mixed_states_and_empty():
     assert a_off[3] == a_off[2]  # a leaf has nothing below it
 
 
+def test_walk_roots_grouping_exits_only():
+    """``alive_by_root=False`` (the split's and the context's walks in waves): the exits
+    are still grouped per root and the alive nodes are the union, also when the walk
+    has to resume over rows not built yet."""
+    trie = adapter().trie
+    pda = Compiled(GRAMMARS["object"](), trie).pda
+    configs, _ = pda.initial()
+    s0 = configs[0][0]
+    after, _ = pda.advance(configs, b'{"na')
+    s1 = after[0][0]
+    kids = trie.children(0).tolist()
+    roots, states = [0, 0, kids[40], kids[70]], [s0, s1, s1, s0]
+    built = int(pda.materialised.sum())
+    alive, a_off, exits, e_off = walk_roots(trie, pda, roots, states, alive_by_root=False)
+    assert a_off is None and len(e_off) == len(roots) + 1
+    assert int(pda.materialised.sum()) > built  # rows were built on the way: resumed rounds
+    want_alive = set()
+    for i, (r, s) in enumerate(zip(roots, states)):
+        a, want_exits = plain_walk(trie, pda, r, s)
+        want_alive |= a
+        assert pairs(exits, e_off[i], e_off[i + 1]) == want_exits, i
+    assert set(alive.tolist()) == want_alive
+
+
 def test_token_flags_match_the_token_nodes():
     trie = adapter().trie
     rng = np.random.default_rng(3)
