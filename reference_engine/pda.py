@@ -1009,6 +1009,7 @@ class PDA:
         #: NFA nodes a state's items continue from -> its guards (see _vguards)
         self._vg_memo: dict[frozenset, tuple | None] = {}
         self._vg_node: dict[int, tuple | None] = {}  # the same from one NFA node
+        self._nclos: dict[int, tuple] = {}  # see _node_closure
         self._bits: dict[int, list[int]] = {}
         self._guarded = [any(act is not None for _, act in self.eps[n])
                          for n in range(len(self.eps))]
@@ -1037,36 +1038,57 @@ class PDA:
         self.stopflag = y
 
     def _closure(self, seed) -> frozenset:
-        seen = set(seed)
-        stack = list(seen)
-        eps, frags = self.eps, self.frags
-        while stack:
-            it = stack.pop()
+        """The items ``seed`` reaches without reading a byte (nor passing a guard), kept
+        where they matter to a state's identity (``_relevant``). The parameter ``p`` of
+        an item rides along unchanged, so the reach of each NFA node is computed once
+        (:meth:`_node_closure`) and the closure is the union of its seed's."""
+        out: set = set()
+        frag_class, frag_exit, rel = self.frag_class, self.frag_exit, self._relevant
+        for it in seed:
             if len(it) == 2:
                 n, p = it
-                for t, act in eps[n]:
-                    if act is not None:
-                        continue  # a guard: followed at run time, against the frame
-                    new = (t, p)
-                    if new not in seen:
-                        seen.add(new)
-                        stack.append(new)
-                for f in frags[n]:
-                    fc = self.frag_class[f]
-                    if fc.feasible(0, 0):
-                        new = (f, 0, START, 0, p)
-                        if new not in seen:
-                            seen.add(new)
-                            stack.append(new)
+                if rel[n]:
+                    out.add(it)
             else:
+                out.add(it)
                 f, d, dec, cnt, p = it
-                if dec == START and self.frag_class[f].can_exit(d, cnt):
-                    new = (self.frag_exit[f], p)
-                    if new not in seen:
-                        seen.add(new)
-                        stack.append(new)
+                if dec != START or not frag_class[f].can_exit(d, cnt):
+                    continue
+                n = frag_exit[f]
+                if rel[n]:
+                    out.add((n, p))
+            nodes, frags = self._node_closure(n)
+            out.update([(x, p) for x in nodes])
+            out.update([(f2, 0, START, 0, p) for f2 in frags])
+        return frozenset(out)
+
+    def _node_closure(self, n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """``(relevant NFA nodes, fragments)`` that NFA node ``n`` reaches through
+        epsilon edges without a guard, and through fragments that may be empty (their
+        exits); the fragments are entered fresh. Memoised per node."""
+        got = self._nclos.get(n)
+        if got is not None:
+            return got
+        eps, frags, frag_class, frag_exit = self.eps, self.frags, self.frag_class, self.frag_exit
+        seen = {n}
+        work = [n]
+        found: list[int] = []
+        while work:
+            x = work.pop()
+            nxt = [t for t, act in eps[x] if act is None]  # a guard: followed at run time
+            for f in frags[x]:
+                fc = frag_class[f]
+                if fc.feasible(0, 0):
+                    found.append(f)
+                    if fc.can_exit(0, 0):
+                        nxt.append(frag_exit[f])
+            for t in nxt:
+                if t not in seen:
+                    seen.add(t)
+                    work.append(t)
         rel = self._relevant
-        return frozenset(it for it in seen if len(it) == 5 or rel[it[0]])
+        got = self._nclos[n] = (tuple(x for x in seen if rel[x]), tuple(found))
+        return got
 
     def _intern(self, items: frozenset) -> int:
         if not items:
