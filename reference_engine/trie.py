@@ -247,8 +247,9 @@ class TokenTrie:
             parts.append((alive, (en, es)))
             for j, key in enumerate(batch):
                 if budget[0] > 0 and sub[key[0]] >= MEMO_MIN_SUBTREE:
-                    a = alive[a_off[j]:a_off[j + 1]].copy()
-                    ex = (en[e_off[j]:e_off[j + 1]].copy(), es[e_off[j]:e_off[j + 1]].copy())
+                    # views into the walk's own arrays (fresh, never written again)
+                    a = alive[a_off[j]:a_off[j + 1]]
+                    ex = (en[e_off[j]:e_off[j + 1]], es[e_off[j]:e_off[j + 1]])
                     memo[key] = (a, ex)
                     budget[0] -= a.size + ex[0].size + 16
         alive = np.concatenate([np.array(first, dtype=np.int32)] + [a for a, _ in parts])

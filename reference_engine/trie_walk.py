@@ -104,6 +104,24 @@ def _flags(nodes, token_node, n_nodes, out):
         out[i] = node_flag[token_node[i]]
 
 
+@njit(cache=True, nogil=True)
+def _by_owner(owner, k, values):
+    """``values`` stably reordered by ``owner`` (each in ``0..k-1``), and the ``k + 1``
+    offsets of each owner's run: a counting sort, linear where an argsort is not."""
+    offsets = np.zeros(k + 1, dtype=np.int64)
+    for o in owner:
+        offsets[o + 1] += 1
+    for i in range(k):
+        offsets[i + 1] += offsets[i]
+    pos = offsets[:-1].copy()
+    out = np.empty_like(values)
+    for j in range(owner.shape[0]):
+        o = owner[j]
+        out[pos[o]] = values[j]
+        pos[o] += 1
+    return out, offsets
+
+
 def token_flags(trie, nodes: np.ndarray) -> np.ndarray:
     """Bool per token id: does the token end at one of ``nodes`` (int32 or int64)."""
     out = np.empty(trie.vocab_size, dtype=bool)
@@ -201,14 +219,12 @@ def walk_roots(trie, pda, roots: list[int], states: list[int], grouped: bool = T
     if not grouped:
         return a, None, (en, es), None
     eo = np.concatenate(parts_eo)
-    eorder = np.argsort(eo, kind="stable")
-    e_off = np.searchsorted(eo[eorder], np.arange(k + 1)).tolist()
+    en, e_off = _by_owner(eo, k, en)
+    es, _ = _by_owner(eo, k, es)
     if not alive_by_root:
-        return a, None, (en[eorder], es[eorder]), e_off
-    ao = np.concatenate(parts_ao)
-    order = np.argsort(ao, kind="stable")
-    a_off = np.searchsorted(ao[order], np.arange(k + 1)).tolist()
-    return a[order], a_off, (en[eorder], es[eorder]), e_off
+        return a, None, (en, es), e_off.tolist()
+    a, a_off = _by_owner(np.concatenate(parts_ao), k, a)
+    return a, a_off.tolist(), (en, es), e_off.tolist()
 
 
 def warm_up() -> None:
@@ -220,3 +236,4 @@ def warm_up() -> None:
             np.zeros(1, dtype=bool), np.zeros(1, dtype=bool), one, one, one, one, one,
             *_BUFFERS.arrays, _BUFFERS.arrays[0].size)
     _flags(np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32), 1, np.zeros(1, dtype=bool))
+    _by_owner(one, 1, one)
