@@ -155,3 +155,8 @@ def test_mask_cache_stats_land_in_the_job_record():
     # the walk memos are reported beside the cache (the person's string walks are kept)
     assert s["walk_memo_bytes"] > 0
     json.dumps(rec)  # the record stays JSON
+    # the worker froze what it built (vocabulary, adapters) out of the cyclic GC's passes
+    import gc
+
+    assert gc.get_freeze_count() > 0
+    gc.unfreeze()  # (this test ran the job in the test process)
