@@ -488,6 +488,12 @@ class _FragClass:
         windowed = self.windowed
         pmemo = self._partial_memo
         ccnt = cnt if windowed else 0
+        if windowed and cnt + 1 >= self.lo and (self.hi is None or self.hi - cnt - 1 >= self.dfa.n):
+            # Far from both bounds, a partial character's verdict does not depend on the
+            # count: it only asks whether the state after the character can still reach
+            # acceptance within the budget, and any reachable acceptance is nearer than
+            # the DFA's size. So all such counts share one memo entry.
+            ccnt = -1
         edges = self.dfa.edges[d]
         top = edges[-1][1] if edges else -1
         ascii_row = self._ascii.get(d)
