@@ -1049,21 +1049,17 @@ class PDA:
         an item rides along unchanged, so the reach of each NFA node is computed once
         (:meth:`_node_closure`) and the closure is the union of its seed's."""
         out: set = set()
-        frag_class, frag_exit, rel = self.frag_class, self.frag_exit, self._relevant
+        frag_class, frag_exit = self.frag_class, self.frag_exit
         for it in seed:
             if len(it) == 2:
                 n, p = it
-                if rel[n]:
-                    out.add(it)
             else:
                 out.add(it)
                 f, d, dec, cnt, p = it
                 if dec != START or not frag_class[f].can_exit(d, cnt):
                     continue
                 n = frag_exit[f]
-                if rel[n]:
-                    out.add((n, p))
-            nodes, frags = self._node_closure(n)
+            nodes, frags = self._node_closure(n)  # (n itself among the nodes if it matters)
             out.update([(x, p) for x in nodes])
             out.update([(f2, 0, START, 0, p) for f2 in frags])
         return frozenset(out)
