@@ -1172,7 +1172,7 @@ class PDA:
             if n in per_node:
                 g = per_node[n]
             else:
-                g = per_node[n] = self._vguards_from(frozenset((n,)))
+                g = per_node[n] = self._vguards_from(n)
             if g is None:
                 got = None
                 break
@@ -1183,9 +1183,11 @@ class PDA:
         memo[starts] = got
         return got
 
-    def _vguards_from(self, starts: frozenset) -> tuple | None:
-        seen: set[int] = set(starts)
-        work: list[int] = list(starts)
+    def _vguards_from(self, start: int) -> tuple | None:
+        """The guards NFA node ``start`` meets before anything else, or None if a rule
+        end, a call or an object body comes first (see :meth:`_vguards`)."""
+        seen: set[int] = {start}
+        work: list[int] = [start]
         found: dict[int, Guard] = {}
         while work:
             n = work.pop()
