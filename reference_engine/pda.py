@@ -53,7 +53,7 @@ import numpy as np
 
 from reference_engine import ir
 from reference_engine.automata import DFA
-from reference_engine.encoding import START, candidates, moves
+from reference_engine.encoding import ESC, START, candidates, moves, step_utf8
 from reference_engine.stack import EMPTY, StackPool
 
 
@@ -369,7 +369,8 @@ class _FragClass:
     """A code-point DFA read through a decoder, with a length window."""
 
     __slots__ = ("dfa", "enc", "lo", "hi", "cap", "windowed", "lens", "_row_memo",
-                 "_partial_memo", "_ascii", "_los", "_high_id", "_high_ids")
+                 "_partial_memo", "_ascii", "_los", "_high_id", "_high_ids", "_ascii_groups",
+                 "_lead_memo")
 
     def __init__(self, dfa: DFA, enc: str, lo: int, hi: int | None):
         self.dfa = dfa
@@ -389,6 +390,10 @@ class _FragClass:
         #: per DFA state, an id of its edges above 0x7F (equal edges, equal ids)
         self._high_id: dict[int, int] = {}
         self._high_ids: dict[tuple, int] = {}
+        #: per DFA state, its ASCII bytes grouped by target (see _row_start)
+        self._ascii_groups: dict[int, tuple] = {}
+        #: (high-edges id, counter key) -> the lead bytes' verdicts, grouped (see _row_start)
+        self._lead_memo: dict[tuple[int, int], tuple] = {}
 
     def feasible(self, d: int, cnt: int) -> bool:
         if not self.windowed:
@@ -471,7 +476,6 @@ class _FragClass:
         got = self._row_memo.get(key)
         if got is not None:
             return got
-        out = []
         cnt1 = min(cnt + 1, self.cap) if self.windowed else 0
         if isinstance(dec, tuple) and dec[0] == "*":
             if dec[3] == "8":
@@ -484,9 +488,7 @@ class _FragClass:
                 nxt = (t, START, cnt1) if need == 1 else (t, ("*", need - 1, t, unit), cnt)
             out = self._row_memo[key] = _grouped([(b, nxt) for b in rng])
             return out
-        dstep = self.dfa.step
         windowed = self.windowed
-        pmemo = self._partial_memo
         ccnt = cnt if windowed else 0
         if windowed and cnt + 1 >= self.lo and (self.hi is None or self.hi - cnt - 1 >= self.dfa.n):
             # Far from both bounds, a partial character's verdict does not depend on the
@@ -494,8 +496,20 @@ class _FragClass:
             # acceptance within the budget, and any reachable acceptance is nearer than
             # the DFA's size. So all such counts share one memo entry.
             ccnt = -1
+        if dec == START:
+            out = self._row_memo[key] = self._row_start(d, cnt, cnt1, ccnt)
+        else:
+            out = self._row_memo[key] = self._row_bytes(d, dec, cnt, cnt1, ccnt)
+        return out
+
+    def _row_bytes(self, d: int, dec, cnt: int, cnt1: int, ccnt: int) -> tuple:
+        """:meth:`row` byte by byte through the decoder (inside a character; and the
+        reference the START rows are tested against). ``cnt1``: the counter after a
+        character; ``ccnt``: the counter key of partial-character verdicts."""
+        out = []
+        dstep = self.dfa.step
+        windowed = self.windowed
         edges = self.dfa.edges[d]
-        top = edges[-1][1] if edges else -1
         ascii_row = self._ascii.get(d)
         if ascii_row is None:
             # the DFA's targets for ASCII code points (most bytes of most rows), read
@@ -533,24 +547,82 @@ class _FragClass:
                     pkey = (-1 - hid, st, ccnt)
                 else:
                     pkey = (d, st, ccnt)
-                v = pmemo.get(pkey)
-                if v is None:
-                    cands = candidates(st)
-                    if not cands or cands[0][0] > top:
-                        v = False  # every completion lies above the state's edges
-                    else:
-                        c = self._canon(d, st, cnt)
-                        if c is not None:
-                            v = c
-                        else:
-                            v = self._live(d, cnt, cands)
-                    pmemo[pkey] = v
+                v = self._verdict(d, st, cnt, pkey)
                 if v is True:
                     out.append((b, (d, st, cnt)))
                 elif v:
                     out.append((b, (v[2], v, cnt)))
-        out = self._row_memo[key] = _grouped(out)
-        return out
+        return _grouped(out)
+
+    def _verdict(self, d: int, st, cnt: int, pkey: tuple):
+        """What the partial character ``st`` read from ``(d, cnt)`` becomes (memoised
+        under ``pkey``, see :meth:`row`): its canonical form, True (itself) or False."""
+        v = self._partial_memo.get(pkey)
+        if v is None:
+            edges = self.dfa.edges[d]
+            top = edges[-1][1] if edges else -1
+            cands = candidates(st)
+            if not cands or cands[0][0] > top:
+                v = False  # every completion lies above the state's edges
+            else:
+                c = self._canon(d, st, cnt)
+                v = c if c is not None else self._live(d, cnt, cands)
+            self._partial_memo[pkey] = v
+        return v
+
+    def _row_start(self, d: int, cnt: int, cnt1: int, ccnt: int) -> tuple:
+        """:meth:`row` between characters (the decoder at START), without a pass over
+        the 256 bytes: ASCII bytes grouped by DFA target once per state (read off the
+        edge intervals), lead bytes of multi-byte characters grouped by verdict once per
+        set of edges above 0x7F and counter key, and the escape byte."""
+        asc = self._ascii_groups.get(d)
+        if asc is None:
+            allowed = _JSON_ASCII if self.enc == "json" else _ALL_ASCII
+            by_t: dict[int, int] = {}
+            for lo, hi, t in self.dfa.edges[d]:
+                if lo >= 128:
+                    break
+                m = (((1 << (min(hi, 127) + 1)) - 1) ^ ((1 << lo) - 1)) & allowed
+                if m:
+                    by_t[t] = by_t.get(t, 0) | m
+            asc = self._ascii_groups[d] = tuple(
+                (t, m, tuple(b for b in range(128) if m >> b & 1)) for t, m in by_t.items())
+        out = []
+        if self.windowed:
+            for t, m, bs in asc:
+                if self.feasible(t, cnt + 1):
+                    out.append(((t, START, cnt1), m, bs))
+        else:
+            out.extend(((t, START, cnt1), m, bs) for t, m, bs in asc)
+        hid = self._high_id.get(d)
+        if hid is None:
+            h = tuple(e for e in self.dfa.edges[d] if e[1] >= 0x80)
+            hid = self._high_id[d] = self._high_ids.setdefault(h, len(self._high_ids))
+        leads = self._lead_memo.get((hid, ccnt))
+        if leads is None:
+            # (partial character or None, verdict, mask, bytes): a verdict True keeps the
+            # partial character itself (one group per lead byte), a canonical form is
+            # shared by many lead bytes
+            canon: dict = {}
+            own = []
+            for b, st in _LEADS:
+                v = self._verdict(d, st, cnt, (-1 - hid, st, ccnt))
+                if v is True:
+                    own.append((st, True, 1 << b, (b,)))
+                elif v:
+                    g = canon.get(v)
+                    if g is None:
+                        canon[v] = [1 << b, [b]]
+                    else:
+                        g[0] |= 1 << b
+                        g[1].append(b)
+            leads = self._lead_memo[(hid, ccnt)] = tuple(own) + tuple(
+                (None, v, m, tuple(bs)) for v, (m, bs) in canon.items())
+        for st, v, m, bs in leads:
+            out.append(((d, st, cnt) if v is True else (v[2], v, cnt), m, bs))
+        if self.enc == "json" and self._verdict(d, ESC, cnt, (d, ESC, ccnt)) is True:
+            out.append(((d, ESC, cnt), 1 << 0x5C, (0x5C,)))
+        return tuple(out)
 
 
 def _grouped(pairs: list) -> tuple:
@@ -573,7 +645,14 @@ def _grouped(pairs: list) -> tuple:
 
 
 _CONT = list(range(0x80, 0xC0))
+_UNSET = object()
 _ALL_BYTES = (1 << 256) - 1
+_ALL_ASCII = (1 << 128) - 1
+#: ASCII bytes that are one character of JSON string content by themselves (not a
+#: control character, ``"`` or ``\\``)
+_JSON_ASCII = _ALL_ASCII & ~((1 << 0x20) - 1) & ~(1 << 0x22) & ~(1 << 0x5C)
+#: (lead byte, partial character it starts) for every multi-byte UTF-8 lead byte
+_LEADS = tuple((b, step_utf8(START, b)[1]) for b in range(0xC2, 0xF5))
 _HEXB = list(b"0123456789abcdefABCDEF")
 
 
@@ -1014,7 +1093,7 @@ class PDA:
         self._goto1: dict[tuple, int] = {}  # the same for one item
         #: NFA nodes a state's items continue from -> its guards (see _vguards)
         self._vg_memo: dict[frozenset, tuple | None] = {}
-        self._vg_node: dict[int, tuple | None] = {}  # the same from one NFA node
+        self._vg_node: dict[int, frozenset | None] = {}  # the same from one NFA node
         self._nclos: dict[int, tuple] = {}  # see _node_closure
         self._bits: dict[int, list[int]] = {}
         self._guarded = [any(act is not None for _, act in self.eps[n])
@@ -1169,10 +1248,10 @@ class PDA:
         found: dict[int, Guard] = {}
         got: tuple | None = ()
         for n in starts:
-            if n in per_node:
+            g = per_node.get(n, _UNSET)
+            if g is _UNSET:
+                self._vguards_search(n)
                 g = per_node[n]
-            else:
-                g = per_node[n] = self._vguards_from(n)
             if g is None:
                 got = None
                 break
@@ -1183,30 +1262,93 @@ class PDA:
         memo[starts] = got
         return got
 
-    def _vguards_from(self, start: int) -> tuple | None:
-        """The guards NFA node ``start`` meets before anything else, or None if a rule
-        end, a call or an object body comes first (see :meth:`_vguards`)."""
-        seen: set[int] = {start}
-        work: list[int] = [start]
-        found: dict[int, Guard] = {}
+    def _vguards_search(self, start: int) -> None:
+        """Fill ``_vg_node`` for ``start`` and every node it reaches: the guards a node
+        meets before anything else (as a frozenset), or None if a rule end, a call or an
+        object body (an ``open`` guard) comes first. A node's answer is the union of its
+        own guard edges' and its successors' (byte edges, fragment exits, plain epsilons;
+        not past a guard), None if any is None; computed for all nodes at once over the
+        strongly connected components (iterative Tarjan), since the nodes of a body are
+        asked about one by one and a search from each would walk the rest of the body
+        again (quadratic in its size)."""
+        per_node = self._vg_node
+        byte_edges, frags, eps, frag_exit = self.byte_edges, self.frags, self.eps, self.frag_exit
+        exit_rule, calls = self.exit_rule, self.calls
+
+        def succ(n: int) -> list[int]:
+            out = [t for _, t in byte_edges[n]]
+            out.extend(frag_exit[f] for f in frags[n])
+            out.extend(t for t, act in eps[n] if act is None)
+            return out
+
+        index: dict[int, int] = {}
+        low: dict[int, int] = {}
+        on: set[int] = set()
+        comp_stack: list[int] = []
+        work = [(start, iter(succ(start)))]
+        index[start] = low[start] = 0
+        comp_stack.append(start)
+        on.add(start)
+        counter = 1
         while work:
-            n = work.pop()
-            if self.exit_rule[n] >= 0 or self.calls[n]:
-                return None
-            nxt = [t for _, t in self.byte_edges[n]]
-            nxt.extend(self.frag_exit[f] for f in self.frags[n])
-            for t, act in self.eps[n]:
-                if act is None:
-                    nxt.append(t)
-                elif act.kind == "open":
-                    return None  # a body starts: nothing checked before it
-                else:
-                    found[id(act)] = act
-            for t in nxt:
-                if t not in seen:
-                    seen.add(t)
-                    work.append(t)
-        return tuple(found.values())
+            n, it = work[-1]
+            pushed = False
+            for t in it:
+                if t in per_node:
+                    continue  # answered by an earlier search
+                if t not in index:
+                    index[t] = low[t] = counter
+                    counter += 1
+                    comp_stack.append(t)
+                    on.add(t)
+                    work.append((t, iter(succ(t))))
+                    pushed = True
+                    break
+                if t in on:
+                    low[n] = min(low[n], index[t])
+            if pushed:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[n])
+            if low[n] != index[n]:
+                continue
+            comp = []
+            while True:
+                x = comp_stack.pop()
+                on.discard(x)
+                comp.append(x)
+                if x == n:
+                    break
+            members = set(comp)
+            acc: set | None = set()
+            for x in comp:
+                if exit_rule[x] >= 0 or calls[x]:
+                    acc = None
+                    break
+                for t, act in eps[x]:
+                    if act is None:
+                        continue
+                    if act.kind == "open":
+                        acc = None
+                        break
+                    acc.add(act)
+                if acc is None:
+                    break
+                for t in succ(x):
+                    if t in members:
+                        continue
+                    g = per_node[t]  # a successor's component was finished before
+                    if g is None:
+                        acc = None
+                        break
+                    acc.update(g)
+                if acc is None:
+                    break
+            res = None if acc is None else frozenset(acc)
+            for x in comp:
+                per_node[x] = res
 
     def _bytes_of(self, mask: int) -> list[int]:
         got = self._bits.get(mask)

@@ -127,3 +127,56 @@ def test_masks_after_different_members_come_from_one_cache_entry():
             tok = v.encode(str(d))[0]
             assert (tok in got) == (d not in seen), (text, d)
     assert states[0] == states[1]
+
+
+def _guards_first_met(pda: PDA, start: int):
+    """The plain search (one per node) that ``PDA._vguards_search`` answers for all
+    nodes at once: the guards met before anything else, None if a rule end, a call or
+    an object body comes first."""
+    seen, work, found = {start}, [start], set()
+    while work:
+        n = work.pop()
+        if pda.exit_rule[n] >= 0 or pda.calls[n]:
+            return None
+        nxt = [t for _, t in pda.byte_edges[n]] + [pda.frag_exit[f] for f in pda.frags[n]]
+        for t, act in pda.eps[n]:
+            if act is None:
+                nxt.append(t)
+            elif act.kind == "open":
+                return None
+            else:
+                found.add(act)
+        for t in nxt:
+            if t not in seen:
+                seen.add(t)
+                work.append(t)
+    return frozenset(found)
+
+
+def test_guards_first_met_per_node_equal_a_search_from_each_node():
+    schemas = [WIDE,
+               {"type": "object", "properties": {"a": {"type": "string"},
+                                                 "b": {"type": "array", "items": {"type": "number"}}},
+                "patternProperties": {"^x": {"type": "boolean"}}, "minProperties": 1,
+                "additionalProperties": False},
+               {"type": "object", "properties": {"n": {"$ref": "#"}, "v": {"enum": [1, "ä"]}},
+                "additionalProperties": {"type": "integer"}, "maxProperties": 3}]
+    checked = guarded = 0
+    for schema in schemas:
+        pda = PDA(compile_schema(schema))
+        for n in range(len(pda.eps)):
+            if not pda._rule_guarded[pda.node_rule[n]]:
+                continue
+            pda._vg_node.clear()  # a search from this node alone, then from all at once
+            pda._vguards_search(n)
+            want = _guards_first_met(pda, n)
+            assert pda._vg_node[n] == want, (schema, n)
+            guarded += want is not None and bool(want)
+            checked += 1
+        pda._vg_node.clear()
+        for n in range(len(pda.eps)):  # one search answering every node met on the way
+            if pda._rule_guarded[pda.node_rule[n]] and n not in pda._vg_node:
+                pda._vguards_search(n)
+        for n, got in list(pda._vg_node.items()):
+            assert got == _guards_first_met(pda, n), (schema, n)
+    assert checked > 100 and guarded > 20
