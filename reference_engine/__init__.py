@@ -23,7 +23,11 @@ __version__ = "0.1"
 class Compiled:
     """A grammar compiled against one vocabulary: the PDA plus its mask caches."""
 
-    def __init__(self, grammar: Grammar, trie: TokenTrie, stop_ids=(), special_ids=()):
+    def __init__(self, grammar: Grammar, trie: TokenTrie, stop_ids=(), special_ids=(),
+                 precompute_s: float = 0.0):
+        """``precompute_s``: seconds (at most, roughly) spent here building the mask
+        cache entries nearly every decode needs (:meth:`MaskComputer.precompute`);
+        0 leaves every entry to its first use."""
         self.grammar = grammar
         self.pda = PDA(grammar)
         self.trie = trie
@@ -38,6 +42,7 @@ class Compiled:
             floor = fewest_extra_keys(self.pda.grammar)
         self.masks = MaskComputer(self.pda, trie, self.stop_ids, json_keys=self.json_keys,
                                   key_floor=floor)
+        self.masks.precompute(precompute_s)
 
     def matcher(self) -> GrammarMatcher:
         return GrammarMatcher(self.pda, self.masks, self.trie.token_bytes, self.stop_ids,

@@ -35,6 +35,7 @@ committed token, so ``rollback(n)`` just drops entries (no recomputation).
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 
 import numpy as np
@@ -42,6 +43,7 @@ import numpy as np
 from reference_engine import keys as jkeys
 from reference_engine.maskcache import (SORT_PACK_MAX, Census, NodeMask, WordSet, node_mask,
                                         node_mask_of_ids, word_set)
+from reference_engine.encoding import START
 from reference_engine.pda import PDA, any_passes, frame_param, frame_ret
 from reference_engine.stack import EMPTY
 from reference_engine.trie import TokenTrie, group_exits
@@ -124,6 +126,8 @@ class MaskComputer:
         #: every matcher of the grammar: matchers used from several threads (a batch
         #: filled on a thread pool) take this lock around each mask and commit
         self.lock = threading.Lock()
+        self.precomputed = 0  # nodes built by precompute (stats)
+        self.precompute_s = 0.0  # seconds it took
         self.key_checks = 0  # tokens run through the key tracker for masks (stats)
         self.key_cleared = 0  # of them, cleared as duplicate keys
 
@@ -244,6 +248,93 @@ class MaskComputer:
         if mkey != state:
             self._by_key[mkey] = got
         return got
+
+    def precompute(self, budget_s: float) -> None:
+        """Build ahead, at compile time, cache entries that nearly every decode of the
+        grammar needs and that cost most on a first visit, for at most about
+        ``budget_s`` seconds (checked between entries; 0 builds nothing). In order: the
+        first mask's nodes; the content state of each string (or other code-point
+        fragment) that is not an object key, a wide node whose first walk covers most
+        of the trie; each object's key position (after ``{"`` or ``, "``), wide where
+        the object takes extra keys; the states the grammar's entry points lead to
+        (rule entries, their return states and guard targets); the states past each
+        object guard (after ``{``, a key, a separator); the key fragments alone (the
+        key position of a one-key object); then the states one and two JSON
+        punctuation bytes on from all these (``":``, ``": "``, ``[{``, ...).
+
+        Masks are unchanged: each entry is what :meth:`node` would build on first
+        use; only where its cost lands moves, from the first mask that needs it to
+        the compile (TTFM). XGrammar precomputes every node at compile time; here
+        the byte-level states a decode may reach (length counters, whitespace runs,
+        partial characters, key prefixes) are too many to enumerate, so only these
+        are. ``precomputed`` and ``precompute_s`` (in :meth:`stats`) say what it did."""
+        if budget_s <= 0:
+            return
+        t0 = time.perf_counter()
+        deadline = t0 + budget_s
+        pda = self.pda
+        entry_points = pda.entry_points
+        built = 0
+
+        def candidates():
+            configs, _ = pda.initial()
+            for s, _ in configs:
+                yield s
+            for f in range(len(pda.frag_class)):
+                if f not in pda.key_frags:
+                    yield pda._intern(pda._closure([(f, 0, START, 0, 0)]))
+            # past each object guard: the body after ``{`` or a separator, a member's
+            # ``: value`` tail (past its key), the object's end; first the key position
+            # after the ``"`` that follows (every key's first mask; wide where the
+            # object takes extra keys)
+            after_guard = []
+            for n in range(len(pda.eps)):
+                if pda._guarded[n]:
+                    for t, act in pda.eps[n]:
+                        if act is not None:
+                            after_guard.append(pda._intern(pda._closure([(t, 0)])))
+            for s in after_guard:
+                if s >= 0 and pda.has_bytes[s]:
+                    yield from self._through(pda.materialise(s)[0x22])
+            yield from range(entry_points)
+            yield from after_guard
+            for f in sorted(pda.key_frags):  # a key position of an object with one key
+                yield pda._intern(pda._closure([(f, 0, START, 0, 0)]))
+            # then one and two JSON punctuation bytes on from what was built (after
+            # ``{``, ``{"``, ``":``, ``, "``, ...), through calls and object guards
+            frontier = list(self._nodes)
+            seen = set(frontier)
+            for _ in range(2):
+                nxt = []
+                for s in frontier:
+                    row = pda.materialise(s)
+                    for b in b'{}[],:" ':
+                        for u in self._through(row[b]):
+                            if u not in seen:
+                                seen.add(u)
+                                nxt.append(u)
+                                yield u
+                frontier = nxt
+
+        with self.lock:
+            for s in candidates():
+                if time.perf_counter() >= deadline:
+                    break
+                if s >= 0 and pda.has_bytes[s] and s not in self._nodes:
+                    self.node(s)
+                    built += 1
+        self.precomputed = built
+        self.precompute_s = time.perf_counter() - t0
+
+    def _through(self, t: int) -> tuple[int, ...]:
+        """The byte-reading states a byte leading to state ``t`` leaves the walk in,
+        through calls and object guards (a frame pushed within the token), as far as
+        they are known without the live stack."""
+        if t < 0:
+            return ()
+        if not self.pda.exit_list[t]:
+            return (t,)
+        return tuple(c[0] for c in self._local_closure(t, (), 0)[0])
 
     def census(self, state: int) -> Census:
         """The :class:`Census` of ``state``'s split (for statistics; memoised)."""
@@ -782,6 +873,8 @@ class MaskComputer:
             "expansion_nodes_moved": sum(1 for c in cens if c.moved),
             "lookahead_moved_avg": (sum(c.moved_return for c in cens) / n) if n else 0.0,
             "lookahead_nodes_moved": sum(1 for c in cens if c.moved_return),
+            "precomputed_nodes": self.precomputed,
+            "precompute_s": round(self.precompute_s, 4),
             "key_states": len(self._kcache),
             "key_checks": self.key_checks,
             "key_cleared": self.key_cleared,

@@ -691,6 +691,9 @@ class PDA:
                             for r in range(len(self.rule_names))]
         self.start_state = self.entry_state[self.rule_index[self.grammar.start]]
         self.unique_return = self._unique_returns()
+        #: states interned while compiling (rule entries, the return states and guard
+        #: targets they list): the grammar's entry points, which decodes pass through
+        self.entry_points = self.n_states
 
     def _unique_returns(self) -> list[int]:
         """Per rule, the DFA state every one of its frames returns to, or -1.
@@ -844,6 +847,9 @@ class PDA:
         self.exit_rule: list[int] = []
         self.frag_class: list[_FragClass] = []
         self.frag_exit: list[int] = []
+        #: fragments that read an object key (their content states alone are never a
+        #: configuration: a key position holds every member's key fragment at once)
+        self.key_frags: set[int] = set()
         self._fclass_memo: dict[tuple, _FragClass] = {}
         self.rule_entry: list[int] = []
         self.rule_exit: list[int] = []
@@ -997,12 +1003,16 @@ class PDA:
         for k, m in enumerate(ob.members):
             ks, ke = self._new(), self._new()
             self.eps[choice].append((ks, None))
+            f0 = len(self.frag_class)
             self._build(m.key, ks, ke, logic)
+            self.key_frags.update(range(f0, len(self.frag_class)))
             self.eps[ke].append((tail(m.value), logic.add(k)))
         for x in ob.extras:
             ks, ke = self._new(), self._new()
             self.eps[choice].append((ks, None))
+            f0 = len(self.frag_class)
             self._build(x.key, ks, ke, logic)
+            self.key_frags.update(range(f0, len(self.frag_class)))
             self.eps[ke].append((tail(x.value), logic.add_extra()))
         s1 = self._new()
         self.eps[hub].append((s1, more))
