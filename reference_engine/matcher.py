@@ -41,9 +41,9 @@ from collections import OrderedDict
 import numpy as np
 
 from reference_engine import keys as jkeys
+from reference_engine.encoding import START
 from reference_engine.maskcache import (SORT_PACK_MAX, Census, NodeMask, WordSet, node_mask,
                                         node_mask_of_ids, word_set)
-from reference_engine.encoding import START
 from reference_engine.pda import PDA, any_passes, frame_param, frame_ret
 from reference_engine.stack import EMPTY
 from reference_engine.trie import TokenTrie, group_exits
