@@ -251,11 +251,11 @@ class MaskComputer:
 
     def precompute(self, budget_s: float) -> None:
         """Build ahead, at compile time, cache entries that nearly every decode of the
-        grammar needs and that cost most on a first visit, for at most about
-        ``budget_s`` seconds (checked between entries; 0 builds nothing). In order: the
-        first mask's nodes; the content state of each string (or other code-point
-        fragment) that is not an object key, a wide node whose first walk covers most
-        of the trie; each object's key position (after ``{"`` or ``, "``), wide where
+        grammar needs and that cost most on a first visit, for about ``budget_s``
+        seconds at most (checked between entries, after the first; 0 builds nothing).
+        In order: the first mask's nodes; the content state of each string (or other
+        code-point fragment) that is not an object key, a wide node whose first walk
+        covers most of the trie; each object's key position (after ``{"`` or ``, "``), wide where
         the object takes extra keys; the states the grammar's entry points lead to
         (rule entries, their return states and guard targets); the states past each
         object guard (after ``{``, a key, a separator); the key fragments alone (the
@@ -318,7 +318,7 @@ class MaskComputer:
 
         with self.lock:
             for s in candidates():
-                if time.perf_counter() >= deadline:
+                if built and time.perf_counter() >= deadline:
                     break
                 if s >= 0 and pda.has_bytes[s] and s not in self._nodes:
                     self.node(s)

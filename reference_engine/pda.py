@@ -656,6 +656,59 @@ _LEADS = tuple((b, step_utf8(START, b)[1]) for b in range(0xC2, 0xF5))
 _HEXB = list(b"0123456789abcdefABCDEF")
 
 
+def strong_components(roots, succ, done=None):
+    """The strongly connected components (lists of nodes) of the graph reachable from
+    ``roots`` along ``succ(node)``, by Tarjan's algorithm without recursion, each
+    yielded as soon as it is complete: after every component it reaches (reverse
+    topological order), so a caller can fold answers up from the components it
+    reaches. Nodes for which ``done(node)`` is true (answered already, maybe by the
+    caller for a component yielded earlier) are neither entered nor yielded."""
+    index: dict = {}
+    low: dict = {}
+    on: set = set()
+    stack: list = []
+    counter = 0
+    for root in roots:
+        if root in index or (done is not None and done(root)):
+            continue
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        work = [(root, iter(succ(root)))]
+        while work:
+            v, it = work[-1]
+            pushed = False
+            for w in it:
+                if done is not None and done(w):
+                    continue
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(succ(w))))
+                    pushed = True
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            if pushed:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                yield comp
+
+
 # --------------------------------------------------------------------------- the PDA
 
 class PDA:
@@ -714,54 +767,11 @@ class PDA:
         g = self.grammar
         rules = g.rules
         graph = {n: set(ir.refs(e)) for n, e in rules.items()}
-        # Tarjan SCC: rules on a cycle are recursive
-        index: dict[str, int] = {}
-        low: dict[str, int] = {}
-        onstack: set[str] = set()
-        stack: list[str] = []
+        # rules on a cycle are recursive
         recursive: set[str] = set()
-        counter = [0]
-
-        def strong(v: str) -> None:
-            work = [(v, iter(sorted(graph[v])))]
-            index[v] = low[v] = counter[0]
-            counter[0] += 1
-            stack.append(v)
-            onstack.add(v)
-            while work:
-                node, it = work[-1]
-                advanced = False
-                for w in it:
-                    if w not in index:
-                        index[w] = low[w] = counter[0]
-                        counter[0] += 1
-                        stack.append(w)
-                        onstack.add(w)
-                        work.append((w, iter(sorted(graph[w]))))
-                        advanced = True
-                        break
-                    if w in onstack:
-                        low[node] = min(low[node], index[w])
-                if advanced:
-                    continue
-                work.pop()
-                if work:
-                    parent = work[-1][0]
-                    low[parent] = min(low[parent], low[node])
-                if low[node] == index[node]:
-                    comp = []
-                    while True:
-                        w = stack.pop()
-                        onstack.discard(w)
-                        comp.append(w)
-                        if w == node:
-                            break
-                    if len(comp) > 1 or node in graph[node]:
-                        recursive.update(comp)
-
-        for v in rules:
-            if v not in index:
-                strong(v)
+        for comp in strong_components(rules, lambda v: sorted(graph[v])):
+            if len(comp) > 1 or comp[0] in graph[comp[0]]:
+                recursive.update(comp)
 
         real = {g.start} | recursive
         uses: dict[str, int] = {n: 0 for n in rules}
@@ -1278,9 +1288,9 @@ class PDA:
         object body (an ``open`` guard) comes first. A node's answer is the union of its
         own guard edges' and its successors' (byte edges, fragment exits, plain epsilons;
         not past a guard), None if any is None; computed for all nodes at once over the
-        strongly connected components (iterative Tarjan), since the nodes of a body are
-        asked about one by one and a search from each would walk the rest of the body
-        again (quadratic in its size)."""
+        strongly connected components (:func:`strong_components`), since the nodes of a
+        body are asked about one by one and a search from each would walk the rest of
+        the body again (quadratic in its size)."""
         per_node = self._vg_node
         byte_edges, frags, eps, frag_exit = self.byte_edges, self.frags, self.eps, self.frag_exit
         exit_rule, calls = self.exit_rule, self.calls
@@ -1291,46 +1301,7 @@ class PDA:
             out.extend(t for t, act in eps[n] if act is None)
             return out
 
-        index: dict[int, int] = {}
-        low: dict[int, int] = {}
-        on: set[int] = set()
-        comp_stack: list[int] = []
-        work = [(start, iter(succ(start)))]
-        index[start] = low[start] = 0
-        comp_stack.append(start)
-        on.add(start)
-        counter = 1
-        while work:
-            n, it = work[-1]
-            pushed = False
-            for t in it:
-                if t in per_node:
-                    continue  # answered by an earlier search
-                if t not in index:
-                    index[t] = low[t] = counter
-                    counter += 1
-                    comp_stack.append(t)
-                    on.add(t)
-                    work.append((t, iter(succ(t))))
-                    pushed = True
-                    break
-                if t in on:
-                    low[n] = min(low[n], index[t])
-            if pushed:
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[n])
-            if low[n] != index[n]:
-                continue
-            comp = []
-            while True:
-                x = comp_stack.pop()
-                on.discard(x)
-                comp.append(x)
-                if x == n:
-                    break
+        for comp in strong_components((start,), succ, per_node.__contains__):
             members = set(comp)
             acc: set | None = set()
             for x in comp:

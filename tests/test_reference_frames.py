@@ -155,8 +155,9 @@ def _guards_first_met(pda: PDA, start: int):
 
 def test_guards_first_met_per_node_equal_a_search_from_each_node():
     schemas = [WIDE,
-               {"type": "object", "properties": {"a": {"type": "string"},
-                                                 "b": {"type": "array", "items": {"type": "number"}}},
+               {"type": "object",
+                "properties": {"a": {"type": "string"},
+                               "b": {"type": "array", "items": {"type": "number"}}},
                 "patternProperties": {"^x": {"type": "boolean"}}, "minProperties": 1,
                 "additionalProperties": False},
                {"type": "object", "properties": {"n": {"$ref": "#"}, "v": {"enum": [1, "ä"]}},

@@ -39,7 +39,9 @@ def fresh(fc: _FragClass) -> _FragClass:
 
 def check_class(fc: _FragClass) -> int:
     checked = 0
-    counts = sorted({0, 1, fc.lo, max(fc.lo - 1, 0), fc.cap, max(fc.cap - 1, 0)}) if fc.windowed else [0]
+    counts = [0]
+    if fc.windowed:
+        counts = sorted({0, 1, fc.lo, max(fc.lo - 1, 0), fc.cap, max(fc.cap - 1, 0)})
     for d in range(fc.dfa.n):
         for cnt in counts:
             cnt1 = min(cnt + 1, fc.cap) if fc.windowed else 0
