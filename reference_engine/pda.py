@@ -857,8 +857,9 @@ class PDA:
         self.exit_rule: list[int] = []
         self.frag_class: list[_FragClass] = []
         self.frag_exit: list[int] = []
-        #: fragments that read an object key (their content states alone are never a
-        #: configuration: a key position holds every member's key fragment at once)
+        #: fragments that read an object key (alone, such a fragment's content state is
+        #: a configuration only in a one-key object: a key position holds every
+        #: member's key fragment at once)
         self.key_frags: set[int] = set()
         self._fclass_memo: dict[tuple, _FragClass] = {}
         self.rule_entry: list[int] = []
