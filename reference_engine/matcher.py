@@ -255,11 +255,11 @@ class MaskComputer:
         seconds at most (checked between entries, after the first; 0 builds nothing).
         In order: the first mask's nodes; the content state of each string (or other
         code-point fragment) that is not an object key, a wide node whose first walk
-        covers most of the trie; each object's key position (after ``{"`` or ``, "``), wide where
-        the object takes extra keys; the states the grammar's entry points lead to
-        (rule entries, their return states and guard targets); the states past each
-        object guard (after ``{``, a key, a separator); the key fragments alone (the
-        key position of a one-key object); then the states one and two JSON
+        covers most of the trie; each object's key position (after ``{"`` or ``, "``),
+        wide where the object takes extra keys; the states the grammar's entry points
+        lead to (rule entries, their return states and guard targets); the states past
+        each object guard (after ``{``, a key, a separator); the key fragments alone
+        (the key position of a one-key object); then the states one and two JSON
         punctuation bytes on from all these (``":``, ``": "``, ``[{``, ...).
 
         Masks are unchanged: each entry is what :meth:`node` would build on first
@@ -282,7 +282,7 @@ class MaskComputer:
                 yield s
             for f in range(len(pda.frag_class)):
                 if f not in pda.key_frags:
-                    yield pda._intern(pda._closure([(f, 0, START, 0, 0)]))
+                    yield pda.state_of((f, 0, START, 0, 0))
             # past each object guard: the body after ``{`` or a separator, a member's
             # ``: value`` tail (past its key), the object's end; first the key position
             # after the ``"`` that follows (every key's first mask; wide where the
@@ -292,14 +292,14 @@ class MaskComputer:
                 if pda._guarded[n]:
                     for t, act in pda.eps[n]:
                         if act is not None:
-                            after_guard.append(pda._intern(pda._closure([(t, 0)])))
+                            after_guard.append(pda.state_of((t, 0)))
             for s in after_guard:
                 if s >= 0 and pda.has_bytes[s]:
                     yield from self._through(pda.materialise(s)[0x22])
             yield from range(entry_points)
             yield from after_guard
             for f in sorted(pda.key_frags):  # a key position of an object with one key
-                yield pda._intern(pda._closure([(f, 0, START, 0, 0)]))
+                yield pda.state_of((f, 0, START, 0, 0))
             # then one and two JSON punctuation bytes on from what was built (after
             # ``{``, ``{"``, ``":``, ``, "``, ...), through calls and object guards
             frontier = list(self._nodes)

@@ -1398,6 +1398,12 @@ class PDA:
         self.materialised[sid] = True
         return row
 
+    def state_of(self, item: tuple) -> int:
+        """The state one item (``(node, 0)``, or a fragment's ``(f, d, dec, cnt, 0)``)
+        makes with its closure, -1 if none (memoised as a byte's target is)."""
+        t = self._goto1.get(item)
+        return t if t is not None else self._goto_state((item,))
+
     def _goto_state(self, its) -> int:
         """The state that the items ``its`` (where one byte leads) make after their
         closure, memoised per item (one) or per set of items."""
