@@ -75,14 +75,14 @@ def test_walk_roots_equals_plain_walk(name):
             assert set(got_alive) == want_alive, (name, s, r)
             assert pairs(exits, e_off[i], e_off[i + 1]) == want_exits, (name, s, r)
         checked += 1
-        # move on to states the walk reached (exits and a few alive continuations)
-        for t in exits[1][:50].tolist():
-            if t not in seen and fast.has_bytes[t]:
-                seen.add(t)
-                states.append(t)
-        for b in range(256):
-            t = fast.materialise(s)[b]
-            if t >= 0 and t not in seen and fast.has_bytes[t]:
+        # move on to the rules the state calls and the states they return to, the
+        # states the walk reached (exits), and a few alive continuations
+        nxt = [ret for _, ret in fast.state_calls[s]]
+        nxt += [fast.entry_state[r] for r, _ in fast.state_calls[s]]
+        nxt += [t for t in exits[1][:50].tolist() if fast.has_bytes[t]]
+        nxt += [t for t in fast.materialise(s) if t >= 0 and fast.has_bytes[t]]
+        for t in nxt:
+            if t not in seen:
                 seen.add(t)
                 states.append(t)
     assert checked >= 6
