@@ -52,7 +52,7 @@ class WordSet:
         return int(self.idx.nbytes + self.val.nbytes)
 
 
-def _sorted_pairs(ids: np.ndarray, words: int) -> tuple[np.ndarray, np.ndarray, int]:
+def sorted_pairs(ids: np.ndarray, words: int) -> tuple[np.ndarray, np.ndarray, int]:
     """``(word indices, words, distinct ids)`` of token ``ids`` (duplicates allowed):
     the non-zero words of their bitmask, ascending, without building the bitmask."""
     ids = np.unique(ids)
@@ -70,7 +70,7 @@ def word_set(ids: np.ndarray, words: int) -> WordSet:
     if ids.size == 0:
         return WordSet(np.zeros(0, dtype=_index_dtype(words)), np.zeros(0, dtype=np.int32))
     if ids.size <= SORT_PACK_MAX:
-        idx, val, _ = _sorted_pairs(ids, words)
+        idx, val, _ = sorted_pairs(ids, words)
         return WordSet(idx, val)
     flags = np.zeros(words * 32, dtype=bool)
     flags[ids] = True
@@ -135,8 +135,16 @@ class NodeMask:
 def node_mask(accepted: np.ndarray, words: int, pops: tuple, guards: tuple = ()) -> NodeMask:
     """Store a node's split (``accepted``: bool per token id, the context-independently
     accepted tokens) in the smallest of the three formats."""
-    w = pack_flags(accepted, words)
-    n_acc = int(accepted.sum())
+    return node_mask_of_words(pack_flags(accepted, words), pops, guards, int(accepted.sum()))
+
+
+def node_mask_of_words(w: np.ndarray, pops: tuple, guards: tuple = (),
+                       n_acc: int | None = None) -> NodeMask:
+    """:func:`node_mask` from the packed bitmask ``w`` (int32 words, kept if dense) of
+    the accepted tokens, ``n_acc`` of them (counted if None)."""
+    words = w.size
+    if n_acc is None:
+        n_acc = int(np.bitwise_count(w.view(np.uint32)).sum())
     nz = np.flatnonzero(w)
     not_full = np.flatnonzero(w != -1)
     dense_b = words * 4
@@ -157,7 +165,7 @@ def node_mask_of_ids(ids: np.ndarray, words: int, pops: tuple,
     ``accepted`` format straight from sorted ids when it is the smallest, as it is for
     the narrow sets of most structural positions (a few tokens out of the vocabulary)."""
     if ids.size <= SORT_PACK_MAX:
-        idx, val, n_acc = _sorted_pairs(ids, words)
+        idx, val, n_acc = sorted_pairs(ids, words)
         if idx.size * PAIR_BYTES < words * 4:
             return NodeMask("accepted", None, idx, val, pops, n_acc, guards)
     flags = np.zeros(words * 32, dtype=bool)

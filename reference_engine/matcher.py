@@ -43,7 +43,8 @@ import numpy as np
 from reference_engine import keys as jkeys
 from reference_engine.encoding import START
 from reference_engine.maskcache import (SORT_PACK_MAX, Census, NodeMask, WordSet, node_mask,
-                                        node_mask_of_ids, word_set)
+                                        node_mask_of_ids, node_mask_of_words, sorted_pairs,
+                                        word_set)
 from reference_engine.pda import PDA, any_passes, frame_param, frame_ret
 from reference_engine.stack import EMPTY
 from reference_engine.trie import TokenTrie, group_exits
@@ -63,6 +64,11 @@ STOP = 2
 #: Token ids, exits and nodes (about 8 bytes each) the memo of :meth:`MaskComputer.context`'s
 #: walks may hold per compiled grammar.
 CONTEXT_WALK_MEMO = 4_000_000
+#: A state's split is derived from another state's (see :meth:`MaskComputer._reference`)
+#: when the first bytes they lead alike carry at least this many trie nodes below them
+#: and at least DERIVE_RATIO times as many as the first bytes that differ.
+DERIVE_MIN = 20_000
+DERIVE_RATIO = 4
 #: Key-tracker states whose per-token duplicate-key verdicts are kept.
 KEY_CACHE_SIZE = 256
 
@@ -127,6 +133,12 @@ class MaskComputer:
         #: filled on a thread pool) take this lock around each mask and commit
         self.lock = threading.Lock()
         self.precomputed = 0  # nodes built by precompute (stats)
+        self.derived = 0  # nodes whose split was derived from another's (stats)
+        self._deriving = False
+        kids = np.arange(trie.child_start[0], trie.child_start[0] + trie.child_count[0])
+        self._root_kids = kids  # the trie's first-byte nodes
+        self._root_bytes = trie.node_byte[kids]
+        self._root_weight = trie.subtree[kids] + 1
         self.precompute_s = 0.0  # seconds it took
         self.key_checks = 0  # tokens run through the key tracker for masks (stats)
         self.key_cleared = 0  # of them, cleared as duplicate keys
@@ -321,8 +333,9 @@ class MaskComputer:
                 if built and time.perf_counter() >= deadline:
                     break
                 if s >= 0 and pda.has_bytes[s] and s not in self._nodes:
+                    had = len(self._nodes)
                     self.node(s)
-                    built += 1
+                    built += len(self._nodes) - had  # with a reference it derived from
         self.precomputed = built
         self.precompute_s = time.perf_counter() - t0
 
@@ -346,10 +359,98 @@ class MaskComputer:
     def _split(self, state: int, census: bool = False):
         """Split the vocabulary at ``state``: its :class:`NodeMask`, or with ``census``
         its :class:`Census` (the same walks, which by then hit the memos)."""
+        if not census and not self._deriving:
+            ref = self._reference(state)
+            if ref is not None:
+                return self._derived(state, *ref)
+        got = self._walk_split(state, None, census)
+        if census:
+            return got
+        alive_nodes, pops, guards = got
+        if alive_nodes.size <= SORT_PACK_MAX:
+            # a narrow position (most structural ones): its few tokens, not a pass over
+            # the whole vocabulary
+            return node_mask_of_ids(self.trie.tokens_at(np.unique(alive_nodes)), self.words,
+                                    pops, guards)
+        return node_mask(self.trie.token_flags(alive_nodes), self.words, pops, guards)
+
+    def _reference(self, state: int):
+        """``(reference state, first-byte trie nodes that differ)``, or None.
+
+        Tokens beginning with byte ``b`` meet the same fate from two states whose rows
+        send ``b`` to the same state: the same walk below it, the same exits, the same
+        context-dependent groups. A key prefix of an object that takes extra keys
+        (``"first`` where ``firstName`` is declared) sends nearly every first byte where
+        the extra keys' content state does, and its split is that state's except below
+        the few bytes that go on along a declared key or end it; likewise other states
+        whose row agrees with the state most of their bytes lead to. The reference is
+        that state, when the first bytes on which the rows agree carry most of the trie
+        (:data:`DERIVE_MIN`, :data:`DERIVE_RATIO`)."""
+        pda = self.pda
+        if pda.rows[state] is None:
+            pda.materialise(state)
+        t = pda.table[state][self._root_bytes]
+        live = t >= 0
+        w = self._root_weight
+        if int(w[live].sum()) < DERIVE_MIN:
+            return None
+        vals, inv = np.unique(t[live], return_inverse=True)
+        q = int(vals[np.argmax(np.bincount(inv, weights=w[live]))])
+        if q == state or not pda.has_bytes[q]:
+            return None
+        if pda.rows[q] is None:
+            pda.materialise(q)
+        differ = t != pda.table[q][self._root_bytes]
+        same = int(w[live & ~differ].sum())
+        if same < DERIVE_MIN or same < DERIVE_RATIO * int(w[live & differ].sum()):
+            return None
+        return q, self._root_kids[differ]
+
+    def _derived(self, state: int, q: int, differ: np.ndarray) -> NodeMask:
+        """The split of ``state`` from the split of ``q``, the reference
+        :meth:`_reference` chose, and a walk of the tokens beginning with the first
+        bytes ``differ`` (their trie nodes) only: ``q``'s accepted set and
+        context-dependent groups outside those subtrees, this walk's inside them."""
+        self._deriving = True  # the reference gets a split of its own
+        try:
+            nq = self.node(q)
+        finally:
+            self._deriving = False
+        trie, words = self.trie, self.words
+        only = set(trie.node_byte[differ].tolist())
+        alive_nodes, pops, guards = self._walk_split(state, only, False)
+        w = np.empty(words, dtype=np.int32)
+        nq.write(w)
+        if differ.size:
+            gone = np.concatenate([trie.tokens_under(int(c)) for c in differ])
+            if gone.size:
+                idx, val, _ = sorted_pairs(gone, words)
+                w[idx] &= ~val
+        if alive_nodes.size:
+            idx, val, _ = sorted_pairs(trie.tokens_at(np.unique(alive_nodes)), words)
+            w[idx] |= val
+        lo, hi = trie.sub_lo[differ], trie.sub_hi[differ]
+
+        def outside(ns: tuple) -> tuple:
+            a = np.array(ns, dtype=np.int64)
+            x = trie.sub_lo[a]
+            inside = ((x[:, None] >= lo) & (x[:, None] < hi)).any(axis=1)
+            return tuple(a[~inside].tolist()) if inside.any() else ns
+
+        pops = tuple((k, ns) for k, ns in ((k, outside(ns)) for k, ns in nq.pops) if ns) + pops
+        guards = tuple((k, sg, ns) for k, sg, ns in ((k, sg, outside(ns)) for k, sg, ns in nq.guards)
+                       if ns) + guards
+        self.derived += 1
+        return node_mask_of_words(w, pops, guards)
+
+    def _walk_split(self, state: int, only, census: bool):
+        """The walks of :meth:`_split` (of the tokens beginning with a byte of ``only``,
+        or all): ``(alive trie nodes, pops, guards)``, or with ``census`` the
+        :class:`Census`."""
         trie, pda = self.trie, self.pda
         count = trie._py_count
         stop = pda.stop_list
-        nodes, exits = trie.walk_root(pda, state, self._sub, self._sub_budget)
+        nodes, exits = trie.walk_root(pda, state, self._sub, self._sub_budget, only)
         alive = [nodes]
         kids = trie.child_count32
         cd_exits: list[tuple[int, int]] = []  # (trie node, frames popped statically)
@@ -416,12 +517,7 @@ class MaskComputer:
             by_g.setdefault((kk, sg), []).append(n)
         pops = tuple((kk, tuple(sorted(set(ns)))) for kk, ns in sorted(by_k.items()))
         guards = tuple((kk, sg, tuple(sorted(set(ns)))) for (kk, sg), ns in sorted(by_g.items()))
-        if alive_nodes.size <= SORT_PACK_MAX:
-            # a narrow position (most structural ones): its few tokens, not a pass over
-            # the whole vocabulary
-            return node_mask_of_ids(trie.tokens_at(np.unique(alive_nodes)), self.words,
-                                    pops, guards)
-        return node_mask(trie.token_flags(alive_nodes), self.words, pops, guards)
+        return alive_nodes, pops, guards
 
     def _count(self, nodes, accepted, expanded: bool, exits, cd_exits, gd_exits,
                via_return) -> Census:
@@ -874,6 +970,7 @@ class MaskComputer:
             "lookahead_moved_avg": (sum(c.moved_return for c in cens) / n) if n else 0.0,
             "lookahead_nodes_moved": sum(1 for c in cens if c.moved_return),
             "precomputed_nodes": self.precomputed,
+            "derived_nodes": self.derived,
             "precompute_s": round(self.precompute_s, 4),
             "key_states": len(self._kcache),
             "key_checks": self.key_checks,

@@ -154,6 +154,10 @@ class TokenTrie:
         idx = np.repeat(s - np.cumsum(cnt) + cnt, cnt) + np.arange(total)
         return self.end_ids[idx]
 
+    def tokens_under(self, node: int) -> np.ndarray:
+        """Token ids ending at or below ``node`` (one range of the lexicographic order)."""
+        return self.lex_ids[self.sub_lo[node]:self.sub_hi[node]]
+
     def tokens_below(self, nodes) -> np.ndarray:
         """Token ids ending strictly below any of ``nodes`` (not at the node itself);
         ids may repeat when the subtrees overlap."""
@@ -201,7 +205,7 @@ class TokenTrie:
         alive, _, exits, _ = walk_roots(self, pda, [node], [state], grouped=False)
         return alive, exits
 
-    def walk_root(self, pda, state: int, memo: dict, budget: list[int]):
+    def walk_root(self, pda, state: int, memo: dict, budget: list[int], only=None):
         """:meth:`walk` from the root, with the subtrees below the first byte shared
         through ``memo`` (per compiled grammar): ``(depth-1 node, state there)`` →
         ``(alive nodes, exits)`` of that subtree, for subtrees of at least
@@ -210,7 +214,9 @@ class TokenTrie:
         States reading free text (a string's content, an object key) lead most first
         bytes into one and the same state, whose subtree is then walked once for all
         the states that reach it, not once per state. ``budget``: a one-element list,
-        the memo's remaining capacity in stored nodes (nothing is stored at 0)."""
+        the memo's remaining capacity in stored nodes (nothing is stored at 0).
+        ``only``: a set of first bytes; the walk covers the tokens beginning with one
+        of them and no others (None: all)."""
         if self._py_count[0] == 0:
             return self.walk(pda, state, 0)
         row = pda.rows[state]
@@ -225,7 +231,7 @@ class TokenTrie:
         batch: list[tuple[int, int]] = []
         for c in range(start[0], start[0] + count[0]):
             t = row[byte[c]]
-            if t < 0:
+            if t < 0 or (only is not None and byte[c] not in only):
                 continue
             if exitflag[t]:
                 ex_n.append(c)
