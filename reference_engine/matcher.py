@@ -34,6 +34,7 @@ committed token, so ``rollback(n)`` just drops entries (no recomputation).
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import OrderedDict
@@ -271,8 +272,11 @@ class MaskComputer:
         wide where the object takes extra keys; the states the grammar's entry points
         lead to (rule entries, their return states and guard targets); the states past
         each object guard (after ``{``, a key, a separator); the key fragments alone
-        (the key position of a one-key object); then the states one and two JSON
-        punctuation bytes on from all these (``":``, ``": "``, ``[{``, ...).
+        (the key position of a one-key object); the states one and two JSON
+        punctuation bytes on from all these (``":``, ``": "``, ``[{``, ...); then the
+        positions inside each object's declared keys (``"first`` of ``firstName``,
+        where a token often ends; wide where the object takes extra keys, and most of
+        them derived from one reference split, see :meth:`_reference`).
 
         Masks are unchanged: each entry is what :meth:`node` would build on first
         use; only where its cost lands moves, from the first mask that needs it to
@@ -305,9 +309,13 @@ class MaskComputer:
                     for t, act in pda.eps[n]:
                         if act is not None:
                             after_guard.append(pda.state_of((t, 0)))
+            key_positions = []
             for s in after_guard:
-                if s >= 0 and pda.has_bytes[s]:
-                    yield from self._through(pda.materialise(s)[0x22])
+                for u in self._through(s):  # through the whitespace rule's call
+                    if pda.has_bytes[u]:
+                        for kp in self._through(pda.materialise(u)[0x22]):
+                            key_positions.append(kp)
+                            yield kp
             yield from range(entry_points)
             yield from after_guard
             for f in sorted(pda.key_frags):  # a key position of an object with one key
@@ -327,6 +335,20 @@ class MaskComputer:
                                 nxt.append(u)
                                 yield u
                 frontier = nxt
+            # then the positions inside each object's declared keys, from its key
+            # positions (a token often ends inside a key: ``"first`` + ``Name":``)
+            for kp in dict.fromkeys(key_positions):
+                names = set()
+                for it in pda.items[kp]:
+                    if len(it) == 5:
+                        names.update(pda.key_names.get(it[0], ()))
+                for name in sorted(names):
+                    u = kp
+                    for b in json.dumps(name, ensure_ascii=False)[1:-1].encode():
+                        u = pda.materialise(u)[b]
+                        if u < 0:
+                            break
+                        yield u
 
         with self.lock:
             for s in candidates():

@@ -876,6 +876,8 @@ class PDA:
         #: a configuration only in a one-key object: a key position holds every
         #: member's key fragment at once)
         self.key_frags: set[int] = set()
+        #: key fragment -> the names its object declares
+        self.key_names: dict[int, tuple[str, ...]] = {}
         self._fclass_memo: dict[tuple, _FragClass] = {}
         self.rule_entry: list[int] = []
         self.rule_exit: list[int] = []
@@ -1026,6 +1028,7 @@ class PDA:
                 self._build(value, vs, hub, logic)
             return kg
 
+        f_first = len(self.frag_class)
         for k, m in enumerate(ob.members):
             ks, ke = self._new(), self._new()
             self.eps[choice].append((ks, None))
@@ -1040,6 +1043,10 @@ class PDA:
             self._build(x.key, ks, ke, logic)
             self.key_frags.update(range(f0, len(self.frag_class)))
             self.eps[ke].append((tail(x.value), logic.add_extra()))
+        names = tuple(m.name for m in ob.members)
+        for f in range(f_first, len(self.frag_class)):
+            if f in self.key_frags:
+                self.key_names[f] = names
         s1 = self._new()
         self.eps[hub].append((s1, more))
         self._build(ob.sep, s1, choice, logic)

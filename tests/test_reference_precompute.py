@@ -58,6 +58,11 @@ def test_precompute_builds_first_entries_and_changes_no_mask():
     assert all(s in mc._nodes for s, _ in configs)
     after_brace = pda.advance(configs, b'{"')
     assert after_brace is not None and all(s in mc._nodes for s, _ in after_brace[0])
+    # and the positions inside declared keys, in an object with extra keys too (where
+    # each is a wide node), whichever member came before
+    for text in (b'{"na', b'{"name', b'{"name": "x", "ta', b'{"meta": {"x": 1}, "me'):
+        got = pda.advance(configs, text)
+        assert got is not None and all(s in mc._nodes for s, _ in got[0]), text
     stats = eager.stats()
     assert stats["precomputed_nodes"] == mc.precomputed and stats["precompute_s"] > 0
     for doc in DOCS:
