@@ -299,23 +299,26 @@ class MaskComputer:
             for f in range(len(pda.frag_class)):
                 if f not in pda.key_frags:
                     yield pda.state_of((f, 0, START, 0, 0))
+            # each object's key position (past a key's opening quote: every key's
+            # first mask; wide where the object takes extra keys)
+            key_positions = []
+            for c in pda.key_choices:
+                s = pda.state_of((c, 0))
+                if s >= 0 and pda.has_bytes[s]:
+                    t = pda.materialise(s)[0x22]
+                    # (the state itself where only declared keys remain: its entry does
+                    # not depend on the frame that decides whether it lives)
+                    for kp in ((t,) if t >= 0 and pda.has_bytes[t] else self._through(t)):
+                        key_positions.append(kp)
+                        yield kp
             # past each object guard: the body after ``{`` or a separator, a member's
-            # ``: value`` tail (past its key), the object's end; first the key position
-            # after the ``"`` that follows (every key's first mask; wide where the
-            # object takes extra keys)
+            # ``: value`` tail (past its key), the object's end
             after_guard = []
             for n in range(len(pda.eps)):
                 if pda._guarded[n]:
                     for t, act in pda.eps[n]:
                         if act is not None:
                             after_guard.append(pda.state_of((t, 0)))
-            key_positions = []
-            for s in after_guard:
-                for u in self._through(s):  # through the whitespace rule's call
-                    if pda.has_bytes[u]:
-                        for kp in self._through(pda.materialise(u)[0x22]):
-                            key_positions.append(kp)
-                            yield kp
             yield from range(entry_points)
             yield from after_guard
             for f in sorted(pda.key_frags):  # a key position of an object with one key
@@ -336,19 +339,27 @@ class MaskComputer:
                                 yield u
                 frontier = nxt
             # then the positions inside each object's declared keys, from its key
-            # positions (a token often ends inside a key: ``"first`` + ``Name":``)
+            # positions (a token often ends inside a key: ``"first`` + ``Name":``):
+            # first their rows (walks below a key position go along the names, in
+            # splits and, where the object's frame decides, in contexts), then entries
+            inside: dict[int, None] = {}
             for kp in dict.fromkeys(key_positions):
                 names = set()
                 for it in pda.items[kp]:
                     if len(it) == 5:
                         names.update(pda.key_names.get(it[0], ()))
                 for name in sorted(names):
+                    if time.perf_counter() >= deadline:
+                        return
                     u = kp
                     for b in json.dumps(name, ensure_ascii=False)[1:-1].encode():
                         u = pda.materialise(u)[b]
                         if u < 0:
                             break
-                        yield u
+                        inside[u] = None
+            for u in inside:
+                pda.materialise(u)
+            yield from inside
 
         with self.lock:
             for s in candidates():

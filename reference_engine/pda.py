@@ -878,6 +878,8 @@ class PDA:
         self.key_frags: set[int] = set()
         #: key fragment -> the names its object declares
         self.key_names: dict[int, tuple[str, ...]] = {}
+        #: per object body, the NFA node where a member's key begins (its opening quote)
+        self.key_choices: list[int] = []
         self._fclass_memo: dict[tuple, _FragClass] = {}
         self.rule_entry: list[int] = []
         self.rule_exit: list[int] = []
@@ -1005,6 +1007,7 @@ class PDA:
         close = logic.close()
         more = logic.more()
         a2, choice, hub = self._new(), self._new(), self._new()
+        self.key_choices.append(choice)
         self.eps[a].append((a2, OPEN))
         # non-empty: ws then the first member
         w1 = self._new()

@@ -63,6 +63,18 @@ def test_precompute_builds_first_entries_and_changes_no_mask():
     for text in (b'{"na', b'{"name', b'{"name": "x", "ta', b'{"meta": {"x": 1}, "me'):
         got = pda.advance(configs, text)
         assert got is not None and all(s in mc._nodes for s, _ in got[0]), text
+    # objects without extra keys too (their key positions live only if the frame lets
+    # a declared key complete; the entry itself does not depend on it)
+    closed = {"type": "object", "additionalProperties": False, "required": ["outer"],
+              "properties": {"outer": {"type": "object", "additionalProperties": False,
+                                       "properties": {"city": {"type": "string"},
+                                                      "count": {"type": "integer"}}}}}
+    cg = _adapter(5.0).compile(json.dumps(closed))
+    cmc, cpda = cg.compiled.masks, cg.compiled.pda
+    cconf, _ = cpda.initial()
+    for text in (b'{"', b'{"out', b'{"outer": {"', b'{"outer": {"ci', b'{"outer": {"count'):
+        got = cpda.advance(cconf, text)
+        assert got is not None and all(s in cmc._nodes for s, _ in got[0]), text
     stats = eager.stats()
     assert stats["precomputed_nodes"] == mc.precomputed and stats["precompute_s"] > 0
     for doc in DOCS:
