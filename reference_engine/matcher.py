@@ -134,15 +134,15 @@ class MaskComputer:
         #: filled on a thread pool) take this lock around each mask and commit
         self.lock = threading.Lock()
         self.precomputed = 0  # nodes built by precompute (stats)
+        self.precompute_s = 0.0  # seconds it took
+        self.key_checks = 0  # tokens run through the key tracker for masks (stats)
+        self.key_cleared = 0  # of them, cleared as duplicate keys
         self.derived = 0  # nodes whose split was derived from another's (stats)
         self._deriving = False
         kids = np.arange(trie.child_start[0], trie.child_start[0] + trie.child_count[0])
         self._root_kids = kids  # the trie's first-byte nodes
         self._root_bytes = trie.node_byte[kids]
-        self._root_weight = trie.subtree[kids] + 1
-        self.precompute_s = 0.0  # seconds it took
-        self.key_checks = 0  # tokens run through the key tracker for masks (stats)
-        self.key_cleared = 0  # of them, cleared as duplicate keys
+        self._root_weight = trie.subtree[kids] + 1  # trie nodes at and below each
 
     # ------------------------------------------------------------ compile-time split
     def _local_closure(self, t: int, lst: tuple, k: int):
@@ -471,8 +471,8 @@ class MaskComputer:
             return tuple(a[~inside].tolist()) if inside.any() else ns
 
         pops = tuple((k, ns) for k, ns in ((k, outside(ns)) for k, ns in nq.pops) if ns) + pops
-        guards = tuple((k, sg, ns) for k, sg, ns in ((k, sg, outside(ns)) for k, sg, ns in nq.guards)
-                       if ns) + guards
+        guards = tuple((k, sg, ns) for k, sg, ns in
+                       ((k, sg, outside(ns)) for k, sg, ns in nq.guards) if ns) + guards
         self.derived += 1
         return node_mask_of_words(w, pops, guards)
 
