@@ -77,9 +77,13 @@ MAX_NFA_NODES = 600_000
 
 
 def _bounded_run(e: ir.Expr) -> bool:
-    """Is ``e`` a run of one byte class bounded at :data:`RUN_RULE_MIN` or more?"""
-    return (isinstance(e, ir.Repeat) and isinstance(e.item, ir.ByteClass)
-            and e.hi is not None and e.hi >= RUN_RULE_MIN)
+    """Is ``e`` a run of one byte class (or class of ASCII characters, as GBNF's
+    ``[ \t\n]`` is) bounded at :data:`RUN_RULE_MIN` or more?"""
+    if not (isinstance(e, ir.Repeat) and e.hi is not None and e.hi >= RUN_RULE_MIN):
+        return False
+    x = e.item
+    return isinstance(x, ir.ByteClass) or (isinstance(x, ir.CharClass) and bool(x.cs)
+                                           and max(hi for _, hi in x.cs) < 0x80)
 
 
 # --------------------------------------------------------------------------- pruning
