@@ -615,8 +615,6 @@ class MaskComputer:
             for _ in range(k):
                 st = pool.parent[st]
             work.setdefault((sg, st, STOP), []).append(ns)
-        vguards, calls_of, guards_of, final = (pda.vguards, pda.state_calls, pda.state_guards,
-                                               pda.final)
         # configuration -> nodes walked from it (a tuple until it is met again)
         seen: dict[tuple[int, int], tuple[int, ...] | set[int]] = {}
         while work:
@@ -625,13 +623,7 @@ class MaskComputer:
             calls: list[tuple[int, int, tuple[int, ...]]] = []  # (state, stack, nodes)
             for (t, st, popped), chunks in wave.items():
                 nodes = chunks[0] if len(chunks) == 1 else tuple(sorted(set().union(*chunks)))
-                vg = vguards[t]
-                if vg is not None and not calls_of[t] and not guards_of[t] and not final[t]:
-                    # a key prefix that lives iff the frame lets a declared key complete
-                    # (most stops inside keys): its closure is itself, or nothing
-                    confs, acc = (((t, st),) if pda.viable(vg, st) else ()), False
-                else:
-                    confs, acc = pda.closure(t, st)
+                confs, acc = pda.closure(t, st)
                 if popped == STOP and (confs or acc):
                     parts.append(self._ids_at(nodes))
                 for s2, st2 in confs:

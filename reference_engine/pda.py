@@ -1450,6 +1450,12 @@ class PDA:
     def closure(self, sid: int, stack: int) -> tuple[tuple, bool]:
         """Configurations that consume bytes reachable from ``(sid, stack)`` through
         calls and rule ends, and whether the document may end here."""
+        vg = self.vguards[sid]
+        if vg is not None and not self.state_calls[sid] and not self.state_guards[sid] \
+                and not self.final[sid]:
+            # a key prefix that lives iff the frame lets a declared key complete (most
+            # stops inside keys): itself or nothing, not worth a memo entry per stack
+            return (((sid, stack),) if self.viable(vg, stack) else ()), False
         key = (sid, stack)
         got = self._pclosure_memo.get(key)
         if got is not None:
