@@ -134,6 +134,7 @@ class MaskComputer:
         #: filled on a thread pool) take this lock around each mask and commit
         self.lock = threading.Lock()
         self.precomputed = 0  # nodes built by precompute (stats)
+        self.warmed = 0  # contexts precompute walked past a key's end (stats)
         self.precompute_s = 0.0  # seconds it took
         self.key_checks = 0  # tokens run through the key tracker for masks (stats)
         self.key_cleared = 0  # of them, cleared as duplicate keys
@@ -276,14 +277,16 @@ class MaskComputer:
         punctuation bytes on from all these (``":``, ``": "``, ``[{``, ...); then the
         positions inside each object's declared keys (``"first`` of ``firstName``,
         where a token often ends; wide where the object takes extra keys, and most of
-        them derived from one reference split, see :meth:`_reference`).
+        them derived from one reference split, see :meth:`_reference`); last, the
+        walks past each built key's end into its value (:meth:`_warm_key_ends`).
 
         Masks are unchanged: each entry is what :meth:`node` would build on first
         use; only where its cost lands moves, from the first mask that needs it to
         the compile (TTFM). XGrammar precomputes every node at compile time; here
         the byte-level states a decode may reach (length counters, whitespace runs,
         partial characters, key prefixes) are too many to enumerate, so only these
-        are. ``precomputed`` and ``precompute_s`` (in :meth:`stats`) say what it did."""
+        are. ``precomputed_nodes``, ``precomputed_key_ends`` and ``precompute_s`` (in
+        :meth:`stats`) say what it did."""
         if budget_s <= 0:
             return
         t0 = time.perf_counter()
@@ -369,8 +372,31 @@ class MaskComputer:
                     had = len(self._nodes)
                     self.node(s)
                     built += len(self._nodes) - had  # with a reference it derived from
+            self._warm_key_ends(deadline)
         self.precomputed = built
         self.precompute_s = time.perf_counter() - t0
+
+    def _warm_key_ends(self, deadline: float) -> None:
+        """Walk, before the deadline, past the object guard of each built node whose
+        context-dependent tokens all wait on its own object's frame (a key's end: ``"``,
+        ``":``, ``": "``, ``":{"`` ... pass the member's guard and go on into its value):
+        one :meth:`context` per node with a fresh frame (parameter 0, nothing below).
+
+        That context itself is rarely asked for again, but the walks it makes (and the
+        rows they build) depend on the states and trie nodes only (:meth:`_walk_tokens`
+        memoises them so), and the live frames of a decode lead into the same ones.
+        Without this, the first time each key ends in a decode builds them: the largest
+        share of a decode's new contexts' cost. The fresh stack is a real stack of the
+        automaton (an object frame where the node expects one), so the entry cached for
+        it is exact like any other."""
+        pool = self.pda.stacks
+        fresh = pool.push(frame_ret(0), EMPTY)
+        for s, nm in list(self._nodes.items()):
+            if time.perf_counter() >= deadline:
+                break
+            if nm.guards and not nm.pops and all(k == 0 for k, _, _ in nm.guards):
+                self.context(s, fresh)
+                self.warmed += 1
 
     def _through(self, t: int) -> tuple[int, ...]:
         """The byte-reading states a byte leading to state ``t`` leaves the walk in,
@@ -1004,6 +1030,7 @@ class MaskComputer:
             "lookahead_nodes_moved": sum(1 for c in cens if c.moved_return),
             "precomputed_nodes": self.precomputed,
             "derived_nodes": self.derived,
+            "precomputed_key_ends": self.warmed,
             "precompute_s": round(self.precompute_s, 4),
             "key_states": len(self._kcache),
             "key_checks": self.key_checks,

@@ -77,12 +77,38 @@ def test_precompute_builds_first_entries_and_changes_no_mask():
         assert got is not None and all(s in cmc._nodes for s, _ in got[0]), text
     stats = eager.stats()
     assert stats["precomputed_nodes"] == mc.precomputed and stats["precompute_s"] > 0
+    assert stats["precomputed_key_ends"] == mc.warmed > 0
     for doc in DOCS:
         for ser in H.SERIALIZATIONS.values():
             a, b = _masks(lazy, ser(doc)), _masks(eager, ser(doc))
             assert len(a) == len(b)
             for i, (x, y) in enumerate(zip(a, b)):
                 assert np.array_equal(x, y), (ser(doc), i)
+
+
+def test_precompute_walks_past_key_ends():
+    """The walks past a declared key's end (its closing quote, the member's guard, the
+    colon and on into the value) are built at compile time: a decode that reaches a key
+    end with its own frame (members already seen) builds no walk and no row there,
+    where the lazy engine builds both."""
+    text = json.dumps(SCHEMA)
+    eager, lazy = _adapter(5.0).compile(text), _adapter(0.0).compile(text)
+    for prefix in (b'{"name', b'{"name": "x", "tags', b'{"tags": [], "meta'):
+        new = []
+        for g in (eager, lazy):
+            mc, pda = g.compiled.masks, g.compiled.pda
+            configs, _ = pda.initial()
+            got = pda.advance(configs, prefix)
+            assert got is not None
+            (s, st), = got[0]
+            nm = mc.node(s)
+            assert nm.guards and not nm.pops, prefix  # a key's end waits on the frame
+            walks, rows = len(mc._cwalk), int(pda.materialised.sum())
+            ws = mc.context(s, st)
+            assert ws.idx.size  # '"' and '":' end the key here
+            new.append((len(mc._cwalk) - walks, int(pda.materialised.sum()) - rows))
+        assert new[0] == (0, 0), (prefix, new)
+        assert new[1][0] > 0, (prefix, new)
 
 
 @pytest.mark.parametrize("budget", [0.0, 0.001])
