@@ -228,8 +228,8 @@ def walk_roots(trie, pda, roots: list[int], states: list[int], grouped: bool = T
 
 
 def warm_up() -> None:
-    """Load (or compile, the first time on a machine) the kernel now, so that its one-off
-    cost (about half a second from numba's on-disk cache) does not land in the first
+    """Load (or compile, the first time on a machine) the kernels now, so that their one-off
+    costs (about half a second from numba's on-disk cache) do not land in the first
     mask of the first grammar."""
     one = np.zeros(1, dtype=np.int32)
     _kernel(np.full((1, 256), -1, dtype=np.int32), np.ones(1, dtype=bool),
@@ -237,3 +237,6 @@ def warm_up() -> None:
             *_BUFFERS.arrays, _BUFFERS.arrays[0].size)
     _flags(np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32), 1, np.zeros(1, dtype=bool))
     _by_owner(one, 1, one)
+    from reference_engine.maskcache import sorted_pairs
+
+    sorted_pairs(np.zeros(1, dtype=np.int64), 1)
