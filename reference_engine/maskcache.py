@@ -81,6 +81,19 @@ def _pairs(ids):
     return idx[:m], val[:m], distinct
 
 
+@njit(cache=True, nogil=True)
+def _or_pairs(out, idx, val):
+    for i in range(idx.shape[0]):
+        out[idx[i]] |= val[i]
+
+
+def or_pairs(out: np.ndarray, idx: np.ndarray, val: np.ndarray) -> None:
+    """``out[idx] |= val`` for (word index, bits) pairs with distinct indices (compiled:
+    numpy's fancy-indexed update costs a few microseconds of temporaries per call)."""
+    if idx.size:
+        _or_pairs(out, idx, val)
+
+
 def sorted_pairs(ids: np.ndarray, words: int) -> tuple[np.ndarray, np.ndarray, int]:
     """``(word indices, words, distinct ids)`` of token ``ids`` (duplicates allowed):
     the non-zero words of their bitmask, ascending, without building the bitmask."""
@@ -150,7 +163,7 @@ class NodeMask:
         if self.kind == "dense":
             np.bitwise_or(out, self.words, out=out)
         elif self.kind == "accepted":
-            out[self.idx] |= self.val
+            or_pairs(out, self.idx, self.val)
         else:
             keep = out[self.idx] | self.val
             out.fill(-1)

@@ -44,7 +44,7 @@ import numpy as np
 from reference_engine import keys as jkeys
 from reference_engine.encoding import START
 from reference_engine.maskcache import (SORT_PACK_MAX, Census, NodeMask, WordSet, node_mask,
-                                        node_mask_of_ids, node_mask_of_words, sorted_pairs,
+                                        node_mask_of_ids, node_mask_of_words, or_pairs, sorted_pairs,
                                         word_set)
 from reference_engine.pda import PDA, any_passes, frame_param, frame_ret
 from reference_engine.stack import EMPTY
@@ -771,8 +771,7 @@ class MaskComputer:
                     nm.merge(out)
                 if nm.pops or nm.guards:
                     ws = self.context(s, st)
-                    if ws.idx.size:
-                        out[ws.idx] |= ws.val
+                    or_pairs(out, ws.idx, ws.val)
         if accept:
             for w, v in self._stop_words:
                 out[w] |= v

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from reference_engine.trie_walk import token_flags, walk_roots, warm_up
+from reference_engine.trie_walk import _tokens_at, token_flags, walk_roots, warm_up
 
 #: Subtrees below a first byte shared between states through the walk memo: at least
 #: this many nodes. (Opening the memo one or two levels deeper, in Python, paid off
@@ -142,17 +142,10 @@ class TokenTrie:
         return token_flags(self, nodes)
 
     def tokens_at(self, nodes: np.ndarray) -> np.ndarray:
-        """Token ids ending at any of ``nodes``."""
+        """Token ids ending at any of ``nodes`` (int64, in the order of ``nodes``)."""
         if nodes.size == 0:
             return np.zeros(0, dtype=np.int64)
-        s = self.end_start[nodes]
-        e = self.end_start[nodes + 1]
-        cnt = e - s
-        total = int(cnt.sum())
-        if total == 0:
-            return np.zeros(0, dtype=np.int64)
-        idx = np.repeat(s - np.cumsum(cnt) + cnt, cnt) + np.arange(total)
-        return self.end_ids[idx]
+        return _tokens_at(nodes, self.end_start, self.end_ids)
 
     def tokens_under(self, node: int) -> np.ndarray:
         """Token ids ending at or below ``node`` (one range of the lexicographic order)."""

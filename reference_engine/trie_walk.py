@@ -94,6 +94,22 @@ def _kernel(table, materialised, exitflag, stopflag, child_start, child_count, n
 
 
 @njit(cache=True, nogil=True)
+def _tokens_at(nodes, end_start, end_ids):
+    """Token ids ending at any of ``nodes`` (in node order): the ``end_ids`` ranges
+    ``end_start[n]:end_start[n + 1]`` concatenated."""
+    total = 0
+    for n in nodes:
+        total += end_start[n + 1] - end_start[n]
+    out = np.empty(total, dtype=np.int64)
+    k = 0
+    for n in nodes:
+        for j in range(end_start[n], end_start[n + 1]):
+            out[k] = end_ids[j]
+            k += 1
+    return out
+
+
+@njit(cache=True, nogil=True)
 def _flags(nodes, token_node, n_nodes, out):
     # mark the nodes, then read each token's node: both passes touch memory in order or
     # within a node-sized flag array (the tokens-per-node lists are scattered)
@@ -237,6 +253,10 @@ def warm_up() -> None:
             *_BUFFERS.arrays, _BUFFERS.arrays[0].size)
     _flags(np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32), 1, np.zeros(1, dtype=bool))
     _by_owner(one, 1, one)
-    from reference_engine.maskcache import sorted_pairs
+    for nodes in (one, one.astype(np.int64)):  # walks give int32 nodes, callers int64
+        _tokens_at(nodes, np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    from reference_engine.maskcache import or_pairs, sorted_pairs
 
     sorted_pairs(np.zeros(1, dtype=np.int64), 1)
+    for dt in (np.uint16, np.int32):  # word indices of a WordSet (see _index_dtype)
+        or_pairs(np.zeros(1, dtype=np.int32), np.zeros(1, dtype=dt), np.zeros(1, dtype=np.int32))
