@@ -94,6 +94,23 @@ def or_pairs(out: np.ndarray, idx: np.ndarray, val: np.ndarray) -> None:
         _or_pairs(out, idx, val)
 
 
+@njit(cache=True, nogil=True)
+def _clear_ids(out, ids):
+    n = 0
+    for t in ids:
+        w = t >> 5
+        b = np.int32(1) << np.int32(t & 31)
+        if out[w] & b:
+            out[w] &= ~b
+            n += 1
+    return n
+
+
+def clear_ids(out: np.ndarray, ids: np.ndarray) -> int:
+    """Clear token ``ids`` (int64) from the bitmask ``out``; returns how many were set."""
+    return int(_clear_ids(out, ids)) if ids.size else 0
+
+
 def sorted_pairs(ids: np.ndarray, words: int) -> tuple[np.ndarray, np.ndarray, int]:
     """``(word indices, words, distinct ids)`` of token ``ids`` (duplicates allowed):
     the non-zero words of their bitmask, ascending, without building the bitmask."""

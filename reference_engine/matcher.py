@@ -43,9 +43,9 @@ import numpy as np
 
 from reference_engine import keys as jkeys
 from reference_engine.encoding import START
-from reference_engine.maskcache import (SORT_PACK_MAX, Census, NodeMask, WordSet, node_mask,
-                                        node_mask_of_ids, node_mask_of_words, or_pairs, sorted_pairs,
-                                        word_set)
+from reference_engine.maskcache import (SORT_PACK_MAX, Census, NodeMask, WordSet, clear_ids,
+                                        node_mask, node_mask_of_ids, node_mask_of_words,
+                                        or_pairs, sorted_pairs, word_set)
 from reference_engine.pda import PDA, any_passes, frame_param, frame_ret
 from reference_engine.stack import EMPTY
 from reference_engine.trie import TokenTrie, group_exits
@@ -873,26 +873,34 @@ class MaskComputer:
             self._writers_of.popitem(last=False)
         return got
 
-    def _closing(self, kstate: tuple) -> np.ndarray:
-        """Token ids that may repeat a key (a superset), when only closing a key can
-        (:func:`~reference_engine.keys.repeats_only_close`): inside an unescaped key
-        prefix, the tokens whose part before their first ``"`` completes it to a seen
-        key and those with an escape there; anywhere, the :meth:`_writers`."""
+    def _closing(self, kstate: tuple) -> tuple[np.ndarray | None, np.ndarray]:
+        """``(refused, to check)``: token ids that repeat a key whatever else they hold,
+        and a superset of the others that may, when only closing a key can
+        (:func:`~reference_engine.keys.repeats_only_close`). Inside an unescaped key
+        prefix, a token whose part before its first ``"`` (unescaped, so its bytes are
+        the key's) completes the prefix to a seen key closes that key again: refused
+        (None when there are none); those with an escape there are checked where a
+        seen key extends the prefix; anywhere, the :meth:`_writers`."""
         index, escaped = self._cindex[0], self._cindex[1]
         if kstate[3]:  # the token starts inside an escape: read it whole
-            return self._quote[(True, True)]
+            return None, self._quote[(True, True)]
         writers = self._writers(kstate)
         if kstate[2] != jkeys.KEY:
-            return writers
+            return None, writers
         raw = kstate[4]
         if b"\\" in raw:
-            return self._quote[(True, True)]
+            return None, self._quote[(True, True)]
         ids: list[int] = []
+        longer = False  # a seen key extends the prefix
         for k in kstate[0][-1]:
             kb = k.encode("utf-8", "surrogatepass")
             if kb.startswith(raw):
                 ids.extend(index.get(kb[len(raw):], ()))
-        return np.concatenate([np.array(ids, dtype=np.int64), escaped, writers])
+                longer = longer or len(kb) > len(raw)
+        refused = np.array(ids, dtype=np.int64) if ids else None
+        # a token with an escape before its first quote closes the key (if at all) on a
+        # longer key than the prefix: a repeat only if a seen key extends the prefix
+        return refused, (np.concatenate([escaped, writers]) if longer else writers)
 
     def key_filter(self, configs: tuple, kstate: tuple, out: np.ndarray) -> None:
         """Clear from the mask ``out`` (computed from ``configs``) the tokens the
@@ -940,7 +948,9 @@ class MaskComputer:
                 return
             cands = self._risky
         elif self._close_only:
-            cands = self._closing(kstate)
+            refused, cands = self._closing(kstate)
+            if refused is not None:
+                self.key_cleared += clear_ids(out, refused)
         else:
             near = floor is not None and max(
                 (len(f) for f in kstate[0] if f is not None), default=0) + self._maxq >= floor

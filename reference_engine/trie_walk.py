@@ -255,8 +255,9 @@ def warm_up() -> None:
     _by_owner(one, 1, one)
     for nodes in (one, one.astype(np.int64)):  # walks give int32 nodes, callers int64
         _tokens_at(nodes, np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int64))
-    from reference_engine.maskcache import or_pairs, sorted_pairs
+    from reference_engine.maskcache import clear_ids, or_pairs, sorted_pairs
 
     sorted_pairs(np.zeros(1, dtype=np.int64), 1)
+    clear_ids(np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int64))
     for dt in (np.uint16, np.int32):  # word indices of a WordSet (see _index_dtype)
         or_pairs(np.zeros(1, dtype=np.int32), np.zeros(1, dtype=dt), np.zeros(1, dtype=np.int32))
