@@ -462,12 +462,15 @@ def inner_keys(data: bytes) -> frozenset | None:
     return out if len(out) == len(texts) or len(parts) < 3 else None
 
 
-def close_index(trie) -> tuple[dict[bytes, list[int]], np.ndarray, np.ndarray, dict]:
+def close_index(trie) -> tuple:
     """Per vocabulary (kept on the trie): tokens with a ``"`` indexed by the bytes
     before it (the rest of a key they close, read from inside the key), the ids of
-    those whose part before it holds a backslash (escapes: checked one by one), the
-    ids of tokens with two quotes or more (they may write a whole key), and those
-    again by each of their :func:`inner_keys` (plus the ones it cannot read)."""
+    those whose part before it holds a backslash (escapes), the ids of tokens with two
+    quotes or more (they may write a whole key), and those again by each of their
+    :func:`inner_keys` (plus the ones it cannot read); last, the escaped ones that
+    close a key, by the decoded text they add to it (:func:`closed_content`), and
+    those whose text does not decode alone (a partial character: checked one by
+    one)."""
     got = getattr(trie, "_close_index", None)
     if got is None:
         index: dict[bytes, list[int]] = {}
@@ -492,11 +495,37 @@ def close_index(trie) -> tuple[dict[bytes, list[int]], np.ndarray, np.ndarray, d
             else:
                 for k in ks:
                     by_inner.setdefault(k, []).append(t)
+        closes: dict[str, list[int]] = {}
+        odd: list[int] = []
+        for t in escaped:
+            c = closed_content(trie.token_bytes[t])
+            if c is None:
+                continue  # closes no key from where it starts: repeats none by closing
+            try:
+                closes.setdefault(json.loads(b'"' + c + b'"'), []).append(t)
+            except ValueError:
+                odd.append(t)  # not a string alone (a partial character): checked
         got = trie._close_index = (index, np.array(escaped, dtype=np.int64),
                                    np.array(multi, dtype=np.int64),
                                    ({k: np.array(v, dtype=np.int64) for k, v in by_inner.items()},
-                                    np.array(unsafe, dtype=np.int64)))
+                                    np.array(unsafe, dtype=np.int64)),
+                                   (closes, np.array(odd, dtype=np.int64)))
     return got
+
+
+def closed_content(data: bytes) -> bytes | None:
+    """The bytes of ``data`` before the first quote that is not escaped, read from
+    inside a string (not inside an escape); None if it has no such quote."""
+    i = 0
+    while i < len(data):
+        b = data[i]
+        if b == _BSLASH:
+            i += 2
+        elif b == _QUOTE:
+            return data[:i]
+        else:
+            i += 1
+    return None
 
 
 def count_words(dfa: DFA) -> int | None:

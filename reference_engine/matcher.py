@@ -879,8 +879,9 @@ class MaskComputer:
         (:func:`~reference_engine.keys.repeats_only_close`). Inside an unescaped key
         prefix, a token whose part before its first ``"`` (unescaped, so its bytes are
         the key's) completes the prefix to a seen key closes that key again: refused
-        (None when there are none); those with an escape there are checked where a
-        seen key extends the prefix; anywhere, the :meth:`_writers`."""
+        (None when there are none); so does one with an escape there whose decoded
+        text completes it so (those whose text does not decode alone are checked);
+        anywhere, the :meth:`_writers`."""
         index, escaped = self._cindex[0], self._cindex[1]
         if kstate[3]:  # the token starts inside an escape: read it whole
             return None, self._quote[(True, True)]
@@ -890,17 +891,23 @@ class MaskComputer:
         raw = kstate[4]
         if b"\\" in raw:
             return None, self._quote[(True, True)]
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:  # the prefix ends inside a character
+            text = None
+        closes, odd = self._cindex[4]
         ids: list[int] = []
-        longer = False  # a seen key extends the prefix
         for k in kstate[0][-1]:
             kb = k.encode("utf-8", "surrogatepass")
             if kb.startswith(raw):
                 ids.extend(index.get(kb[len(raw):], ()))
-                longer = longer or len(kb) > len(raw)
+            # a token with an escape before its closing quote adds the text it decodes
+            # to (the prefix has no escape, so the key is the prefix's text plus that)
+            if text is not None and len(k) > len(text) and k.startswith(text):
+                ids.extend(closes.get(k[len(text):], ()))
         refused = np.array(ids, dtype=np.int64) if ids else None
-        # a token with an escape before its first quote closes the key (if at all) on a
-        # longer key than the prefix: a repeat only if a seen key extends the prefix
-        return refused, (np.concatenate([escaped, writers]) if longer else writers)
+        return refused, (np.concatenate([odd, writers]) if text is not None
+                         else np.concatenate([escaped, writers]))
 
     def key_filter(self, configs: tuple, kstate: tuple, out: np.ndarray) -> None:
         """Clear from the mask ``out`` (computed from ``configs``) the tokens the

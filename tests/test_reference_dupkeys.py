@@ -59,6 +59,9 @@ def _dup_step(g, text: str, brute: bool = True):
     '{"idTagInfo": {"idTagInfo": 1, "idTagInf\\u006f": 2}}',
     '{"idTagInfo": {"a/b": 1, "a\\/b": 2}}',
     '{"idTagInfo": {"\\"q": 1, "\\u0022q": 2}}',
+    # keys with an escaped quote or backslash, repeated
+    '{"idTagInfo": {"q\\"": 1, "q\\"": 2}}',
+    '{"idTagInfo": {"q\\\\": 1, "q\\\\": 2}}',
     # the repeated key after a nested object closes
     '{"idTagInfo": {"x": {"x": 1, "y": {}}, "y": [1, {"x": 2}], "x": 3}}',
 ])
@@ -160,6 +163,30 @@ def test_mask_equals_full_brute_force_at_key_positions():
             assert (bm == H.full_brute_force(g.compiled, m._m)).all(), tail
             checked += 1
     assert checked >= 3
+
+
+@pytest.mark.parametrize("key", ['q"', 'q\\', 'q="'])
+def test_escaped_tokens_that_close_a_seen_key_are_refused(key):
+    """Inside a key prefix (``"q``) whose seen completion holds an escaped character,
+    the tokens that begin with the rest of that key, escape and closing quote included
+    (``\\""``, ``\\\\"``, ``=\\""``...), repeat it: refused in the mask, bit for bit as
+    the brute force says, where the first member allows them."""
+    v = H.vocab()
+    g = H.adapter().compile(json.dumps(IDTAG))
+    bm = allocate_bitmask(v.size)
+    rest = json.dumps(key)[2:].encode()  # after '"q': the escaped rest and the quote
+    closing = [t for t in range(v.size)
+               if v.tokens[t] in (rest, rest + b":", rest + b": ", rest + b'":')]
+    assert closing, rest
+    for prefix, repeat in (('{"idTagInfo": {"q', False),
+                           ('{"idTagInfo": {' + json.dumps(key) + ': 1, "q', True)):
+        m = g.matcher()
+        for t in v.encode(prefix):
+            assert m.commit(t), prefix
+        m.fill_mask(bm)
+        assert (bm == H.full_brute_force(g.compiled, m._m)).all(), prefix
+        for t in closing:
+            assert bool(bm[t >> 5] >> (t & 31) & 1) != repeat, (prefix, v.tokens[t])
 
 
 def test_tracker_unit():
