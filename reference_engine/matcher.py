@@ -643,6 +643,7 @@ class MaskComputer:
             work.setdefault((sg, st, STOP), []).append(ns)
         # configuration -> nodes walked from it (a tuple until it is met again)
         seen: dict[tuple[int, int], tuple[int, ...] | set[int]] = {}
+        memo = self._cwalk
         while work:
             # in waves, as in _split: the walks one wave needs share one compiled walk
             wave, work = work, {}
@@ -667,8 +668,11 @@ class MaskComputer:
                         done.update(new)
                         todo = nodes if len(new) == len(nodes) else tuple(new)
                     calls.append((s2, st2, todo))
-            for (s2, st2, _), (ids, groups) in zip(calls, self._walk_tokens(
-                    [(s2, todo) for s2, _, todo in calls])):
+            # most walks are memoised: look them up here, one compiled walk for the rest
+            got = [memo.get((s2, todo)) for s2, _, todo in calls]
+            if None in got:
+                got = self._walk_tokens([(s2, todo) for s2, _, todo in calls])
+            for (s2, st2, _), (ids, groups) in zip(calls, got):
                 if ids.size:
                     parts.append(ids)
                 for t2, kind, ns2 in groups:
