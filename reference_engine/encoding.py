@@ -161,6 +161,32 @@ def step_json(state, b: int):
 
 STEPS = {"json": step_json, "utf8": step_utf8}
 
+_CONT_BYTES = bytes(range(0x80, 0xC0))
+
+
+def json_chars_started(data: bytes) -> int | None:
+    """How many characters JSON string content begins while reading ``data`` from
+    between characters, up to its first unescaped ``"`` (where the string ends) or its
+    end: a character left partial counts, as a length window counts it (a partial
+    character lives only if one more fits). None if ``data`` cannot be read so."""
+    q = data.find(b'"')
+    part = data if q < 0 else data[:q]
+    if b"\\" not in part:
+        # no escape: every byte but a UTF-8 continuation byte begins a character
+        return len(part.translate(None, _CONT_BYTES))
+    st = START
+    n = 0
+    for b in data:
+        if st == START:
+            if b == 0x22:
+                return n
+            n += 1
+        r = step_json(st, b)
+        if r is None:
+            return None
+        st = START if r[0] == "c" else r[1]
+    return n
+
 
 @lru_cache(maxsize=1 << 16)
 def moves(enc: str, state) -> tuple:

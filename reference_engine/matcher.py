@@ -45,7 +45,7 @@ from reference_engine import keys as jkeys
 from reference_engine.encoding import START
 from reference_engine.maskcache import (SORT_PACK_MAX, Census, NodeMask, WordSet, clear_ids,
                                         node_mask, node_mask_of_ids, node_mask_of_words,
-                                        or_pairs, sorted_pairs, word_set)
+                                        or_pairs, pack_flags, sorted_pairs, word_set)
 from reference_engine.pda import PDA, any_passes, frame_param, frame_ret
 from reference_engine.stack import EMPTY
 from reference_engine.trie import TokenTrie, group_exits
@@ -139,6 +139,9 @@ class MaskComputer:
         self.key_checks = 0  # tokens run through the key tracker for masks (stats)
         self.key_cleared = 0  # of them, cleared as duplicate keys
         self.derived = 0  # nodes whose split was derived from another's (stats)
+        self.windowed = 0  # nodes whose split was derived by a window's budget (stats)
+        #: per budget, the packed tokens that begin at most that many string characters
+        self._within: dict[int, np.ndarray] = {}
         self._deriving = False
         kids = np.arange(trie.child_start[0], trie.child_start[0] + trie.child_count[0])
         self._root_kids = kids  # the trie's first-byte nodes
@@ -292,6 +295,8 @@ class MaskComputer:
         t0 = time.perf_counter()
         deadline = t0 + budget_s
         pda = self.pda
+        if any(fc.hi is not None and fc.enc == "json" and fc.dfa.n == 1 for fc in pda.frag_class):
+            self.trie.json_chars()  # for _windowed (once per vocabulary, ~0.1 s)
         entry_points = pda.entry_points
         built = 0
 
@@ -419,19 +424,87 @@ class MaskComputer:
         """Split the vocabulary at ``state``: its :class:`NodeMask`, or with ``census``
         its :class:`Census` (the same walks, which by then hit the memos)."""
         if not census and not self._deriving:
+            win = self._window_reference(state)
+            if win is not None:
+                return self._windowed(state, *win)
             ref = self._reference(state)
             if ref is not None:
                 return self._derived(state, *ref)
         got = self._walk_split(state, None, census)
         if census:
             return got
-        alive_nodes, pops, guards = got
+        return self._node_of_walk(*got)
+
+    def _split_walked(self, state: int) -> NodeMask:
+        """The split of ``state`` walked in full, derived from no other (for tests)."""
+        return self._node_of_walk(*self._walk_split(state, None, False))
+
+    def _node_of_walk(self, alive_nodes: np.ndarray, pops: tuple, guards: tuple) -> NodeMask:
+        """The :class:`NodeMask` of a walked split (see :meth:`_walk_split`)."""
         if alive_nodes.size <= SORT_PACK_MAX:
             # a narrow position (most structural ones): its few tokens, not a pass over
             # the whole vocabulary
             return node_mask_of_ids(self.trie.tokens_at(np.unique(alive_nodes)), self.words,
                                     pops, guards)
         return node_mask(self.trie.token_flags(alive_nodes), self.words, pops, guards)
+
+    def _window_reference(self, state: int):
+        """``(reference state, budget)`` for a position inside a JSON string under a
+        length window that any character may fill (``maxLength`` on a plain string),
+        with more characters read than the window's minimum; else None.
+
+        From such a position a token lives iff it lives from the same position with
+        the minimum's count (the reference) and the characters it begins inside the
+        string, up to its closing quote, fit in the ``budget`` left
+        (:meth:`~reference_engine.trie.TokenTrie.json_chars`): with a one-state
+        automaton the count is all the window reads, and past the closing quote both
+        positions go on alike. Without this, each count is its own full walk (a
+        ``maxLength: 50`` string costs fifty, each about as dear as the string's
+        first)."""
+        pda = self.pda
+        items = pda.items[state]
+        frag = None
+        for it in items:
+            if len(it) == 5:
+                if frag is not None:
+                    return None
+                frag = it
+            elif pda.calls[it[0]] or any(m != 1 << 0x22 for m, _ in pda.byte_edges[it[0]]):
+                return None  # not the string's closing quote alone
+        if frag is None:
+            return None
+        f, d, dec, cnt, p = frag
+        fc = pda.frag_class[f]
+        if (fc.hi is None or fc.enc != "json" or fc.dfa.n != 1 or dec != START
+                or cnt <= fc.lo or f in pda.key_frags or pda._closure([frag]) != items):
+            return None
+        q = pda._intern(pda._closure([(f, d, START, fc.lo, p)]))
+        return (q, fc.hi - cnt) if q >= 0 else None
+
+    def _windowed(self, state: int, q: int, budget: int) -> NodeMask:
+        """The split of ``state`` from its :meth:`_window_reference` ``q``: ``q``'s
+        accepted tokens and context-dependent groups, less those that begin more than
+        ``budget`` characters in the string (a group's tokens all begin as many as
+        its node's path, the string having ended above it)."""
+        nq = self.node(q)
+        trie = self.trie
+        self.windowed += 1
+        if budget >= trie.maxlen:
+            return nq  # no token begins more characters than it has bytes
+        within = self._within.get(budget)
+        if within is None:
+            within = self._within[budget] = pack_flags(trie.json_chars() <= budget, self.words)
+        w = np.empty(self.words, dtype=np.int32)
+        nq.write(w)
+        w &= within
+
+        def keep(ns: tuple) -> tuple:
+            return tuple(n for n in ns if trie.json_chars_node(n) <= budget)
+
+        pops = tuple((k, x) for k, x in ((k, keep(ns)) for k, ns in nq.pops) if x)
+        guards = tuple((k, sg, x) for k, sg, x in ((k, sg, keep(ns)) for k, sg, ns in nq.guards)
+                       if x)
+        return node_mask_of_words(w, pops, guards)
 
     def _reference(self, state: int):
         """``(reference state, first-byte trie nodes that differ)``, or None.
@@ -1050,6 +1123,7 @@ class MaskComputer:
             "lookahead_nodes_moved": sum(1 for c in cens if c.moved_return),
             "precomputed_nodes": self.precomputed,
             "derived_nodes": self.derived,
+            "window_derived_nodes": self.windowed,
             "precomputed_key_ends": self.warmed,
             "precompute_s": round(self.precompute_s, 4),
             "key_states": len(self._kcache),

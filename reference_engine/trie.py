@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from reference_engine.encoding import json_chars_started
 from reference_engine.trie_walk import _tokens_at, token_flags, walk_roots, warm_up
 
 #: Subtrees below a first byte shared between states through the walk memo: at least
@@ -146,6 +147,34 @@ class TokenTrie:
         if nodes.size == 0:
             return np.zeros(0, dtype=np.int64)
         return _tokens_at(nodes, self.end_start, self.end_ids)
+
+    def json_chars(self) -> np.ndarray:
+        """Per token id, the characters JSON string content begins reading it from
+        between characters (:func:`~reference_engine.encoding.json_chars_started`;
+        ``2**30`` where it cannot be read so). Computed once per trie (~0.1 s)."""
+        got = getattr(self, "_json_chars", None)
+        if got is None:
+            out = np.full(self.vocab_size, 1 << 30, dtype=np.int64)
+            for t, d in enumerate(self.token_bytes):
+                n = json_chars_started(d)
+                if n is not None:
+                    out[t] = n
+            got = self._json_chars = out
+        return got
+
+    def json_chars_node(self, node: int) -> int:
+        """:meth:`json_chars` of the bytes from the root to ``node`` (memoised)."""
+        memo = self.__dict__.setdefault("_json_chars_node", {})
+        got = memo.get(node)
+        if got is None:
+            path = []
+            v = node
+            while v > 0:
+                path.append(int(self.node_byte[v]))
+                v = int(self.parent[v])
+            n = json_chars_started(bytes(reversed(path)))
+            got = memo[node] = 1 << 30 if n is None else n
+        return got
 
     def tokens_under(self, node: int) -> np.ndarray:
         """Token ids ending at or below ``node`` (one range of the lexicographic order)."""

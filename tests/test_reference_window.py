@@ -1,0 +1,84 @@
+"""Splits inside a length-windowed JSON string derived from the window's minimum
+(``MaskComputer._window_reference`` / ``_windowed``): under ``maxLength`` on a plain
+string, a token lives at count ``c`` iff it lives at the minimum's count and the
+characters it begins in the string (escapes, multi-byte and partial characters,
+surrogate pairs; up to its closing quote) fit in ``maxLength - c``. Each derived split
+must equal the split walked in full (accepted tokens and context-dependent groups), and
+masks built from them must equal the brute force, on the real Llama-3 vocabulary."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import reference_helpers as H
+from engines.base import allocate_bitmask
+from engines.registry import EngineSpec
+from reference_engine.encoding import START, json_chars_started
+from test_reference_derive import _accepted, _groups
+
+SCHEMA = {"type": "object",
+          "properties": {"short": {"type": "string", "maxLength": 5},
+                         "name": {"type": "string", "minLength": 2, "maxLength": 14},
+                         "tags": {"type": "array", "items": {"type": "string", "maxLength": 40}},
+                         "code": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 6}},
+          "additionalProperties": False}
+DOCS = [{"short": "ab\"c", "name": "Zoë \\u00e9 日本", "tags": ["x" * 40, "😀\n\t" * 5, ""],
+         "code": "abc"},
+        {"name": "é\u00e9é\u00e9\\\\\\\"\"é", "tags": ["\ud83d\ude00" * 10, "a/b\\/c"],
+         "short": "😀😀😀😀😀"}]
+
+
+def _lazy():
+    return EngineSpec("reference", "default").build(H.vocab(), precompute_s=0.0)
+
+
+@pytest.mark.parametrize("data, n", [
+    (b"abc", 3), (b'ab"cd', 2), (b'"', 0), (b'\\n"x', 1), (b"\\u00e9z", 2),
+    (b"\\ud83d\\ude00a\"", 2), (b"\\ud83d", 1), (b"\\", 1), (b"\xc3\xa9x", 2), (b"\xc3", 1),
+    (b'a\\"b"c', 3), (b"\\x", None)])
+def test_characters_begun(data, n):
+    assert json_chars_started(data) == n
+
+
+def test_windowed_splits_equal_full_splits_and_masks_stay_exact():
+    v = H.vocab()
+    g = _lazy().compile(json.dumps(SCHEMA))
+    mc, pda = g.compiled.masks, g.compiled.pda
+    bm = allocate_bitmask(v.size)
+    checked = 0
+    for doc in DOCS:
+        for ascii_only in (True, False):
+            m = g.matcher()
+            for t in v.encode(json.dumps(doc, ensure_ascii=ascii_only)):
+                before = mc.windowed
+                m.fill_mask(bm)
+                if mc.windowed > before and checked < 8:
+                    assert (bm == H.full_brute_force(g.compiled, m._m)).all()
+                    checked += 1
+                assert m.commit(t)
+            m.fill_mask(bm)
+            assert m.eos_allowed()
+    assert checked >= 4, checked
+    # every windowed position, derived, against the same split walked in full
+    derived: dict[int, int] = {}  # per maxLength
+    for f, fc in enumerate(pda.frag_class):
+        if fc.hi is None:
+            continue
+        derived.setdefault(fc.hi, 0)
+        for cnt in range(fc.hi + 1):
+            s = pda.state_of((f, 0, START, cnt, 0))
+            ref = mc._window_reference(s) if s >= 0 else None
+            if ref is None:
+                continue
+            got = mc._windowed(s, *ref)
+            full = mc._split_walked(s)
+            assert (_accepted(got, mc.words) == _accepted(full, mc.words)).all(), (fc.hi, cnt)
+            assert _groups(got) == _groups(full), (fc.hi, cnt)
+            derived[fc.hi] += 1
+    # every count above the minimum: short (1..5), name (3..14), tags (1..40, in the
+    # first item and the next); not the pattern's (its automaton has more than one state)
+    assert derived == {5: 5, 14: 12, 40: 80, 6: 0}, derived
+    assert g.stats()["window_derived_nodes"] == mc.windowed > 0
