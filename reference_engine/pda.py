@@ -388,7 +388,7 @@ class _FragClass:
 
     __slots__ = ("dfa", "enc", "lo", "hi", "cap", "windowed", "lens", "_row_memo",
                  "_partial_memo", "_ascii", "_los", "_high_id", "_high_ids", "_ascii_groups",
-                 "_lead_memo")
+                 "_lead_memo", "_live_memo", "_span", "_spans")
 
     def __init__(self, dfa: DFA, enc: str, lo: int, hi: int | None):
         self.dfa = dfa
@@ -412,6 +412,10 @@ class _FragClass:
         self._ascii_groups: dict[int, tuple] = {}
         #: (high-edges id, counter key) -> the lead bytes' verdicts, grouped (see _row_start)
         self._lead_memo: dict[tuple[int, int], tuple] = {}
+        #: (code-point set id, candidate intervals) -> does an edge meet them (unwindowed)
+        self._live_memo: dict[tuple, bool] = {}
+        self._span: dict[int, int] = {}  # per DFA state, its code-point set's id
+        self._spans: dict[tuple, int] = {}
 
     def feasible(self, d: int, cnt: int) -> bool:
         if not self.windowed:
@@ -422,11 +426,28 @@ class _FragClass:
         return self.dfa.finals[d] and cnt >= self.lo and (self.hi is None or cnt <= self.hi)
 
     def _live(self, d: int, cnt: int, cands) -> bool:
+        if not self.windowed:
+            # every target is feasible: the answer depends on the edges' code points
+            # only, which the states of a key or pattern automaton mostly share
+            key = (self._span_id(d), cands)
+            got = self._live_memo.get(key)
+            if got is None:
+                got = self._live_memo[key] = any(
+                    lo <= b and a <= hi for lo, hi, _ in self.dfa.edges[d] for a, b in cands)
+            return got
         for lo, hi, t in self.dfa.edges[d]:
             for a, b in cands:
                 if lo <= b and a <= hi and self.feasible(t, cnt + 1):
                     return True
         return False
+
+    def _span_id(self, d: int) -> int:
+        """An id of the code points state ``d`` has edges for (equal sets, equal ids)."""
+        got = self._span.get(d)
+        if got is None:
+            key = tuple((lo, hi) for lo, hi, _ in self.dfa.edges[d])
+            got = self._span[d] = self._spans.setdefault(key, len(self._spans))
+        return got
 
     def _uniform(self, d: int, lo: int, hi: int) -> int | None:
         """The DFA target of every code point in ``[lo, hi]`` from ``d``, if it is one
