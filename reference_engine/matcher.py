@@ -462,23 +462,24 @@ class MaskComputer:
         ``maxLength: 50`` string costs fifty, each about as dear as the string's
         first)."""
         pda = self.pda
-        items = pda.items[state]
+        if pda.final[state] or pda.state_calls[state] or pda.state_guards[state]:
+            return None  # some way on does not go through the closing quote
         frag = None
-        for it in items:
+        for it in pda.items[state]:
             if len(it) == 5:
                 if frag is not None:
                     return None
                 frag = it
-            elif pda.calls[it[0]] or any(m != 1 << 0x22 for m, _ in pda.byte_edges[it[0]]):
+            elif any(m != 1 << 0x22 for m, _ in pda.byte_edges[it[0]]):
                 return None  # not the string's closing quote alone
         if frag is None:
             return None
         f, d, dec, cnt, p = frag
         fc = pda.frag_class[f]
         if (fc.hi is None or fc.enc != "json" or fc.dfa.n != 1 or dec != START
-                or cnt <= fc.lo or f in pda.key_frags or pda._closure([frag]) != items):
-            return None
-        q = pda._intern(pda._closure([(f, d, START, fc.lo, p)]))
+                or cnt <= fc.lo or f in pda.key_frags or pda.state_of(frag) != state):
+            return None  # (the last: the state holds more than the string's own items)
+        q = pda.state_of((f, d, START, fc.lo, p))
         return (q, fc.hi - cnt) if q >= 0 else None
 
     def _windowed(self, state: int, q: int, budget: int) -> NodeMask:
