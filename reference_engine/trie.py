@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from reference_engine.encoding import json_chars_started
-from reference_engine.trie_walk import _tokens_at, token_flags, walk_roots, warm_up
+from reference_engine.trie_walk import ids_at_nodes, token_flags, walk_roots, warm_up
 
 #: Subtrees below a first byte shared between states through the walk memo: at least
 #: this many nodes. (Opening the memo one or two levels deeper, in Python, paid off
@@ -146,7 +146,7 @@ class TokenTrie:
         """Token ids ending at any of ``nodes`` (int64, in the order of ``nodes``)."""
         if nodes.size == 0:
             return np.zeros(0, dtype=np.int64)
-        return _tokens_at(nodes, self.end_start, self.end_ids)
+        return ids_at_nodes(nodes, self.end_start, self.end_ids)
 
     def json_chars(self) -> np.ndarray:
         """Per token id, the characters JSON string content begins reading it from

@@ -21,6 +21,8 @@ import threading
 import numpy as np
 from numba import njit
 
+from reference_engine.maskcache import clear_ids, or_pairs, sorted_pairs
+
 
 @njit(cache=True, nogil=True)
 def _kernel(table, materialised, exitflag, stopflag, child_start, child_count, node_byte,
@@ -135,7 +137,7 @@ def group_exits_sorted(en: np.ndarray, es: np.ndarray, child_count: np.ndarray,
 
 
 @njit(cache=True, nogil=True)
-def _tokens_at(nodes, end_start, end_ids):
+def ids_at_nodes(nodes, end_start, end_ids):
     """Token ids ending at any of ``nodes`` (in node order): the ``end_ids`` ranges
     ``end_start[n]:end_start[n + 1]`` concatenated."""
     total = 0
@@ -296,9 +298,7 @@ def warm_up() -> None:
     _by_owner(one, 1, one)
     group_exits_sorted(one, one, one, np.zeros(1, dtype=bool))
     for nodes in (one, one.astype(np.int64)):  # walks give int32 nodes, callers int64
-        _tokens_at(nodes, np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int64))
-    from reference_engine.maskcache import clear_ids, or_pairs, sorted_pairs
-
+        ids_at_nodes(nodes, np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int64))
     sorted_pairs(np.zeros(1, dtype=np.int64), 1)
     clear_ids(np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int64))
     for dt in (np.uint16, np.int32):  # word indices of a WordSet (see _index_dtype)

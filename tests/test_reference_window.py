@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 import reference_helpers as H
-from engines.base import allocate_bitmask
 from engines.registry import EngineSpec
 from reference_engine.encoding import START, json_chars_started
-from test_reference_derive import _accepted, _groups
+from test_reference_derive import _accepted, _groups, replay_checking_new_nodes
 
 SCHEMA = {"type": "object",
           "properties": {"short": {"type": "string", "maxLength": 5},
@@ -44,23 +42,10 @@ def test_characters_begun(data, n):
 
 
 def test_windowed_splits_equal_full_splits_and_masks_stay_exact():
-    v = H.vocab()
     g = _lazy().compile(json.dumps(SCHEMA))
     mc, pda = g.compiled.masks, g.compiled.pda
-    bm = allocate_bitmask(v.size)
-    checked = 0
-    for doc in DOCS:
-        for ascii_only in (True, False):
-            m = g.matcher()
-            for t in v.encode(json.dumps(doc, ensure_ascii=ascii_only)):
-                before = mc.windowed
-                m.fill_mask(bm)
-                if mc.windowed > before and checked < 8:
-                    assert (bm == H.full_brute_force(g.compiled, m._m)).all()
-                    checked += 1
-                assert m.commit(t)
-            m.fill_mask(bm)
-            assert m.eos_allowed()
+    texts = [json.dumps(doc, ensure_ascii=a) for doc in DOCS for a in (True, False)]
+    checked = replay_checking_new_nodes(g, texts, lambda: mc.windowed, 8)
     assert checked >= 4, checked
     # every windowed position, derived, against the same split walked in full
     derived: dict[int, int] = {}  # per maxLength
