@@ -49,7 +49,7 @@ from reference_engine.maskcache import (SORT_PACK_MAX, Census, NodeMask, WordSet
 from reference_engine.pda import PDA, any_passes, frame_param, frame_ret
 from reference_engine.stack import EMPTY
 from reference_engine.trie import TokenTrie, group_exits
-from reference_engine.trie_walk import group_exits_sorted, walk_roots
+from reference_engine.trie_walk import walk_roots
 
 #: Frames the split may pop statically in a row (a guard: chains of single-site
 #: rules are as deep as the grammar's nesting, far below this).
@@ -802,8 +802,8 @@ class MaskComputer:
             ids = trie.tokens_at(a) if a.size else np.zeros(0, dtype=np.int64)
             lo, hi = e_off[r0], e_off[r1]
             groups = tuple((t2, STOP if stop[t2] else False, ns)
-                           for t2, ns in group_exits_sorted(en[lo:hi], es[lo:hi],
-                                                            trie.child_count32, pda.stopflag))
+                           for t2, ns in group_exits((en[lo:hi], es[lo:hi]),
+                                                     trie.child_count32, pda.stopflag))
             got = (ids, groups)
             for i in where:
                 out[i] = got

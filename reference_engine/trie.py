@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from reference_engine.encoding import json_chars_started
-from reference_engine.trie_walk import ids_at_nodes, token_flags, walk_roots, warm_up
+from reference_engine.trie_walk import (group_sorted, ids_at_nodes, token_flags, walk_roots,
+                                        warm_up)
 
 #: Subtrees below a first byte shared between states through the walk memo: at least
 #: this many nodes. (Opening the memo one or two levels deeper, in Python, paid off
@@ -290,23 +291,15 @@ class TokenTrie:
 NO_EXITS = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32))
 
 
-def group_exits(exits, child_count: np.ndarray, stopflag: np.ndarray) -> list[tuple[int, list[int]]]:
-    """``[(state, nodes), ...]``: the exits a walk goes on from (those at a stop state,
-    and those with children below), grouped by state."""
+def group_exits(exits, child_count: np.ndarray,
+                stopflag: np.ndarray) -> list[tuple[int, tuple[int, ...]]]:
+    """``[(state, nodes), ...]``: the exits ``(nodes, states)`` a walk goes on from (those
+    at a stop state, and those with children below), grouped by state; states and each
+    group's nodes ascending (one compiled pass: numpy's sort-and-cut cost ~6 us of calls
+    on the few exits of most walks)."""
     en, es = exits
     if not en.size:
         return []
-    keep = (child_count[en] > 0) | stopflag[es]
-    if not keep.all():
-        en, es = en[keep], es[keep]
-        if not en.size:
-            return []
-    if en.size == 1:
-        return [(int(es[0]), [int(en[0])])]
-    order = np.argsort(es, kind="stable")
-    es, en = es[order], en[order]
-    cut = np.flatnonzero(es[1:] != es[:-1]) + 1
-    bounds = [0] + cut.tolist() + [en.size]
-    states = es[bounds[:-1]].tolist()
-    nodes = en.tolist()
-    return [(states[i], nodes[bounds[i]:bounds[i + 1]]) for i in range(len(states))]
+    states, bounds, nodes = group_sorted(en, es, child_count, stopflag)
+    st, b, nl = states.tolist(), bounds.tolist(), nodes.tolist()
+    return [(st[i], tuple(nl[b[i]:b[i + 1]])) for i in range(len(st))]

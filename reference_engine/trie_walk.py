@@ -96,7 +96,7 @@ def _kernel(table, materialised, exitflag, stopflag, child_start, child_count, n
 
 
 @njit(cache=True, nogil=True)
-def _group_sorted(en, es, child_count, stopflag):
+def group_sorted(en, es, child_count, stopflag):
     """The exits ``(en, es)`` a walk goes on from (at a stop state, or with children
     below), grouped by state: ``(states, bounds, nodes)`` with state ``states[g]``'s
     nodes ``nodes[bounds[g]:bounds[g + 1]]``, states and each group's nodes ascending."""
@@ -123,17 +123,6 @@ def _group_sorted(en, es, child_count, stopflag):
             prev = st
     bounds[g] = m
     return states[:g], bounds[:g + 1], nodes
-
-
-def group_exits_sorted(en: np.ndarray, es: np.ndarray, child_count: np.ndarray,
-                       stopflag: np.ndarray) -> list[tuple[int, tuple[int, ...]]]:
-    """As :func:`~reference_engine.trie.group_exits`, each group's nodes as an ascending
-    tuple (compiled: the numpy version costs ~6 us of calls on a few exits)."""
-    if not en.size:
-        return []
-    states, bounds, nodes = _group_sorted(en, es, child_count, stopflag)
-    st, b, nl = states.tolist(), bounds.tolist(), nodes.tolist()
-    return [(st[i], tuple(nl[b[i]:b[i + 1]])) for i in range(len(st))]
 
 
 @njit(cache=True, nogil=True)
@@ -296,7 +285,7 @@ def warm_up() -> None:
             *_BUFFERS.arrays, _BUFFERS.arrays[0].size)
     _flags(np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32), 1, np.zeros(1, dtype=bool))
     _by_owner(one, 1, one)
-    group_exits_sorted(one, one, one, np.zeros(1, dtype=bool))
+    group_sorted(one, one, one, np.zeros(1, dtype=bool))
     for nodes in (one, one.astype(np.int64)):  # walks give int32 nodes, callers int64
         ids_at_nodes(nodes, np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int64))
     sorted_pairs(np.zeros(1, dtype=np.int64), 1)
