@@ -559,7 +559,9 @@ class MaskComputer:
             if gone.size:
                 idx, val, _ = sorted_pairs(gone, words)
                 w[idx] &= ~val
-        if alive_nodes.size:
+        if alive_nodes.size > SORT_PACK_MAX:  # (a wide walk: no sort of its ids)
+            w |= pack_flags(trie.token_flags(alive_nodes), words)
+        elif alive_nodes.size:
             idx, val, _ = sorted_pairs(trie.tokens_at(np.unique(alive_nodes)), words)
             w[idx] |= val
         lo, hi = trie.sub_lo[differ], trie.sub_hi[differ]
