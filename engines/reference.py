@@ -13,7 +13,7 @@ The engine is pure Python + numpy and exact by construction (see
   :class:`~engines.base.CompileError` with the engine's one-line message.
 
 Configurations: ``default`` (flexible whitespace, at most 32 characters per gap;
-properties in any order with per-object key tracking; up to 0.5 s of the compile spent
+properties in any order with per-object key tracking; up to 1 s of the compile spent
 building the mask cache entries a decode meets first, ``precompute_s``), ``compact`` (no
 whitespace), ``canonical-order`` (properties in declaration order, as the peer engines
 do), ``lazy`` (as ``default``, with every cache entry left to its first use: the same
@@ -33,7 +33,7 @@ from harness.vocab import Vocabulary
 
 _DEFAULTS: dict[str, Any] = {"whitespace": "flexible", "max_ws": 32, "separators": None,
                              "property_order": "any", "format_assertion": True,
-                             "reading": "jsonschema", "precompute_s": 0.5}
+                             "reading": "jsonschema", "precompute_s": 1.0}
 #: options of the engine itself; the others are the JSON Schema compiler's
 _ENGINE_OPTIONS = ("precompute_s",)
 _TRIES: dict[str, Any] = {}
