@@ -295,7 +295,7 @@ class MaskComputer:
         t0 = time.perf_counter()
         deadline = t0 + budget_s
         pda = self.pda
-        if any(fc.hi is not None and fc.enc == "json" and fc.dfa.n == 1 for fc in pda.frag_class):
+        if any(fc.any_char_window for fc in pda.frag_class):
             self.trie.json_chars()  # for _windowed (once per vocabulary, ~0.1 s)
         entry_points = pda.entry_points
         built = 0
@@ -476,7 +476,7 @@ class MaskComputer:
             return None
         f, d, dec, cnt, p = frag
         fc = pda.frag_class[f]
-        if (fc.hi is None or fc.enc != "json" or fc.dfa.n != 1 or dec != START
+        if (not fc.any_char_window or dec != START
                 or cnt <= fc.lo or f in pda.key_frags or pda.state_of(frag) != state):
             return None  # (the last: the state holds more than the string's own items)
         q = pda.state_of((f, d, START, fc.lo, p))
@@ -556,9 +556,7 @@ class MaskComputer:
         nq.write(w)
         if differ.size:
             gone = np.concatenate([trie.tokens_under(int(c)) for c in differ])
-            if gone.size:
-                idx, val, _ = sorted_pairs(gone, words)
-                w[idx] &= ~val
+            clear_ids(w, gone)
         if alive_nodes.size > SORT_PACK_MAX:  # (a wide walk: no sort of its ids)
             w |= pack_flags(trie.token_flags(alive_nodes), words)
         elif alive_nodes.size:

@@ -417,6 +417,13 @@ class _FragClass:
         self._span: dict[int, int] = {}  # per DFA state, its code-point set's id
         self._spans: dict[tuple, int] = {}
 
+    @property
+    def any_char_window(self) -> bool:
+        """A ``maxLength`` on JSON string content that any character may fill (a
+        one-state automaton): the splits inside it are derived from the window's
+        minimum (:meth:`~reference_engine.matcher.MaskComputer._window_reference`)."""
+        return self.hi is not None and self.enc == "json" and self.dfa.n == 1
+
     def feasible(self, d: int, cnt: int) -> bool:
         if not self.windowed:
             return True
