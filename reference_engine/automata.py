@@ -647,6 +647,66 @@ class LengthOracle:
         self._seq: dict[int, tuple[list[bool], int, int]] = {}
         self._succ = [frozenset(t for _, _, t in row) for row in dfa.edges]
         self._memo: dict[tuple[int, int, int | None], bool] = {}
+        self._shortest: list[float] | None = None
+        self._longest: list[float] | None = None
+
+    def _bounds(self) -> tuple[list[float], list[float]]:
+        """Per state, the shortest and the longest accepted continuation (``inf`` for
+        none, resp. unbounded; ``-inf`` longest for none), for every state at once in
+        time linear in the edges. Most questions need only these: a position past its
+        ``minLength`` asks for an acceptance within the budget left (the shortest), one
+        without ``maxLength`` for one at least so long (the longest). The periodic
+        sequence answers the rest, per state, in time quadratic in the states a long
+        counted pattern (``(?:\\S+\\s+){0,99}``) has."""
+        if self._shortest is not None:
+            return self._shortest, self._longest
+        n = self.dfa.n
+        succ = self._succ
+        pred: list[list[int]] = [[] for _ in range(n)]
+        for s in range(n):
+            for t in succ[s]:
+                pred[t].append(s)
+        inf = float("inf")
+        short = [inf] * n
+        frontier = [s for s in range(n) if self.dfa.finals[s]]
+        for s in frontier:
+            short[s] = 0
+        k = 0
+        while frontier:  # breadth first, backwards from the finals
+            k += 1
+            nxt = []
+            for t in frontier:
+                for s in pred[t]:
+                    if short[s] == inf:
+                        short[s] = k
+                        nxt.append(s)
+            frontier = nxt
+        live = [short[s] < inf for s in range(n)]
+        # longest: peel live states whose live successors are all done (reverse
+        # topological order); what is never peeled reaches a cycle of live states, so
+        # goes round it as often as it likes before accepting (unbounded)
+        longest: list[float] = [-inf] * n
+        out = [sum(1 for t in succ[s] if live[t]) if live[s] else -1 for s in range(n)]
+        ready = [s for s in range(n) if out[s] == 0]
+        done = [False] * n
+        while ready:
+            s = ready.pop()
+            done[s] = True
+            best = 0 if self.dfa.finals[s] else -inf
+            for t in succ[s]:
+                if live[t] and longest[t] + 1 > best:
+                    best = longest[t] + 1
+            longest[s] = best
+            for q in pred[s]:
+                if live[q]:
+                    out[q] -= 1
+                    if out[q] == 0:
+                        ready.append(q)
+        for s in range(n):
+            if live[s] and not done[s]:
+                longest[s] = inf
+        self._shortest, self._longest = short, longest
+        return short, longest
 
     def _sequence(self, d: int) -> tuple[list[bool], int, int]:
         got = self._seq.get(d)
@@ -676,6 +736,9 @@ class LengthOracle:
         lo = max(lo, 0)
         if hi is not None and hi < lo:
             return False
+        if lo == 0 or hi is None:
+            short, longest = self._bounds()
+            return short[d] <= hi if lo == 0 and hi is not None else longest[d] >= lo
         key = (d, lo, hi)
         r = self._memo.get(key)
         if r is not None:

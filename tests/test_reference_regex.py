@@ -85,6 +85,28 @@ def test_length_oracle():
     assert DFA.universal().lengths().feasible(0, 5, 5)
 
 
+@pytest.mark.parametrize("pattern", [
+    r"(ab)+", r"a{2,5}", r"(?:\S+\s+){0,9}\S+", r"(aaa|aaaaa)+b?", r"x|yz{3}w*",
+    r"[0-9]{3}-[0-9]{2}(-[a-f]{4})?", r"(a|bc)*d{0,3}", r"abc"])
+def test_length_oracle_every_state_against_reachable_sets(pattern):
+    """The oracle's linear-time bounds (shortest / longest accepted continuation)
+    answer exactly as the lengths read off the sets reachable in k steps."""
+    for mode in ("fullmatch", "search"):
+        d = compile_dfa(pattern, mode)
+        lens = d.lengths()
+        K = 4 * d.n + 40
+        for s in range(d.n):
+            cur, acc = {s}, []
+            for _ in range(K + 1):
+                acc.append(any(d.finals[x] for x in cur))
+                cur = {t for x in cur for _, _, t in d.edges[x]}
+            for lo in range(0, 12):
+                assert lens.feasible(s, lo, None) == any(acc[lo:]), (pattern, s, lo)
+                for hi in range(lo, lo + 12):
+                    assert lens.feasible(s, lo, hi) == any(acc[lo:hi + 1]), (pattern, s, lo, hi)
+            assert lens.feasible(s, -3, 2) == any(acc[:3])
+
+
 def test_format_tables_match_jsonschema():
     for cls, draft in [(jsonschema.Draft4Validator, "draft4"), (jsonschema.Draft6Validator, "draft6"),
                        (jsonschema.Draft7Validator, "draft7"),
