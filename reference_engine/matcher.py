@@ -140,6 +140,7 @@ class MaskComputer:
         self.key_cleared = 0  # of them, cleared as duplicate keys
         self.derived = 0  # nodes whose split was derived from another's (stats)
         self.windowed = 0  # nodes whose split was derived by a window's budget (stats)
+        self.unwindowed = 0  # nodes whose split is their unwindowed twin's (stats)
         #: per budget, the packed tokens that begin at most that many string characters
         self._within: dict[int, np.ndarray] = {}
         self._deriving = False
@@ -248,6 +249,26 @@ class MaskComputer:
             items.append(it)
         return frozenset(items) if changed else state
 
+    def _unwindowed_state(self, mkey: frozenset) -> int:
+        """The state of :meth:`mask_key`'s items with each far counter's fragment item
+        moved to the fragment's :meth:`~reference_engine.pda.PDA.unwindowed` twin at
+        count 0 (or -1 for none: a key fragment's counter, left to its own walk).
+
+        It has the same mask: with ``cnt >= lo`` both leave the string at the same
+        bytes (the window's minimum is met), and no token reaches the maximum or
+        changes a feasibility answer (see :meth:`mask_key`); the item set stays
+        closed, since a far counter may end the string exactly where its twin may."""
+        pda = self.pda
+        items = []
+        for it in mkey:
+            if len(it) == 5 and it[3] == -1:
+                f, d, dec, _, p = it
+                if f in pda.key_frags:
+                    return -1
+                it = (pda.unwindowed(f), d, dec, 0, p)
+            items.append(it)
+        return pda._intern(frozenset(items))
+
     def node(self, state: int) -> NodeMask:
         """The cached three-way split of the vocabulary at ``state`` (built on first use)."""
         got = self._nodes.get(state)
@@ -259,6 +280,12 @@ class MaskComputer:
             if got is not None:
                 self._nodes[state] = got
                 self._shared += 1
+                return got
+            twin = self._unwindowed_state(mkey)
+            if twin >= 0:
+                got = self.node(twin)
+                self._nodes[state] = self._by_key[mkey] = got
+                self.unwindowed += 1
                 return got
         got = self._split(state)
         self._nodes[state] = got
@@ -1125,6 +1152,7 @@ class MaskComputer:
             "precomputed_nodes": self.precomputed,
             "derived_nodes": self.derived,
             "window_derived_nodes": self.windowed,
+            "unwindowed_nodes": self.unwindowed,
             "precomputed_key_ends": self.warmed,
             "precompute_s": round(self.precompute_s, 4),
             "key_states": len(self._kcache),

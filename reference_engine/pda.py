@@ -914,6 +914,8 @@ class PDA:
         #: per object body, the NFA node where a member's key begins (its opening quote)
         self.key_choices: list[int] = []
         self._fclass_memo: dict[tuple, _FragClass] = {}
+        #: windowed fragment -> its unwindowed twin (see :meth:`unwindowed`)
+        self._twins: dict[int, int] = {}
         self.rule_entry: list[int] = []
         self.rule_exit: list[int] = []
         self._inlining: list[str] = []
@@ -947,6 +949,29 @@ class PDA:
         self.frag_exit.append(b)
         self.frag_rule.append(self.node_rule[a])
         self.frags[a].append(f)
+
+    def unwindowed(self, f: int) -> int:
+        """The twin of fragment ``f`` without its length window (same automaton,
+        decoder, rule and exit; made on first use, entered by no grammar path).
+
+        A state whose counters are all far from their bounds (see
+        :meth:`~reference_engine.matcher.MaskComputer.mask_key`) has the mask of the
+        state with each such fragment item moved to the twin at count 0; a walk from
+        that state keeps no counter, where one from the state itself makes a new state
+        per count it reads (a ``maxLength: 300`` string read in a pattern of several
+        states: thousands of states per split)."""
+        got = self._twins.get(f)
+        if got is None:
+            fc = self.frag_class[f]
+            key = (id(fc.dfa), fc.enc, 0, None)
+            twin = self._fclass_memo.get(key)
+            if twin is None:
+                twin = self._fclass_memo[key] = _FragClass(fc.dfa, fc.enc, 0, None)
+            got = self._twins[f] = len(self.frag_class)
+            self.frag_class.append(twin)
+            self.frag_exit.append(self.frag_exit[f])
+            self.frag_rule.append(self.frag_rule[f])
+        return got
 
     def _build(self, e: ir.Expr, a: int, b: int, obj) -> None:
         if isinstance(e, ir.Empty):

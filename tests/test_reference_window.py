@@ -67,3 +67,52 @@ def test_windowed_splits_equal_full_splits_and_masks_stay_exact():
     # first item and the next); not the pattern's (its automaton has more than one state)
     assert derived == {5: 5, 14: 12, 40: 80, 6: 0}, derived
     assert g.stats()["window_derived_nodes"] == mc.windowed > 0
+
+
+TWIN_SCHEMA = {"type": "object",
+               "properties": {
+                   "words": {"type": "string", "pattern": "^(?:\\S+\\s+){0,40}\\S+$",
+                             "maxLength": 300},
+                   "text": {"type": "string", "minLength": 3, "maxLength": 400},
+                   "either": {"anyOf": [{"type": "string", "pattern": "^[a-z ]*$",
+                                         "maxLength": 250},
+                                        {"type": "string", "pattern": "^[A-Z ]*!$",
+                                         "minLength": 2, "maxLength": 260}]},
+                   "items": {"type": "array",
+                             "items": {"type": "string", "pattern": "^[^x]*(x[^x]*){0,9}$",
+                                       "maxLength": 200}}},
+               "additionalProperties": False}
+TWIN_DOCS = [{"words": "We are looking for participants who have experience with digital "
+                       "products, and are comfortable providing feedback on them: "
+                       "every week, by phone or in person, for\u00a0a year",
+              "text": "Zoë \u00e9 日本 \"quoted\" " * 6,
+              "either": "HELLO THERE WORLD!",
+              "items": ["a long item with x and x " * 3, "none here", "😀\n\t" * 9]},
+             {"either": "lower case only " * 5, "words": "one\ttwo\n\nthree  four é",
+              "items": []}]
+
+
+def test_far_counters_take_their_unwindowed_twins_split_exactly():
+    """A state whose counters are all far from their bounds takes the split of its
+    twin without the window (:meth:`PDA.unwindowed`): equal to the split walked in
+    full from the state itself, and masks equal to the brute force."""
+    g = _lazy().compile(json.dumps(TWIN_SCHEMA))
+    mc, pda = g.compiled.masks, g.compiled.pda
+    texts = [json.dumps(doc, ensure_ascii=a) for doc in TWIN_DOCS for a in (True, False)]
+    checked = replay_checking_new_nodes(g, texts, lambda: mc.unwindowed, 10)
+    assert checked >= 6, checked
+    twinned = [s for s in list(mc._nodes)
+               if mc.mask_key(s) != s and mc._unwindowed_state(mc.mask_key(s)) >= 0]
+    assert len(twinned) >= 8, len(twinned)
+    # several automata (more than one state: no window reference) and two fragments
+    # in one state (the anyOf) among them
+    many = [s for s in twinned if any(len(it) == 5 and pda.frag_class[it[0]].dfa.n > 1
+                                      for it in pda.items[s])]
+    assert len(many) >= 4
+    assert any(sum(len(it) == 5 for it in pda.items[s]) == 2 for s in twinned)
+    for s in twinned[:6] + many[:6]:
+        got = mc.node(s)
+        full = mc._split_walked(s)
+        assert (_accepted(got, mc.words) == _accepted(full, mc.words)).all(), s
+        assert _groups(got) == _groups(full), s
+    assert g.stats()["unwindowed_nodes"] == mc.unwindowed > 0
