@@ -188,6 +188,25 @@ def json_chars_started(data: bytes) -> int | None:
     return n
 
 
+def json_string_end(data: bytes) -> int:
+    """The length of the part of ``data`` read as JSON string content from between
+    characters, its closing ``"`` included (``len(data)`` if the string goes on)."""
+    q = data.find(b'"')
+    if q < 0:
+        return len(data)
+    if b"\\" not in data[:q]:
+        return q + 1
+    st = START
+    for i, b in enumerate(data):
+        if st == START and b == 0x22:
+            return i + 1
+        r = step_json(st, b)
+        if r is None:
+            return i + 1
+        st = START if r[0] == "c" else r[1]
+    return len(data)
+
+
 @lru_cache(maxsize=1 << 16)
 def moves(enc: str, state) -> tuple:
     """``((byte, step result), ...)`` for every byte that ``step`` does not refuse from

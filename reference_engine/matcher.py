@@ -42,7 +42,7 @@ from collections import OrderedDict
 import numpy as np
 
 from reference_engine import keys as jkeys
-from reference_engine.encoding import START
+from reference_engine.encoding import START, json_string_end
 from reference_engine.maskcache import (SORT_PACK_MAX, Census, NodeMask, WordSet, clear_ids,
                                         node_mask, node_mask_of_ids, node_mask_of_words,
                                         or_pairs, pack_flags, sorted_pairs, word_set)
@@ -141,8 +141,12 @@ class MaskComputer:
         self.derived = 0  # nodes whose split was derived from another's (stats)
         self.windowed = 0  # nodes whose split was derived by a window's budget (stats)
         self.unwindowed = 0  # nodes whose split is their unwindowed twin's (stats)
+        self.near_windowed = 0  # nodes derived from their twin near the maximum (stats)
         #: per budget, the packed tokens that begin at most that many string characters
         self._within: dict[int, np.ndarray] = {}
+        #: (budget - reach, budget) -> token ids beginning more characters than the
+        #: first and at most the second (:meth:`_near_windowed`)
+        self._band: dict[tuple[int, int], np.ndarray] = {}
         self._deriving = False
         kids = np.arange(trie.child_start[0], trie.child_start[0] + trie.child_count[0])
         self._root_kids = kids  # the trie's first-byte nodes
@@ -230,11 +234,11 @@ class MaskComputer:
         A counter ``cnt`` of a code-point fragment with window ``[lo, hi]`` only matters
         through the checks ``cnt >= lo`` and the remaining budget ``hi - cnt``. Within
         one token (at most ``trie.maxlen`` bytes, so at most that many characters) a
-        counter with ``cnt >= lo`` and ``hi - cnt > trie.maxlen + dfa.n`` never meets
-        the bound nor changes a feasibility answer (the shortest way to acceptance
-        from any DFA state is shorter than ``dfa.n``), so all such counters behave
-        alike. Without this, a ``maxLength: 2048`` string costs one trie walk per
-        position."""
+        counter with ``cnt >= lo`` and ``hi - cnt >= trie.maxlen + reach`` never meets
+        the bound nor changes a feasibility answer (no live DFA state needs more than
+        :attr:`~reference_engine.pda._FragClass.reach` characters to acceptance), so
+        all such counters behave alike. Without this, a ``maxLength: 2048`` string
+        costs one trie walk per position."""
         pda = self.pda
         far = self.trie.maxlen
         changed = False
@@ -243,7 +247,7 @@ class MaskComputer:
             if len(it) == 5:
                 f, d, dec, cnt, p = it
                 fc = pda.frag_class[f]
-                if fc.hi is not None and cnt >= fc.lo and fc.hi - cnt > far + fc.dfa.n:
+                if fc.hi is not None and cnt >= fc.lo and fc.hi - cnt >= far + fc.reach:
                     it = (f, d, dec, -1, p)
                     changed = True
             items.append(it)
@@ -454,6 +458,9 @@ class MaskComputer:
             win = self._window_reference(state)
             if win is not None:
                 return self._windowed(state, *win)
+            near = self._near_window(state)
+            if near is not None:
+                return self._near_windowed(state, *near)
             ref = self._reference(state)
             if ref is not None:
                 return self._derived(state, *ref)
@@ -533,6 +540,99 @@ class MaskComputer:
         guards = tuple((k, sg, x) for k, sg, x in ((k, sg, keep(ns)) for k, sg, ns in nq.guards)
                        if x)
         return node_mask_of_words(w, pops, guards)
+
+    def _near_window(self, state: int):
+        """``(twin state, budget, reach)`` for a position inside a JSON string under a
+        length window, past the window's minimum but too near its maximum for
+        :meth:`mask_key` to share it, read by an automaton of several states (one
+        state: :meth:`_window_reference`); else None. The twin is the position with
+        the fragment's :meth:`~reference_engine.pda.PDA.unwindowed` twin, the budget
+        the characters left (``hi - cnt``), the reach the fragment's
+        :attr:`~reference_engine.pda._FragClass.reach`."""
+        pda = self.pda
+        if pda.final[state] or pda.state_calls[state] or pda.state_guards[state]:
+            return None  # some way on does not go through the closing quote
+        frag = None
+        for it in pda.items[state]:
+            if len(it) == 5:
+                if frag is not None:
+                    return None
+                frag = it
+            elif any(m != 1 << 0x22 for m, _ in pda.byte_edges[it[0]]):
+                return None  # not the string's closing quote alone
+        if frag is None:
+            return None
+        f, d, dec, cnt, p = frag
+        fc = pda.frag_class[f]
+        if (fc.hi is None or fc.enc != "json" or fc.any_char_window or dec != START
+                or cnt < fc.lo or f in pda.key_frags or pda.state_of(frag) != state):
+            return None
+        t = pda.state_of((pda.unwindowed(f), d, START, 0, p))
+        return (t, fc.hi - cnt, fc.reach) if t >= 0 else None
+
+    def _near_windowed(self, state: int, t: int, budget: int, reach: int) -> NodeMask:
+        """The split of ``state`` from its twin ``t``'s (see :meth:`_near_window`).
+
+        A token lives from ``state`` only if it lives from the twin (the same string
+        without the maximum; the minimum is met), and then iff every prefix of what it
+        reads in the string, ``k`` characters begun (a partial one counts) into DFA
+        state ``q``, fits: ``k + shortest(q) <= budget``. Past the closing quote both
+        go on alike, from one and the same state. So a token of the twin that begins
+        at most ``budget - reach`` characters lives, one that begins more than
+        ``budget`` dies, and the few between are read byte by byte from ``state``;
+        likewise the trie nodes of the twin's context-dependent groups. Without this,
+        each count near a ``maxLength`` of a patterned string is its own full walk
+        (making a new state per count it reads)."""
+        nt = self.node(t)
+        trie, words = self.trie, self.words
+        self.near_windowed += 1
+        chars = trie.json_chars()
+        w = np.empty(words, dtype=np.int32)
+        nt.write(w)
+        sure = budget - reach
+        band = self._band.get((sure, budget))
+        if band is None:
+            band = self._band[(sure, budget)] = np.flatnonzero((chars > sure) & (chars <= budget))
+        if band.size:
+            band = band[((w[band >> 5] >> (band & 31)) & 1).astype(bool)]
+        if sure < trie.maxlen:
+            within = self._within.get(sure)
+            if within is None:
+                within = self._within[sure] = pack_flags(chars <= sure, words)
+            w &= within
+        tb = trie.token_bytes
+        live = [i for i in band.tolist() if self._lives_in_string(state, tb[i])]
+        if live:
+            idx, val, _ = sorted_pairs(np.array(live, dtype=np.int64), words)
+            w[idx] |= val
+
+        def keep(ns: tuple) -> tuple:
+            out = []
+            for n in ns:
+                c = trie.json_chars_node(n)
+                if c <= sure or (c <= budget and self._lives_in_string(state, trie.node_path(n))):
+                    out.append(n)
+            return tuple(out)
+
+        pops = tuple((k, x) for k, x in ((k, keep(ns)) for k, ns in nt.pops) if x)
+        guards = tuple((k, sg, x) for k, sg, x in ((k, sg, keep(ns)) for k, sg, ns in nt.guards)
+                       if x)
+        return node_mask_of_words(w, pops, guards)
+
+    def _lives_in_string(self, state: int, data: bytes) -> bool:
+        """Whether the part of ``data`` read inside the JSON string (its closing quote
+        included) keeps ``state``, a position in the string, alive."""
+        pda = self.pda
+        rows = pda.rows
+        s = state
+        for b in data[:json_string_end(data)]:
+            row = rows[s]
+            if row is None:
+                row = pda.materialise(s)
+            s = row[b]
+            if s < 0:
+                return False
+        return True
 
     def _reference(self, state: int):
         """``(reference state, first-byte trie nodes that differ)``, or None.
@@ -1153,6 +1253,7 @@ class MaskComputer:
             "derived_nodes": self.derived,
             "window_derived_nodes": self.windowed,
             "unwindowed_nodes": self.unwindowed,
+            "near_window_nodes": self.near_windowed,
             "precomputed_key_ends": self.warmed,
             "precompute_s": round(self.precompute_s, 4),
             "key_states": len(self._kcache),

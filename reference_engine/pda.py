@@ -386,7 +386,7 @@ class _ObjectLogic:
 class _FragClass:
     """A code-point DFA read through a decoder, with a length window."""
 
-    __slots__ = ("dfa", "enc", "lo", "hi", "cap", "windowed", "lens", "_row_memo",
+    __slots__ = ("dfa", "enc", "lo", "hi", "cap", "windowed", "lens", "_reach", "_row_memo",
                  "_partial_memo", "_ascii", "_los", "_high_id", "_high_ids", "_ascii_groups",
                  "_lead_memo", "_live_memo", "_span", "_spans")
 
@@ -398,6 +398,7 @@ class _FragClass:
         self.windowed = lo > 0 or hi is not None
         self.cap = hi if hi is not None else lo
         self.lens = dfa.lengths() if self.windowed else None
+        self._reach: int | None = None
         self._row_memo: dict[tuple, tuple] = {}
         #: (DFA state, or -1 - id of its edges above 0x7F for a partial UTF-8 character;
         #: partial character; counter or 0) -> what the partial becomes: its canonical
@@ -423,6 +424,17 @@ class _FragClass:
         one-state automaton): the splits inside it are derived from the window's
         minimum (:meth:`~reference_engine.matcher.MaskComputer._window_reference`)."""
         return self.hi is not None and self.enc == "json" and self.dfa.n == 1
+
+    @property
+    def reach(self) -> int:
+        """The most characters any live state of the automaton needs to reach
+        acceptance (its shortest way there; 0 for a one-state automaton): past the
+        window's minimum, a count ``cnt`` keeps every state with ``hi - cnt >= reach``
+        feasible."""
+        if self._reach is None:
+            short, _ = self.dfa.lengths()._bounds()
+            self._reach = int(max((x for x in short if x != float("inf")), default=0))
+        return self._reach
 
     def feasible(self, d: int, cnt: int) -> bool:
         if not self.windowed:

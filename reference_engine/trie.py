@@ -168,14 +168,18 @@ class TokenTrie:
         memo = self.__dict__.setdefault("_json_chars_node", {})
         got = memo.get(node)
         if got is None:
-            path = []
-            v = node
-            while v > 0:
-                path.append(int(self.node_byte[v]))
-                v = int(self.parent[v])
-            n = json_chars_started(bytes(reversed(path)))
+            n = json_chars_started(self.node_path(node))
             got = memo[node] = 1 << 30 if n is None else n
         return got
+
+    def node_path(self, node: int) -> bytes:
+        """The bytes from the root to ``node``."""
+        path = []
+        v = node
+        while v > 0:
+            path.append(int(self.node_byte[v]))
+            v = int(self.parent[v])
+        return bytes(reversed(path))
 
     def tokens_under(self, node: int) -> np.ndarray:
         """Token ids ending at or below ``node`` (one range of the lexicographic order)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+import jsonschema
 import pytest
 
 import reference_helpers as H
@@ -116,3 +117,60 @@ def test_far_counters_take_their_unwindowed_twins_split_exactly():
         assert (_accepted(got, mc.words) == _accepted(full, mc.words)).all(), s
         assert _groups(got) == _groups(full), s
     assert g.stats()["unwindowed_nodes"] == mc.unwindowed > 0
+
+
+NEAR_SCHEMA = {"type": "object",
+               "properties": {
+                   "words": {"type": "array",
+                             "items": {"type": "string", "pattern": "^(?:\\S+\\s+){0,9}\\S+$",
+                                       "maxLength": 60}},
+                   "code": {"type": "string", "pattern": "^[a-z]+-[0-9]{2}$", "minLength": 4,
+                            "maxLength": 12},
+                   "tail": {"type": "string", "pattern": "x[^x]*$", "maxLength": 140}},
+               "additionalProperties": False}
+NEAR_DOCS = [{"words": ["We are looking for participants who have experience", "a b",
+                        "é\u00a0ü\u3000日本語 ok", "x" * 60, "one two\tthree\nfour five six seven "
+                        "eight nine ten"[:60].strip()],
+              "code": "abcdefghi-42", "tail": "ab\"c\\\\x" + "y" * 60 + " \"\u2028 "},
+             {"code": "ab-01", "words": ["\ud83d\ude00" * 20, "q"], "tail": "x"}]
+
+
+def test_near_the_maximum_splits_derive_from_the_twin_exactly():
+    """Past the minimum but near the maximum, a patterned string's split is its
+    twin's (no window) less the tokens and group nodes that begin too many
+    characters, those within the automaton's reach of the budget read byte by byte:
+    equal to the split walked in full at every count, and masks equal the brute force."""
+    g = _lazy().compile(json.dumps(NEAR_SCHEMA))
+    mc, pda = g.compiled.masks, g.compiled.pda
+    texts = [json.dumps(doc, ensure_ascii=a) for doc in NEAR_DOCS for a in (True, False)]
+    for doc in NEAR_DOCS:
+        jsonschema.validate(doc, NEAR_SCHEMA)
+    checked = replay_checking_new_nodes(g, texts, lambda: mc.near_windowed, 10)
+    assert checked >= 6, checked
+    seen = {}
+    for s in list(mc._nodes):
+        near = mc._near_window(s) if isinstance(s, int) else None
+        if near is None:
+            continue
+        (f, d, _, cnt, _), = [it for it in pda.items[s] if len(it) == 5]
+        seen.setdefault(pda.frag_class[f].hi, set()).add(near[2])
+        got = mc._near_windowed(s, *near)
+        full = mc._split_walked(s)
+        assert (_accepted(got, mc.words) == _accepted(full, mc.words)).all(), (s, near)
+        assert _groups(got) == _groups(full), (s, near)
+    # the three windows, with reaches 1 (a word), 4 (``a-42`` from the start) and 1 (``x``)
+    assert seen == {60: {1}, 12: {4}, 140: {1}}, seen
+    # and every count of one word state, from the minimum to the maximum
+    f = next(f for f, fc in enumerate(pda.frag_class) if fc.hi == 60)
+    n = 0
+    for cnt in range(0, 61):
+        s = pda.state_of((f, 1, START, cnt, 0))
+        near = mc._near_window(s) if s >= 0 else None
+        if near is not None:
+            got = mc._near_windowed(s, *near)
+            full = mc._split_walked(s)
+            assert (_accepted(got, mc.words) == _accepted(full, mc.words)).all(), cnt
+            assert _groups(got) == _groups(full), cnt
+            n += 1
+    assert n >= 50, n
+    assert g.stats()["near_window_nodes"] == mc.near_windowed > 0
