@@ -292,6 +292,22 @@ def has_fresh_completion(pda, configs: tuple, state: tuple) -> bool:
     and none of them can be a repeat); spellings of the same prefix meet in a memo."""
     top = state[0][-1]
     memo: set = set()
+    rows = pda.rows
+    live: dict[int, frozenset] = {}
+
+    def byte_set(confs: tuple) -> frozenset:
+        # the bytes some configuration's row reads: advance refuses every other
+        # (the configurations are closed, so a byte is read from a row or not at all)
+        out: frozenset = frozenset()
+        for s, _ in confs:
+            got = live.get(s)
+            if got is None:
+                row = rows[s]
+                if row is None:
+                    row = pda.materialise(s)
+                got = live[s] = frozenset(b for b in range(256) if row[b] >= 0)
+            out = out | got if out else got
+        return out
 
     def rec(confs: tuple, raw: bytes) -> bool:
         full, partial = split_decode(raw)
@@ -304,14 +320,15 @@ def has_fresh_completion(pda, configs: tuple, state: tuple) -> bool:
         memo.add(key)
         if not partial and full not in top and pda.advance(confs, b'"') is not None:
             return True
+        read = byte_set(confs)
         if not partial:
             # first the cheap way out: one ASCII character that leaves every seen key
             n = len(full)
             nxt = {k[n] for k in on if len(k) > n}
             for b in _ASCII_ORDER:
-                if chr(b) not in nxt and pda.advance(confs, bytes((b,))) is not None:
+                if b in read and chr(b) not in nxt and pda.advance(confs, bytes((b,))) is not None:
                     return True
-        for b in range(256):
+        for b in sorted(read):
             if b == _QUOTE and not partial:
                 continue
             r = pda.advance(confs, bytes((b,)))
