@@ -147,6 +147,7 @@ class MaskComputer:
         #: (budget - reach, budget) -> token ids beginning more characters than the
         #: first and at most the second (:meth:`_near_windowed`)
         self._band: dict[tuple[int, int], np.ndarray] = {}
+        self._near_twin: dict[int, int] = {}  # state -> the twin its split derives from
         self._deriving = False
         kids = np.arange(trie.child_start[0], trie.child_start[0] + trie.child_count[0])
         self._root_kids = kids  # the trie's first-byte nodes
@@ -445,10 +446,14 @@ class MaskComputer:
         return tuple(c[0] for c in self._local_closure(t, (), 0)[0])
 
     def census(self, state: int) -> Census:
-        """The :class:`Census` of ``state``'s split (for statistics; memoised)."""
+        """The :class:`Census` of ``state``'s split (for statistics; memoised). A split
+        derived from an unwindowed twin near a ``maxLength`` reports the twin's (a walk
+        from the state itself would make a state per count it reads, for statistics)."""
         got = self._census.get(state)
         if got is None:
-            got = self._census[state] = self._split(state, census=True)
+            twin = self._near_twin.get(state)
+            got = self._census[state] = (self.census(twin) if twin is not None
+                                         else self._split(state, census=True))
         return got
 
     def _split(self, state: int, census: bool = False):
@@ -586,6 +591,7 @@ class MaskComputer:
         nt = self.node(t)
         trie, words = self.trie, self.words
         self.near_windowed += 1
+        self._near_twin[state] = t
         chars = trie.json_chars()
         w = np.empty(words, dtype=np.int32)
         nt.write(w)
