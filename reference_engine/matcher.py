@@ -72,6 +72,10 @@ DERIVE_MIN = 20_000
 DERIVE_RATIO = 4
 #: Key-tracker states whose per-token duplicate-key verdicts are kept.
 KEY_CACHE_SIZE = 256
+#: a split near a ``maxLength`` is derived from its unwindowed twin when at most this
+#: many of the twin's tokens need reading byte by byte (a few microseconds each in
+#: Python; a full walk costs ~10 ms), else walked (:meth:`MaskComputer._near_windowed`)
+NEAR_BAND_MAX = 2_000
 
 
 def words_for(vocab_size: int) -> int:
@@ -585,13 +589,12 @@ class MaskComputer:
         go on alike, from one and the same state. So a token of the twin that begins
         at most ``budget - reach`` characters lives, one that begins more than
         ``budget`` dies, and the few between are read byte by byte from ``state``;
-        likewise the trie nodes of the twin's context-dependent groups. Without this,
-        each count near a ``maxLength`` of a patterned string is its own full walk
-        (making a new state per count it reads)."""
+        likewise the trie nodes of the twin's context-dependent groups (walked in
+        full instead where more than :data:`NEAR_BAND_MAX` tokens would be read).
+        Without this, each count near a ``maxLength`` of a patterned string is its own
+        full walk (making a new state per count it reads)."""
         nt = self.node(t)
         trie, words = self.trie, self.words
-        self.near_windowed += 1
-        self._near_twin[state] = t
         chars = trie.json_chars()
         w = np.empty(words, dtype=np.int32)
         nt.write(w)
@@ -601,6 +604,11 @@ class MaskComputer:
             band = self._band[(sure, budget)] = np.flatnonzero((chars > sure) & (chars <= budget))
         if band.size:
             band = band[((w[band >> 5] >> (band & 31)) & 1).astype(bool)]
+        if band.size > NEAR_BAND_MAX:
+            # a small budget in free text: thousands of short tokens to read one by one
+            return self._node_of_walk(*self._walk_split(state, None, False))
+        self.near_windowed += 1
+        self._near_twin[state] = t
         if sure < trie.maxlen:
             within = self._within.get(sure)
             if within is None:

@@ -135,11 +135,15 @@ NEAR_DOCS = [{"words": ["We are looking for participants who have experience", "
              {"code": "ab-01", "words": ["\ud83d\ude00" * 20, "q"], "tail": "x"}]
 
 
-def test_near_the_maximum_splits_derive_from_the_twin_exactly():
+def test_near_the_maximum_splits_derive_from_the_twin_exactly(monkeypatch):
     """Past the minimum but near the maximum, a patterned string's split is its
     twin's (no window) less the tokens and group nodes that begin too many
     characters, those within the automaton's reach of the budget read byte by byte:
     equal to the split walked in full at every count, and masks equal the brute force."""
+    import reference_engine.matcher as M
+    # with the default cap a small budget in free text is walked instead (a test below);
+    # here every near split is derived, however many tokens it reads byte by byte
+    monkeypatch.setattr(M, "NEAR_BAND_MAX", 1 << 30)
     g = _lazy().compile(json.dumps(NEAR_SCHEMA))
     mc, pda = g.compiled.masks, g.compiled.pda
     texts = [json.dumps(doc, ensure_ascii=a) for doc in NEAR_DOCS for a in (True, False)]
@@ -174,3 +178,21 @@ def test_near_the_maximum_splits_derive_from_the_twin_exactly():
             n += 1
     assert n >= 50, n
     assert g.stats()["near_window_nodes"] == mc.near_windowed > 0
+
+
+def test_near_the_maximum_with_a_wide_band_walks_instead():
+    """Where more than NEAR_BAND_MAX of the twin's tokens would be read byte by byte
+    (a free-text pattern a few characters from its maximum), the split is walked: it
+    is not counted as derived, and it equals the full walk."""
+    g = _lazy().compile(json.dumps(NEAR_SCHEMA))
+    mc, pda = g.compiled.masks, g.compiled.pda
+    f = next(f for f, fc in enumerate(pda.frag_class) if fc.hi == 60)
+    s = pda.state_of((f, 1, START, 57, 0))  # three characters left in a word
+    near = mc._near_window(s)
+    assert near is not None and near[1] == 3
+    before = mc.near_windowed
+    got = mc._near_windowed(s, *near)
+    assert mc.near_windowed == before and s not in mc._near_twin
+    full = mc._split_walked(s)
+    assert (_accepted(got, mc.words) == _accepted(full, mc.words)).all()
+    assert _groups(got) == _groups(full)
