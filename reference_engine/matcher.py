@@ -491,6 +491,27 @@ class MaskComputer:
                                     pops, guards)
         return node_mask(self.trie.token_flags(alive_nodes), self.words, pops, guards)
 
+    def _string_item(self, state: int):
+        """``(item, fragment class)`` of a position between characters inside a string
+        (not an object key) whose state holds one fragment item: every other item only
+        reads the string's closing quote, and nothing leaves the state but bytes (no
+        rule end, call or guard); else None. (Callers check, last, that the state is
+        that item's closure: ``state_of`` may make a state.)"""
+        pda = self.pda
+        if pda.final[state] or pda.state_calls[state] or pda.state_guards[state]:
+            return None  # some way on does not go through the closing quote
+        frag = None
+        for it in pda.items[state]:
+            if len(it) == 5:
+                if frag is not None:
+                    return None
+                frag = it
+            elif any(m != 1 << 0x22 for m, _ in pda.byte_edges[it[0]]):
+                return None  # not the string's closing quote alone
+        if frag is None or frag[2] != START or frag[0] in pda.key_frags:
+            return None
+        return frag, pda.frag_class[frag[0]]
+
     def _window_reference(self, state: int):
         """``(reference state, budget)`` for a position inside a JSON string under a
         length window that any character may fill (``maxLength`` on a plain string),
@@ -504,23 +525,12 @@ class MaskComputer:
         positions go on alike. Without this, each count is its own full walk (a
         ``maxLength: 50`` string costs fifty, each about as dear as the string's
         first)."""
-        pda = self.pda
-        if pda.final[state] or pda.state_calls[state] or pda.state_guards[state]:
-            return None  # some way on does not go through the closing quote
-        frag = None
-        for it in pda.items[state]:
-            if len(it) == 5:
-                if frag is not None:
-                    return None
-                frag = it
-            elif any(m != 1 << 0x22 for m, _ in pda.byte_edges[it[0]]):
-                return None  # not the string's closing quote alone
-        if frag is None:
+        got = self._string_item(state)
+        if got is None:
             return None
-        f, d, dec, cnt, p = frag
-        fc = pda.frag_class[f]
-        if (not fc.any_char_window or dec != START
-                or cnt <= fc.lo or f in pda.key_frags or pda.state_of(frag) != state):
+        (f, d, _, cnt, p), fc = got
+        pda = self.pda
+        if not fc.any_char_window or cnt <= fc.lo or pda.state_of(got[0]) != state:
             return None  # (the last: the state holds more than the string's own items)
         q = pda.state_of((f, d, START, fc.lo, p))
         return (q, fc.hi - cnt) if q >= 0 else None
@@ -558,23 +568,13 @@ class MaskComputer:
         the fragment's :meth:`~reference_engine.pda.PDA.unwindowed` twin, the budget
         the characters left (``hi - cnt``), the reach the fragment's
         :attr:`~reference_engine.pda._FragClass.reach`."""
-        pda = self.pda
-        if pda.final[state] or pda.state_calls[state] or pda.state_guards[state]:
-            return None  # some way on does not go through the closing quote
-        frag = None
-        for it in pda.items[state]:
-            if len(it) == 5:
-                if frag is not None:
-                    return None
-                frag = it
-            elif any(m != 1 << 0x22 for m, _ in pda.byte_edges[it[0]]):
-                return None  # not the string's closing quote alone
-        if frag is None:
+        got = self._string_item(state)
+        if got is None:
             return None
-        f, d, dec, cnt, p = frag
-        fc = pda.frag_class[f]
-        if (fc.hi is None or fc.enc != "json" or fc.any_char_window or dec != START
-                or cnt < fc.lo or f in pda.key_frags or pda.state_of(frag) != state):
+        (f, d, _, cnt, p), fc = got
+        pda = self.pda
+        if (fc.hi is None or fc.enc != "json" or fc.any_char_window or cnt < fc.lo
+                or pda.state_of(got[0]) != state):
             return None
         t = pda.state_of((pda.unwindowed(f), d, START, 0, p))
         return (t, fc.hi - cnt, fc.reach) if t >= 0 else None
