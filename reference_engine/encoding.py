@@ -164,47 +164,42 @@ STEPS = {"json": step_json, "utf8": step_utf8}
 _CONT_BYTES = bytes(range(0x80, 0xC0))
 
 
+def _json_string_scan(data: bytes) -> tuple[int | None, int]:
+    """``(characters begun, bytes read)`` reading ``data`` as JSON string content from
+    between characters, up to its first unescaped ``"`` (included in the bytes read)
+    or its end; the characters are None, and the bytes end at the byte refused, if the
+    decoder refuses one."""
+    q = data.find(b'"')
+    part = data if q < 0 else data[:q]
+    if b"\\" not in part:
+        # no escape: every byte but a UTF-8 continuation byte begins a character
+        return len(part.translate(None, _CONT_BYTES)), len(data) if q < 0 else q + 1
+    st = START
+    n = 0
+    for i, b in enumerate(data):
+        if st == START:
+            if b == 0x22:
+                return n, i + 1
+            n += 1
+        r = step_json(st, b)
+        if r is None:
+            return None, i + 1
+        st = START if r[0] == "c" else r[1]
+    return n, len(data)
+
+
 def json_chars_started(data: bytes) -> int | None:
     """How many characters JSON string content begins while reading ``data`` from
     between characters, up to its first unescaped ``"`` (where the string ends) or its
     end: a character left partial counts, as a length window counts it (a partial
     character lives only if one more fits). None if ``data`` cannot be read so."""
-    q = data.find(b'"')
-    part = data if q < 0 else data[:q]
-    if b"\\" not in part:
-        # no escape: every byte but a UTF-8 continuation byte begins a character
-        return len(part.translate(None, _CONT_BYTES))
-    st = START
-    n = 0
-    for b in data:
-        if st == START:
-            if b == 0x22:
-                return n
-            n += 1
-        r = step_json(st, b)
-        if r is None:
-            return None
-        st = START if r[0] == "c" else r[1]
-    return n
+    return _json_string_scan(data)[0]
 
 
 def json_string_end(data: bytes) -> int:
     """The length of the part of ``data`` read as JSON string content from between
     characters, its closing ``"`` included (``len(data)`` if the string goes on)."""
-    q = data.find(b'"')
-    if q < 0:
-        return len(data)
-    if b"\\" not in data[:q]:
-        return q + 1
-    st = START
-    for i, b in enumerate(data):
-        if st == START and b == 0x22:
-            return i + 1
-        r = step_json(st, b)
-        if r is None:
-            return i + 1
-        st = START if r[0] == "c" else r[1]
-    return len(data)
+    return _json_string_scan(data)[1]
 
 
 @lru_cache(maxsize=1 << 16)

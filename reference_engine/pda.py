@@ -952,15 +952,25 @@ class PDA:
             self._build(self.grammar.rules[name], self.rule_entry[i], self.rule_exit[i], None)
 
     def _fragment(self, dfa: DFA, enc: str, lo: int, hi: int | None, a: int, b: int) -> None:
+        fc = self._frag_class_of(dfa, enc, lo, hi)
+        self.frags[a].append(self._add_fragment(fc, b, self.node_rule[a]))
+
+    def _frag_class_of(self, dfa: DFA, enc: str, lo: int, hi: int | None) -> _FragClass:
+        """The shared :class:`_FragClass` (and its row memos) of one automaton, decoder
+        and window."""
         key = (id(dfa), enc, lo, hi)
         fc = self._fclass_memo.get(key)
         if fc is None:
             fc = self._fclass_memo[key] = _FragClass(dfa, enc, lo, hi)
+        return fc
+
+    def _add_fragment(self, fc: _FragClass, exit_node: int, rule: int) -> int:
+        """Number a fragment: its class, the NFA node it exits to, its rule."""
         f = len(self.frag_class)
         self.frag_class.append(fc)
-        self.frag_exit.append(b)
-        self.frag_rule.append(self.node_rule[a])
-        self.frags[a].append(f)
+        self.frag_exit.append(exit_node)
+        self.frag_rule.append(rule)
+        return f
 
     def unwindowed(self, f: int) -> int:
         """The twin of fragment ``f`` without its length window (same automaton,
@@ -975,14 +985,8 @@ class PDA:
         got = self._twins.get(f)
         if got is None:
             fc = self.frag_class[f]
-            key = (id(fc.dfa), fc.enc, 0, None)
-            twin = self._fclass_memo.get(key)
-            if twin is None:
-                twin = self._fclass_memo[key] = _FragClass(fc.dfa, fc.enc, 0, None)
-            got = self._twins[f] = len(self.frag_class)
-            self.frag_class.append(twin)
-            self.frag_exit.append(self.frag_exit[f])
-            self.frag_rule.append(self.frag_rule[f])
+            twin = self._frag_class_of(fc.dfa, fc.enc, 0, None)
+            got = self._twins[f] = self._add_fragment(twin, self.frag_exit[f], self.frag_rule[f])
         return got
 
     def _build(self, e: ir.Expr, a: int, b: int, obj) -> None:
