@@ -55,7 +55,11 @@ import re
 import numpy as np
 
 from reference_engine import ir
-from reference_engine.automata import DFA
+from reference_engine.automata import DFA, TooLarge, state_budget
+
+#: states the union of one object's extra-key automata may take in
+#: :func:`repeats_only_close` before it answers no (the slower, exact path)
+UNION_BUDGET = 20_000
 
 _QUOTE, _BSLASH = 0x22, 0x5C
 _LBRACE, _RBRACE, _LBRACK, _RBRACK, _COMMA, _COLON = 0x7B, 0x7D, 0x5B, 0x5D, 0x2C, 0x3A
@@ -429,22 +433,40 @@ def infinite_everywhere(dfa: DFA) -> bool:
 
 
 def repeats_only_close(grammar: ir.Grammar) -> bool:
-    """Can a key prefix never be left with only repeats to complete it? True when every
-    object's extra keys (``additionalProperties`` / ``patternProperties``) come from
-    languages infinite from every prefix, without a length window: a prefix then has
-    infinitely many extra completions, finitely many of them seen (declared members
-    are exact in the object frames). Only a token that closes a key can then repeat
-    one, and the dead-end searches are not needed."""
+    """Can a key prefix never be left with only repeats to complete it? True when each
+    object's extra keys (``additionalProperties`` / ``patternProperties``, the union of
+    its extra-key languages, as a key position offers them all) form a language
+    infinite from every prefix, without a length window: a prefix then has infinitely
+    many extra completions, finitely many of them seen (declared members are exact in
+    the object frames). Only a token that closes a key can then repeat one, and the
+    dead-end searches are not needed.
+
+    The union matters: ``patternProperties`` ``^[0-9]+$`` with the default
+    ``additionalProperties`` splits the keys into two regions, and the pattern's (with
+    Python's ``$``, ``1\n`` has one completion) is not infinite everywhere while the
+    union of both is."""
     for e in grammar.rules.values():
         bodies: list = []
         _collect(e, ir.ObjectBody, bodies)
         for ob in bodies:
+            autos: list = []
             for x in ob.extras:
-                autos: list = []
                 _collect(x.key, ir.Automaton, autos)
-                for a in autos:
-                    if a.lo or a.hi is not None or not infinite_everywhere(a.dfa):
-                        return False
+            if not autos:
+                continue
+            if any(a.lo or a.hi is not None for a in autos):
+                return False
+            if all(infinite_everywhere(a.dfa) for a in autos):
+                continue
+            try:
+                with state_budget(UNION_BUDGET):
+                    union = autos[0].dfa
+                    for a in autos[1:]:
+                        union = union.union(a.dfa)
+            except TooLarge:
+                return False
+            if not infinite_everywhere(union):
+                return False
     return True
 
 

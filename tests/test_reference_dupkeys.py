@@ -346,6 +346,25 @@ def test_infinite_extra_key_languages_compile_and_walk():
                 assert len({k for k, _ in pairs}) == len(pairs), out
 
 
+#: patternProperties with the default additionalProperties (o14390's shape)
+HEX_KEYS = {"type": "object", "patternProperties": {"^[a-fA-F0-9]+$": {"type": "integer"}}}
+
+
+def test_repeats_only_close_reads_the_union_of_an_objects_extra_keys():
+    """The dead-end searches are skipped iff every object's extra keys, taken together,
+    have infinitely many completions after every prefix: the hex region alone has
+    ``ab\\n`` with one completion, the other region continues it; without that region
+    (``additionalProperties: false``) the prefix can run out."""
+    def close_only(schema) -> bool:
+        return K.repeats_only_close(H.adapter().compile(json.dumps(schema)).compiled.pda.grammar)
+
+    assert close_only(HEX_KEYS)
+    assert close_only(IDTAG)
+    assert not close_only({**HEX_KEYS, "additionalProperties": False})
+    assert not close_only({"type": "object", "patternProperties": {"^(abc|x.*)$": {}},
+                           "additionalProperties": False})
+
+
 def _plain_key_check(pda, configs, kstate, data: bytes) -> bool:
     """The duplicate-key rule read straight from its definition, without the matcher's
     shortcuts: no key of the token's objects repeats, and a key left open keeps a fresh
@@ -366,6 +385,10 @@ def _plain_key_check(pda, configs, kstate, data: bytes) -> bool:
      '{"a": {"k": {"k": "}, \\"k\\""}, "k2": 1}, "k": 1, "a'),
     ({"type": "object", "properties": {"name": {"type": "string"}}},
      '{"name": "n", "e": "x\\\\", "e'),
+    # a pattern region with one-completion prefixes (Python's ``$``: ``ab\n``) beside
+    # the default additionalProperties: only the union of the regions is infinite
+    # from every prefix, and the shortcut takes it
+    (HEX_KEYS, '{"ab": 1, "ab\\n": 2, "x": 3, "ab'),
 ])
 def test_key_check_shortcuts_agree_with_the_plain_rule(schema, text):
     """At every step, for every token with a quote (the only ones the rule can refuse
