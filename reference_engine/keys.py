@@ -445,6 +445,24 @@ def repeats_only_close(grammar: ir.Grammar) -> bool:
     ``additionalProperties`` splits the keys into two regions, and the pattern's (with
     Python's ``$``, ``1\n`` has one completion) is not infinite everywhere while the
     union of both is."""
+    for _, autos in _extra_key_automata(grammar):
+        if any(a.lo or a.hi is not None for a in autos):
+            return False
+        if all(infinite_everywhere(a.dfa) for a in autos):
+            continue
+        try:
+            with state_budget(UNION_BUDGET):
+                union = _union(autos)
+        except TooLarge:
+            return False
+        if not infinite_everywhere(union):
+            return False
+    return True
+
+
+def _extra_key_automata(grammar: ir.Grammar):
+    """``(object body, the automata of its extra-key languages)`` per body with extra
+    keys (a key position offers their union)."""
     for e in grammar.rules.values():
         bodies: list = []
         _collect(e, ir.ObjectBody, bodies)
@@ -452,22 +470,15 @@ def repeats_only_close(grammar: ir.Grammar) -> bool:
             autos: list = []
             for x in ob.extras:
                 _collect(x.key, ir.Automaton, autos)
-            if not autos:
-                continue
-            if any(a.lo or a.hi is not None for a in autos):
-                return False
-            if all(infinite_everywhere(a.dfa) for a in autos):
-                continue
-            try:
-                with state_budget(UNION_BUDGET):
-                    union = autos[0].dfa
-                    for a in autos[1:]:
-                        union = union.union(a.dfa)
-            except TooLarge:
-                return False
-            if not infinite_everywhere(union):
-                return False
-    return True
+            if autos:
+                yield ob, autos
+
+
+def _union(autos: list) -> DFA:
+    union = autos[0].dfa
+    for a in autos[1:]:
+        union = union.union(a.dfa)
+    return union
 
 
 def inner_keys(data: bytes) -> frozenset | None:
@@ -606,37 +617,21 @@ def fewest_extra_keys(grammar: ir.Grammar) -> int | None:
     than this, a fresh key can always start it; from there on the matcher checks it
     (:func:`has_fresh_key`)."""
     best = None
-    for e in grammar.rules.values():
-        bodies: list = []
-        _collect(e, ir.ObjectBody, bodies)
-        for ob in bodies:
-            if not ob.extras:
-                continue
-            union = None
-            finite_window = False
-            for x in ob.extras:
-                autos: list = []
-                _collect(x.key, ir.Automaton, autos)
-                for a in autos:
-                    if a.hi is not None:
-                        finite_window = True
-                    union = a.dfa if union is None else union.union(a.dfa)
-            if union is None:
-                continue
-            n = count_words(union)
-            if finite_window:  # (no key has a length window today) be safe
-                n = 0
-            if n is not None and ob.min_props > n:
-                from reference_engine.pda import GrammarError
+    for ob, autos in _extra_key_automata(grammar):
+        n = count_words(_union(autos))
+        if any(a.hi is not None for a in autos):  # (no key has a length window today) be safe
+            n = 0
+        if n is not None and ob.min_props > n:
+            from reference_engine.pda import GrammarError
 
-                # the automaton counts extra keys as unlimited towards minProperties
-                raise GrammarError(
-                    f"minProperties {ob.min_props} with finitely many (at most {n}) keys "
-                    "allowed by patternProperties/additionalProperties beside the declared "
-                    "ones: duplicate keys are rejected, so the object could run out of "
-                    "keys (not supported)")
-            if n is not None and (best is None or n < best):
-                best = n
+            # the automaton counts extra keys as unlimited towards minProperties
+            raise GrammarError(
+                f"minProperties {ob.min_props} with finitely many (at most {n}) keys "
+                "allowed by patternProperties/additionalProperties beside the declared "
+                "ones: duplicate keys are rejected, so the object could run out of "
+                "keys (not supported)")
+        if n is not None and (best is None or n < best):
+            best = n
     return best
 
 
