@@ -97,6 +97,9 @@ class MaskComputer:
         self._by_key: dict[frozenset, NodeMask] = {}
         self._shared = 0  # states served by another state's entry (see mask_key)
         self._ctx: dict[tuple[int, int], WordSet] = {}
+        #: state -> entries read -> those top entries -> the entry of :meth:`context`
+        self._ctx_tops: dict[int, dict[int, dict[tuple, WordSet]]] = {}
+        self.ctx_shared = 0  # contexts served by another stack's entry (stats)
         #: walks of :meth:`context` (see _walk_tokens) and token ids at stop nodes
         #: (see _ids_at), within one budget of stored entries
         self._cwalk: dict[tuple, tuple] = {}
@@ -826,13 +829,36 @@ class MaskComputer:
         Each context-dependent trie node pops the live stack (after the frames the
         split already popped statically); the subtrees below it are walked from the
         configurations found there, grouped per (state, stack) so that equal
-        continuations are walked once. Cached per ``(state, stack)``."""
+        continuations are walked once. Cached per ``(state, stack)``, and shared
+        with every stack whose top entries are the same down to the deepest stack
+        node the computation touched (:meth:`~reference_engine.pda.PDA.closure_low`):
+        below it nothing was read, so the same computation would follow (the same
+        object nested at another place, or reached with other frames further down)."""
         key = (state, stack)
         got = self._ctx.get(key)
         if got is not None:
             return got
         pda = self.pda
         pool = pda.stacks
+        ret, parent, depth = pool.ret, pool.parent, pool.depth
+        # an entry computed with another stack whose top entries (as many as that
+        # computation read) are this one's
+        tops = self._ctx_tops.get(state)
+        if tops is not None:
+            for k, entries in tops.items():
+                top = []
+                st = stack
+                for _ in range(k):
+                    if st == EMPTY:
+                        break
+                    top.append(ret[st])
+                    st = parent[st]
+                got = entries.get(tuple(top))
+                if got is not None:
+                    self._ctx[key] = got
+                    self.ctx_shared += 1
+                    return got
+        low = depth[stack]  # the deepest stack node this computation touches
         parts: list[np.ndarray] = []
         # work: (state, stack, popped) -> chunks of trie nodes (each a sorted tuple of
         # distinct nodes); ``popped``: the configuration was reached by a pop, so
@@ -846,15 +872,16 @@ class MaskComputer:
                     break
                 st = pool.parent[st]
             if st == EMPTY:
+                low = 0  # (its end was read)
                 continue  # the document ends here: nothing may follow
-            work.setdefault((pool.ret[st], pool.parent[st], True), []).append(ns)
+            work.setdefault((ret[st], parent[st], True), []).append(ns)
         for k, sg, ns in nm.guards:
             # an object guard (or a frame-dependent state) with the frame on the live
             # stack: the tokens ending here live iff the configuration does; those
             # below are walked from what it leads to
             st = stack
             for _ in range(k):
-                st = pool.parent[st]
+                st = parent[st]
             work.setdefault((sg, st, STOP), []).append(ns)
         # configuration -> nodes walked from it (a tuple until it is met again)
         seen: dict[tuple[int, int], tuple[int, ...] | set[int]] = {}
@@ -866,6 +893,9 @@ class MaskComputer:
             for (t, st, popped), chunks in wave.items():
                 nodes = chunks[0] if len(chunks) == 1 else tuple(sorted(set().union(*chunks)))
                 confs, acc = pda.closure(t, st)
+                t_low = pda.closure_low(t, st)
+                if t_low < low:
+                    low = t_low
                 if popped == STOP and (confs or acc):
                     parts.append(self._ids_at(nodes))
                 for s2, st2 in confs:
@@ -895,6 +925,16 @@ class MaskComputer:
         ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         got = word_set(ids, self.words)
         self._ctx[key] = got
+        if low > 0:
+            # nothing at or below depth ``low - 1`` was read: any stack with the same
+            # top entries down to depth ``low`` gets this entry (equal computations)
+            k = depth[stack] - low + 1
+            top = []
+            st = stack
+            for _ in range(k):
+                top.append(ret[st])
+                st = parent[st]
+            self._ctx_tops.setdefault(state, {}).setdefault(k, {})[tuple(top)] = got
         return got
 
     def _ids_at(self, nodes: tuple[int, ...]) -> np.ndarray:
@@ -1249,7 +1289,9 @@ class MaskComputer:
             "node_cache_bytes": sum(nm.nbytes for nm in nodes),
             "dense_equiv_bytes": n * self.words * 4,
             "ctx_entries": len(self._ctx),
-            "ctx_cache_bytes": sum(w.nbytes for w in self._ctx.values()),
+            # (an entry served to several stacks counted once)
+            "ctx_cache_bytes": sum(w.nbytes for w in {id(w): w for w in self._ctx.values()}.values()),
+            "ctx_shared": self.ctx_shared,
             "final_entries": len(self._final),
             "final_cache_bytes": len(self._final) * self.words * 4,
             "walk_memo_bytes": self._walk_memo_bytes(),

@@ -795,6 +795,7 @@ class PDA:
         self.stacks = StackPool()
         self._plain_run: dict[tuple[int, bytes], tuple[int, int]] = {}
         self._pclosure_memo: dict[tuple[int, int], tuple[tuple, bool]] = {}
+        self._pclosure_low: dict[tuple[int, int], int] = {}  # see closure_low
         #: (id of a guards tuple, frame entry) -> does one pass (see viable); the tuples
         #: live in ``vguards`` as long as the automaton
         self._viable_memo: dict[tuple[int, int], bool] = {}
@@ -1534,8 +1535,12 @@ class PDA:
         seen = {key}
         work = [key]
         pool = self.stacks
+        depth = pool.depth
+        low = depth[stack]
         while work:
             s, st = work.pop()
+            if depth[st] < low:
+                low = depth[st]
             if self.has_bytes[s]:
                 vg = self.vguards[s]
                 if vg is None or self.viable(vg, st):
@@ -1560,7 +1565,16 @@ class PDA:
                         work.append(new)
         got = (tuple(out), accept)
         self._pclosure_memo[key] = got
+        self._pclosure_low[key] = low
         return got
+
+    def closure_low(self, sid: int, stack: int) -> int:
+        """The depth of the deepest stack node :meth:`closure` of ``(sid, stack)``
+        touched (read its entry, popped to it or tested it for the empty stack; after
+        that call): the closure depends on the entries of ``stack`` down to that
+        depth and on nothing below."""
+        got = self._pclosure_low.get((sid, stack))
+        return self.stacks.depth[stack] if got is None else got
 
     def pass_guard(self, g: Guard, target: int, stack: int) -> tuple[int, int] | None:
         """The configuration after guard ``g`` (to state ``target``) with the object

@@ -181,3 +181,70 @@ def test_guards_first_met_per_node_equal_a_search_from_each_node():
         for n, got in list(pda._vg_node.items()):
             assert got == _guards_first_met(pda, n), (schema, n)
     assert checked > 100 and guarded > 20
+
+
+TREE = {"$defs": {"node": {"type": "object", "required": ["name"], "properties": {
+    "name": {"type": "string"},
+    "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+    "$ref": "#/$defs/node"}
+# object variants that share keys: every branch stays live (one stack each) until the
+# key that tells them apart, as in the corpus's Skaffold schema
+VARIANTS = {"type": "array", "items": {"anyOf": [
+    {"type": "object", "additionalProperties": False,
+     "properties": {"image": {"type": "string"}, "context": {"type": "string"},
+                    "docker": {"type": "object", "properties": {"file": {"type": "string"}}}}},
+    {"type": "object", "additionalProperties": False,
+     "properties": {"image": {"type": "string"}, "context": {"type": "string"},
+                    "bazel": {"type": "object", "properties": {"target": {"type": "string"}}}}},
+]}}
+
+
+def _tree(d: int) -> dict:
+    return {"name": f"n{d}", "kids": [_tree(d - 1), {"name": "leaf x"}] if d else []}
+
+
+class _NoSharing(dict):
+    """A ``_ctx_tops`` that never finds an entry (each context computed from its own stack)."""
+
+    def get(self, key, default=None):
+        return default
+
+    def setdefault(self, key, default=None):
+        return {}
+
+
+def test_contexts_shared_across_stacks_equal_their_own_computation():
+    """A context computed with one stack serves every stack whose top entries, down to
+    the deepest one that computation touched, are the same (``MaskComputer._ctx_tops``).
+    Decoding nested and branching documents, every context the matcher used (served
+    from another stack's entry or not) equals the context computed from its own stack
+    alone by a fresh mask computer, and sharing did happen."""
+    from reference_engine.matcher import MaskComputer
+
+    v = H.vocab()
+    bm = allocate_bitmask(v.size)
+    cases = [(TREE, [_tree(4), _tree(2)]),
+             (VARIANTS, [[{"image": "a", "context": ".", "docker": {"file": "D"}},
+                          {"context": "x", "image": "b", "bazel": {"target": "//t"}},
+                          {"image": "c"}]])]
+    shared = 0
+    for schema, docs in cases:
+        g = H.adapter().compile(json.dumps(schema))
+        for doc in docs:
+            for ser in H.SERIALIZATIONS.values():
+                m = g.matcher()
+                for t in v.encode(ser(doc)):
+                    m.fill_mask(bm)
+                    assert m.commit(t)
+        c = g.compiled
+        mc = c.masks
+        shared += mc.ctx_shared
+        fresh = MaskComputer(c.pda, c.trie, c.stop_ids, json_keys=c.json_keys,
+                             key_floor=mc.key_floor)
+        fresh._ctx_tops = _NoSharing()
+        assert mc._ctx
+        for (state, stack), ws in mc._ctx.items():
+            want = fresh.context(state, stack)
+            assert np.array_equal(ws.idx, want.idx) and np.array_equal(ws.val, want.val), \
+                (schema, state, c.pda.stacks.frames(stack))
+    assert shared > 0
