@@ -846,14 +846,7 @@ class MaskComputer:
         tops = self._ctx_tops.get(state)
         if tops is not None:
             for k, entries in tops.items():
-                top = []
-                st = stack
-                for _ in range(k):
-                    if st == EMPTY:
-                        break
-                    top.append(ret[st])
-                    st = parent[st]
-                got = entries.get(tuple(top))
+                got = entries.get(pool.entries(stack, k))
                 if got is not None:
                     self._ctx[key] = got
                     self.ctx_shared += 1
@@ -870,7 +863,7 @@ class MaskComputer:
             for _ in range(k):
                 if st == EMPTY:
                     break
-                st = pool.parent[st]
+                st = parent[st]
             if st == EMPTY:
                 low = 0  # (its end was read)
                 continue  # the document ends here: nothing may follow
@@ -929,12 +922,7 @@ class MaskComputer:
             # nothing at or below depth ``low - 1`` was read: any stack with the same
             # top entries down to depth ``low`` gets this entry (equal computations)
             k = depth[stack] - low + 1
-            top = []
-            st = stack
-            for _ in range(k):
-                top.append(ret[st])
-                st = parent[st]
-            self._ctx_tops.setdefault(state, {}).setdefault(k, {})[tuple(top)] = got
+            self._ctx_tops.setdefault(state, {}).setdefault(k, {})[pool.entries(stack, k)] = got
         return got
 
     def _ids_at(self, nodes: tuple[int, ...]) -> np.ndarray:

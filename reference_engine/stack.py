@@ -41,6 +41,18 @@ class StackPool:
     def pop(self, stack: int) -> int:
         return self.parent[stack]
 
+    def entries(self, stack: int, k: int) -> tuple[int, ...]:
+        """The top ``k`` return addresses, from the top down (fewer if the stack is
+        shorter)."""
+        ret, parent = self.ret, self.parent
+        out = []
+        for _ in range(k):
+            if stack == EMPTY:
+                break
+            out.append(ret[stack])
+            stack = parent[stack]
+        return tuple(out)
+
     def frames(self, stack: int) -> list[int]:
         """Return addresses from the top down (for debugging and tests)."""
         out = []
