@@ -43,6 +43,19 @@ class Compiled:
         self.masks = MaskComputer(self.pda, trie, self.stop_ids, json_keys=self.json_keys,
                                   key_floor=floor)
         self.masks.precompute(precompute_s)
+        #: what :meth:`warm` did (None: not asked)
+        self.warmed = None
+
+    def warm(self, doc, encode, budget_s: float):
+        """Decode ``doc`` (a JSON value, e.g. :func:`~reference_engine.warmup.example_instance`
+        of the schema) once, tokenised by ``encode`` (text → token ids), computing every
+        mask, for about ``budget_s`` seconds at most: the cache entries a first decode
+        of a similar document needs are built here instead (masks are unchanged). See
+        :mod:`reference_engine.warmup`; returns its :class:`~reference_engine.warmup.WarmResult`."""
+        from reference_engine.warmup import warm_decode
+
+        self.warmed = warm_decode(self, doc, encode, budget_s)
+        return self.warmed
 
     def matcher(self) -> GrammarMatcher:
         return GrammarMatcher(self.pda, self.masks, self.trie.token_bytes, self.stop_ids,

@@ -29,7 +29,7 @@ DOCS = [{"firstName": "A", "first": 1, "lastName": "B", "naïve": True, "firstNa
 
 def _lazy():
     # no precomputation: the splits are built while the documents are replayed
-    return EngineSpec("reference", "default").build(H.vocab(), precompute_s=0.0)
+    return EngineSpec("reference", "default").build(H.vocab(), precompute_s=0.0, warm_s=0.0)
 
 
 def _accepted(nm, words: int) -> np.ndarray:

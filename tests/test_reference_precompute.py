@@ -27,7 +27,7 @@ DOCS = [{"name": "Zoë", "tags": ["a b", "日本"], "meta": {"x": 1, "yy": -2}, 
 
 
 def _adapter(budget: float):
-    return EngineSpec("reference", "default").build(H.vocab(), precompute_s=budget)
+    return EngineSpec("reference", "default").build(H.vocab(), precompute_s=budget, warm_s=0.0)
 
 
 def _masks(grammar, text: str) -> list[np.ndarray]:

@@ -31,7 +31,7 @@ DOCS = [{"short": "ab\"c", "name": "Zoë \\u00e9 日本", "tags": ["x" * 40, "�
 
 
 def _lazy():
-    return EngineSpec("reference", "default").build(H.vocab(), precompute_s=0.0)
+    return EngineSpec("reference", "default").build(H.vocab(), precompute_s=0.0, warm_s=0.0)
 
 
 @pytest.mark.parametrize("data, n", [

@@ -1,0 +1,139 @@
+"""The reference engine's warm decode (``reference_engine/warmup.py``, the adapter's
+``warm_s``): at compile time it decodes a document made from the schema alone, so
+that a first decode of a similar document finds its cache entries built. It changes
+no mask (replays with and without it agree bit for bit at every step, on the real
+Llama-3 vocabulary), it follows only local ``$ref``, and a document the grammar
+refuses is pruned member by member instead of dropped."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import reference_helpers as H
+from engines.base import allocate_bitmask
+from engines.registry import EngineSpec
+from reference_engine.warmup import MISSING, dumps_with_spans, example_instance
+
+SCHEMA = {"type": "object",
+          "properties": {"id": {"type": "integer", "minimum": 3},
+                         "name": {"type": "string", "maxLength": 40},
+                         "when": {"type": "string", "format": "date-time"},
+                         "kind": {"enum": ["alpha", "beta"]},
+                         "tags": {"type": "array", "items": {"$ref": "#/$defs/tag"}},
+                         "meta": {"type": "object", "additionalProperties": {"type": "integer"}},
+                         "n": {"type": "number"}},
+          "required": ["name"],
+          "$defs": {"tag": {"type": "object",
+                            "properties": {"label": {"type": "string", "minLength": 9},
+                                           "score": {"type": "number"}}}}}
+DOCS = [{"name": "Zoë", "tags": [{"label": "a b c d e f", "score": 2}], "meta": {"x": 1}, "n": 1.5},
+        {"id": 7, "kind": "beta", "name": "x", "when": "2020-02-02T00:00:00Z", "tags": []},
+        {"meta": {}, "name": "q\"\\u", "n": -3e7}]
+
+
+def _adapter(precompute_s: float, warm_s: float):
+    return EngineSpec("reference", "default").build(H.vocab(), precompute_s=precompute_s,
+                                                    warm_s=warm_s)
+
+
+def _masks(grammar, text: str) -> list[np.ndarray]:
+    v = H.vocab()
+    m = grammar.matcher()
+    bm = allocate_bitmask(v.size)
+    out = []
+    for t in v.encode(text):
+        m.fill_mask(bm)
+        out.append(bm.copy())
+        assert m.commit(t), text
+    m.fill_mask(bm)
+    out.append(bm.copy())
+    assert m.eos_allowed()
+    return out
+
+
+def test_example_instance_from_the_schema_alone():
+    ex = example_instance(SCHEMA)
+    assert list(ex) == ["id", "name", "when", "kind", "tags", "meta", "n"]  # declared order
+    assert ex["id"] == 3 and ex["kind"] == "alpha" and ex["when"] == "2024-01-01T12:00:00Z"
+    assert ex["tags"] == [{"label": "exampleex", "score": 1.5}]  # local $ref, minLength
+    assert ex["meta"] == {} and isinstance(ex["n"], float)
+    # recursion ends; a remote $ref is left out (never fetched); false schemas too
+    tree = {"type": "object", "properties": {
+        "v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#"}},
+        "far": {"$ref": "https://example.com/never-fetched.json"}, "no": False}}
+    t = example_instance(tree)
+    assert "far" not in t and "no" not in t and t["v"] == 1
+    depth = 0
+    while t.get("kids"):
+        t, depth = t["kids"][0], depth + 1
+    assert 0 < depth < 10
+    assert example_instance(False) is MISSING
+    assert example_instance({"anyOf": [False, {"const": 4}]}) == 4
+    assert example_instance({"allOf": [{"properties": {"a": {"type": "null"}}},
+                                       {"properties": {"b": {"default": [1]}}}]}) \
+        == {"a": None, "b": [1]}
+
+
+def test_spans_are_members_and_items():
+    doc = {"a": [1, {"b": "x\u00e9"}], "c": None}
+    text, spans = dumps_with_spans(doc)
+    assert text == json.dumps(doc)
+    got = {path: text[a:b] for a, b, path in spans}
+    assert got == {("a", 0): "1", ("a", 1, "b"): '"b": "x\\u00e9"', ("a", 1): '{"b": "x\\u00e9"}',
+                   ("a",): '"a": [1, {"b": "x\\u00e9"}]', ("c",): '"c": null'}
+
+
+def test_warm_decode_builds_what_a_decode_needs_and_changes_no_mask():
+    text = json.dumps(SCHEMA)
+    cold = _adapter(0.0, 0.0).compile(text)
+    warm = _adapter(0.0, 5.0).compile(text)
+    assert cold.compiled.warmed is None and not cold.compiled.masks._nodes
+    w = warm.compiled.warmed
+    # tags[0].label "example" is padded to its minLength: every member is accepted
+    assert w.complete and w.pruned == 0 and w.tokens > 20 and 0 < w.seconds < 5.0
+    stats = warm.stats()
+    assert (stats["warm_tokens"], stats["warm_pruned"], stats["warm_complete"]) == \
+        (w.tokens, 0, True)
+    # a decode of the example itself builds nothing new: no split, no context, no row
+    mc, pda = warm.compiled.masks, warm.compiled.pda
+    before = (len(mc._nodes), len(mc._ctx), int(pda.materialised.sum()))
+    _masks(warm, json.dumps(example_instance(SCHEMA)))
+    assert (len(mc._nodes), len(mc._ctx), int(pda.materialised.sum())) == before
+    # and every mask of other documents, in every serialisation, is the cold engine's
+    for doc in DOCS:
+        for ser in H.SERIALIZATIONS.values():
+            a, b = _masks(cold, ser(doc)), _masks(warm, ser(doc))
+            assert len(a) == len(b)
+            for i, (x, y) in enumerate(zip(a, b)):
+                assert np.array_equal(x, y), (ser(doc), i)
+
+
+def test_refused_members_are_pruned():
+    # "example" breaks the pattern of `code` and the maximum of `n`: both members are
+    # removed, the rest decoded to the end
+    schema = {"type": "object", "properties": {
+        "a": {"type": "string"}, "code": {"type": "string", "pattern": "^[0-9]+$"},
+        "n": {"type": "integer", "maximum": 0}, "z": {"type": "boolean"}}}
+    g = _adapter(0.0, 5.0).compile(json.dumps(schema))
+    w = g.compiled.warmed
+    assert w.complete and w.pruned == 2
+    # a required member that cannot be written: pruned (and `n`), then the object cannot
+    # close and no member is left around the refused byte: the decode stops there
+    schema["required"] = ["code"]
+    g = _adapter(0.0, 5.0).compile(json.dumps(schema))
+    w = g.compiled.warmed
+    assert not w.complete and w.pruned == 2 and w.tokens > 5
+
+
+@pytest.mark.parametrize("budget", [0.0, 1e-6])
+def test_warm_budget(budget):
+    g = _adapter(0.0, budget).compile(json.dumps(SCHEMA))
+    w = g.compiled.warmed
+    if budget == 0:
+        assert w is None and "warm_tokens" not in g.stats()
+    else:
+        # checked between tokens: stops after at most one
+        assert not w.complete and w.tokens <= 1
