@@ -47,6 +47,7 @@ FORMAT_EXAMPLES = {
 MAX_DEPTH = 10  #: nesting (and ``$ref`` hops) an example goes down
 MAX_ITEMS = 3  #: items written where ``minItems`` asks for more than one
 MAX_TOKENS = 4000  #: a longer document is cut (its prefix is decoded)
+MAX_CHARS = 40_000  #: (and its text cut before it is tokenised)
 MAX_PRUNES = 64
 
 
@@ -243,7 +244,8 @@ def _without(doc: Any, path: tuple) -> Any:
 @dataclass
 class WarmResult:
     """What a warm decode did: ``tokens`` fed (over all attempts), ``pruned`` members
-    and items removed, ``complete``: the last attempt was accepted to the end,
+    and items removed, ``complete``: the last attempt was accepted to the end (not
+    cut at :data:`MAX_TOKENS` / :data:`MAX_CHARS`, nor stopped by the budget),
     ``seconds`` spent."""
 
     tokens: int = 0
@@ -271,8 +273,13 @@ def warm_decode(compiled, doc: Any, encode: Callable[[str], list[int]],
     m = compiled.matcher()
     fed: list[int] = []  # the tokens ``m`` has accepted
     while True:
-        text, spans = dumps_with_spans(doc)
-        tokens = encode(text)[:MAX_TOKENS]
+        try:
+            text, spans = dumps_with_spans(doc)
+        except RecursionError:  # a ``default`` nested deeper than Python recurses
+            break
+        tokens = encode(text[:MAX_CHARS])
+        cut = len(text) > MAX_CHARS or len(tokens) > MAX_TOKENS
+        tokens = tokens[:MAX_TOKENS]
         # a pruned document starts as the last one did: go back only to where they part
         same = 0
         for a, b in zip(fed, tokens):
@@ -304,9 +311,9 @@ def warm_decode(compiled, doc: Any, encode: Callable[[str], list[int]],
             fed.append(tid)
             offset += len(trie.token_bytes[tid])
         if dead_at is None:
-            if len(tokens) < MAX_TOKENS:
+            if not cut:
                 m.fill_mask(out)  # the final mask (EOS)
-            res.complete = True
+            res.complete = not cut
             break
         around = [sp for sp in spans if sp[0] <= dead_at < sp[1]]
         if not around or res.pruned >= MAX_PRUNES:

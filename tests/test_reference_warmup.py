@@ -137,3 +137,16 @@ def test_warm_budget(budget):
     else:
         # checked between tokens: stops after at most one
         assert not w.complete and w.tokens <= 1
+
+
+def test_deep_or_long_documents_end_the_warm_decode_quietly():
+    g = _adapter(0.0, 0.0).compile(json.dumps({"type": "object", "properties": {
+        "d": {}, "s": {"type": "string"}}}))
+    deep: object = 0
+    for _ in range(5000):  # deeper than Python recurses (a schema's `default` may be)
+        deep = [deep]
+    w = g.compiled.warm({"d": deep}, H.vocab().encode, 5.0)
+    assert not w.complete and w.tokens == 0
+    # a long one is cut (its prefix decoded), never complete
+    w = g.compiled.warm({"s": "x" * 200_000}, H.vocab().encode, 5.0)
+    assert not w.complete and 0 < w.tokens <= 4000
