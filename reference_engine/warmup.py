@@ -26,6 +26,7 @@ left to remove, or the time budget is spent.
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -46,6 +47,7 @@ FORMAT_EXAMPLES = {
 }
 MAX_DEPTH = 10  #: nesting (and ``$ref`` hops) an example goes down
 MAX_ITEMS = 3  #: items written where ``minItems`` asks for more than one
+MAX_STRING = 256  #: characters a string example is padded to at most (for ``minLength``)
 MAX_TOKENS = 4000  #: a longer document is cut (its prefix is decoded)
 MAX_CHARS = 40_000  #: (and its text cut before it is tokenised)
 MAX_PRUNES = 64
@@ -162,13 +164,14 @@ class _Examples:
             text = FORMAT_EXAMPLES.get(s.get("format"), "example")
             lo, hi = s.get("minLength"), s.get("maxLength")
             if isinstance(lo, int) and len(text) < lo:
+                lo = min(lo, MAX_STRING)  # (a longer minimum is refused, then pruned)
                 text = (text * (lo // len(text) + 1))[:lo]
             if isinstance(hi, int) and len(text) > hi:
                 text = text[:max(hi, 0)]
             return text
         if t in ("integer", "number"):
             lo = s.get("minimum", s.get("exclusiveMinimum"))
-            if isinstance(lo, bool) or not isinstance(lo, (int, float)):
+            if isinstance(lo, bool) or not isinstance(lo, (int, float)) or not math.isfinite(lo):
                 lo = None
             v = 1 if lo is None else (lo + 1 if "exclusiveMinimum" in s and "minimum" not in s
                                       else lo)

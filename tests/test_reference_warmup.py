@@ -71,6 +71,10 @@ def test_example_instance_from_the_schema_alone():
         t, depth = t["kids"][0], depth + 1
     assert 0 < depth < 10
     assert example_instance(False) is MISSING
+    # untrusted bounds: no huge string, no overflow
+    assert len(example_instance({"type": "string", "minLength": 10 ** 12})) == 256
+    assert example_instance({"type": "integer", "minimum": float("inf")}) == 1
+    assert example_instance({"type": "array", "minItems": 10 ** 9, "items": {}}) == ["example"] * 3
     assert example_instance({"anyOf": [False, {"const": 4}]}) == 4
     assert example_instance({"allOf": [{"properties": {"a": {"type": "null"}}},
                                        {"properties": {"b": {"default": [1]}}}]}) \
