@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
+
 MISSING = object()  #: no example: the branch is left out of its parent
 
 #: Values of the common formats (one per format; the engine checks the others as text).
@@ -263,8 +265,6 @@ def warm_decode(compiled, doc: Any, encode: Callable[[str], list[int]],
     ``encode``) through a fresh matcher of ``compiled``, computing the mask before
     every token as a decode does, for about ``budget_s`` seconds at most (checked
     between tokens). See the module docstring for the pruning."""
-    import numpy as np
-
     res = WarmResult()
     if budget_s <= 0 or doc is MISSING:
         return res
