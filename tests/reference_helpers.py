@@ -39,6 +39,34 @@ def adapter(config: str = "default"):
     return _ADAPTERS[config]
 
 
+def masks_along(grammar, text: str) -> list[np.ndarray]:
+    """Every mask an adapter's ``grammar`` gives while ``text`` (tokenised canonically) is
+    decoded, the final one (EOS) included; asserts each token and EOS are accepted."""
+    v = vocab()
+    m = grammar.matcher()
+    bm = allocate_bitmask(v.size)
+    out = []
+    for t in v.encode(text):
+        m.fill_mask(bm)
+        out.append(bm.copy())
+        assert m.commit(t), text
+    m.fill_mask(bm)
+    out.append(bm.copy())
+    assert m.eos_allowed()
+    return out
+
+
+
+def assert_same_masks(g1, g2, docs) -> None:
+    """Two compiled grammars give the same mask, bit for bit, at every step of every
+    document of ``docs`` in every serialisation."""
+    for doc in docs:
+        for ser in SERIALIZATIONS.values():
+            a, b = masks_along(g1, ser(doc)), masks_along(g2, ser(doc))
+            assert len(a) == len(b)
+            for i, (x, y) in enumerate(zip(a, b)):
+                assert np.array_equal(x, y), (ser(doc), i)
+
 def mask_ids(bm: np.ndarray, size: int) -> set[int]:
     bits = np.unpackbits(bm.view(np.uint8), bitorder="little")[:size]
     return set(np.nonzero(bits)[0].tolist())

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 import reference_helpers as H
-from engines.base import allocate_bitmask
 from engines.registry import EngineSpec
 
 SCHEMA = {"type": "object",
@@ -28,21 +26,6 @@ DOCS = [{"name": "Zoë", "tags": ["a b", "日本"], "meta": {"x": 1, "yy": -2}, 
 
 def _adapter(budget: float):
     return EngineSpec("reference", "default").build(H.vocab(), precompute_s=budget, warm_s=0.0)
-
-
-def _masks(grammar, text: str) -> list[np.ndarray]:
-    v = H.vocab()
-    m = grammar.matcher()
-    bm = allocate_bitmask(v.size)
-    out = []
-    for t in v.encode(text):
-        m.fill_mask(bm)
-        out.append(bm.copy())
-        assert m.commit(t), text
-    m.fill_mask(bm)
-    out.append(bm.copy())
-    assert m.eos_allowed()
-    return out
 
 
 def test_precompute_builds_first_entries_and_changes_no_mask():
@@ -78,12 +61,7 @@ def test_precompute_builds_first_entries_and_changes_no_mask():
     stats = eager.stats()
     assert stats["precomputed_nodes"] == mc.precomputed and stats["precompute_s"] > 0
     assert stats["precomputed_key_ends"] == mc.warmed > 0
-    for doc in DOCS:
-        for ser in H.SERIALIZATIONS.values():
-            a, b = _masks(lazy, ser(doc)), _masks(eager, ser(doc))
-            assert len(a) == len(b)
-            for i, (x, y) in enumerate(zip(a, b)):
-                assert np.array_equal(x, y), (ser(doc), i)
+    H.assert_same_masks(lazy, eager, DOCS)
 
 
 def test_precompute_walks_past_key_ends():

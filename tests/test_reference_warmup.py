@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 import reference_helpers as H
-from engines.base import allocate_bitmask
 from engines.registry import EngineSpec
 from reference_engine.warmup import MISSING, dumps_with_spans, example_instance
 
@@ -37,21 +35,6 @@ DOCS = [{"name": "Zoë", "tags": [{"label": "a b c d e f", "score": 2}], "meta":
 def _adapter(precompute_s: float, warm_s: float):
     return EngineSpec("reference", "default").build(H.vocab(), precompute_s=precompute_s,
                                                     warm_s=warm_s)
-
-
-def _masks(grammar, text: str) -> list[np.ndarray]:
-    v = H.vocab()
-    m = grammar.matcher()
-    bm = allocate_bitmask(v.size)
-    out = []
-    for t in v.encode(text):
-        m.fill_mask(bm)
-        out.append(bm.copy())
-        assert m.commit(t), text
-    m.fill_mask(bm)
-    out.append(bm.copy())
-    assert m.eos_allowed()
-    return out
 
 
 def test_example_instance_from_the_schema_alone():
@@ -104,15 +87,10 @@ def test_warm_decode_builds_what_a_decode_needs_and_changes_no_mask():
     # a decode of the example itself builds nothing new: no split, no context, no row
     mc, pda = warm.compiled.masks, warm.compiled.pda
     before = (len(mc._nodes), len(mc._ctx), int(pda.materialised.sum()))
-    _masks(warm, json.dumps(example_instance(SCHEMA)))
+    H.masks_along(warm, json.dumps(example_instance(SCHEMA)))
     assert (len(mc._nodes), len(mc._ctx), int(pda.materialised.sum())) == before
     # and every mask of other documents, in every serialisation, is the cold engine's
-    for doc in DOCS:
-        for ser in H.SERIALIZATIONS.values():
-            a, b = _masks(cold, ser(doc)), _masks(warm, ser(doc))
-            assert len(a) == len(b)
-            for i, (x, y) in enumerate(zip(a, b)):
-                assert np.array_equal(x, y), (ser(doc), i)
+    H.assert_same_masks(cold, warm, DOCS)
 
 
 def test_refused_members_are_pruned():
