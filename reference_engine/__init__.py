@@ -12,10 +12,15 @@ Typical use::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable
+
 from reference_engine.ir import Grammar, format_grammar
 from reference_engine.matcher import GrammarMatcher, MaskComputer
 from reference_engine.pda import PDA, GrammarError
 from reference_engine.trie import TokenTrie
+
+if TYPE_CHECKING:
+    from reference_engine.warmup import WarmResult
 
 __version__ = "0.1"
 
@@ -46,7 +51,7 @@ class Compiled:
         #: what :meth:`warm` did (None: not asked)
         self.warmed = None
 
-    def warm(self, doc, encode, budget_s: float):
+    def warm(self, doc: Any, encode: Callable[[str], list[int]], budget_s: float) -> WarmResult:
         """Decode ``doc`` (a JSON value, e.g. :func:`~reference_engine.warmup.example_instance`
         of the schema) once, tokenised by ``encode`` (text → token ids), computing every
         mask, for about ``budget_s`` seconds at most: the cache entries a first decode

@@ -19,8 +19,8 @@ tokenised by the caller's tokenizer (a decode's states depend on where its token
 
 A document the grammar refuses is pruned, not dropped: the innermost member or item
 around the first byte the automaton refuses is removed and the decode goes on from
-where the new document's tokens part from the old one's (``rollback``), until it is accepted to the end, nothing is
-left to remove, or the time budget is spent.
+where the new document's tokens part from the old one's (``rollback``), until it is
+accepted to the end, nothing is left to remove, or the time budget is spent.
 """
 
 from __future__ import annotations
@@ -33,9 +33,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from reference_engine.matcher import words_for
+
 MISSING = object()  #: no example: the branch is left out of its parent
 
-#: Values of the common formats (one per format; the engine checks the others as text).
+#: A value per common format (other formats get the plain string, pruned if refused).
 FORMAT_EXAMPLES = {
     "date-time": "2024-01-01T12:00:00Z", "date": "2024-01-01", "time": "12:00:00Z",
     "email": "user@example.com", "idn-email": "user@example.com",
@@ -271,8 +273,7 @@ def warm_decode(compiled, doc: Any, encode: Callable[[str], list[int]],
     t0 = time.perf_counter()
     deadline = t0 + budget_s
     trie, pda = compiled.trie, compiled.pda
-    words = (trie.vocab_size + 31) // 32
-    out = np.zeros(words, dtype=np.int32)
+    out = np.zeros(words_for(trie.vocab_size), dtype=np.int32)
     m = compiled.matcher()
     fed: list[int] = []  # the tokens ``m`` has accepted
     while True:
