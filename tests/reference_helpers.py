@@ -56,7 +56,6 @@ def masks_along(grammar, text: str) -> list[np.ndarray]:
     return out
 
 
-
 def assert_same_masks(g1, g2, docs) -> None:
     """Two compiled grammars give the same mask, bit for bit, at every step of every
     document of ``docs`` in every serialisation."""
@@ -66,6 +65,7 @@ def assert_same_masks(g1, g2, docs) -> None:
             assert len(a) == len(b)
             for i, (x, y) in enumerate(zip(a, b)):
                 assert np.array_equal(x, y), (ser(doc), i)
+
 
 def mask_ids(bm: np.ndarray, size: int) -> set[int]:
     bits = np.unpackbits(bm.view(np.uint8), bitorder="little")[:size]
