@@ -208,14 +208,17 @@ class Guard:
     states, not one set per member added). ``kind``: ``open`` pushes a frame holding
     0 (the body starts), ``set`` replaces the top frame's parameter ``p`` by
     ``act(p)``, ``close`` pops it (the body ends); ``act`` returning None blocks the
-    edge."""
+    edge. ``total``: ``act`` never blocks (it only rewrites the parameter), so the
+    states before the guard live whatever the frame holds."""
 
-    __slots__ = ("kind", "act", "label")
+    __slots__ = ("kind", "act", "label", "total")
 
-    def __init__(self, kind: str, act: Callable[[int], int | None] | None, label: str):
+    def __init__(self, kind: str, act: Callable[[int], int | None] | None, label: str,
+                 total: bool = False):
         self.kind = kind
         self.act = act
         self.label = label
+        self.total = total
 
     def __call__(self, p: int) -> int | None:
         return self.act(p)
@@ -326,6 +329,13 @@ class _ObjectLogic:
         to keep, no order to check: its guard is a plain epsilon)"""
         return self.has_extras and not self.counting and not self.ordered
 
+    @property
+    def extras_unbounded(self) -> bool:
+        """Can an extra member always be added? (extras allowed, no ``maxProperties``
+        and no order: a ``minProperties`` count may still be kept, but adding never
+        makes the object impossible to complete, see :meth:`feasible`)"""
+        return self.has_extras and self.max is None and not self.ordered
+
     def add(self, k: int) -> Callable[[int], int | None]:
         bit = 1 << k
 
@@ -347,7 +357,10 @@ class _ObjectLogic:
             c2 = min(c + 1, self.cap) if self.counting else 0
             q = self.pack(s, 1 if self.ordered else x, c2)
             return q if self.feasible(q) else None
-        return Guard("set", act, "add extra")
+        # Total where nothing can block it: a key that only an extra member completes
+        # (every byte of an unknown key) then lives whatever the frame holds, so the
+        # walks read through it instead of stopping at each byte to ask the frame.
+        return Guard("set", act, "add extra", total=self.extras_unbounded)
 
     def more(self) -> Callable[[int], int | None]:
         """Guard of the separator (and of the first member): lets ``p`` through only
@@ -367,7 +380,7 @@ class _ObjectLogic:
                 ok = memo[p] = (any(a(p) is not None for a in adds)
                                 or (extra is not None and extra(p) is not None))
             return p if ok else None
-        return Guard("set", act, "more")
+        return Guard("set", act, "more", total=self.extras_unbounded)
 
     def close(self) -> Callable[[int], int | None]:
         def act(p: int) -> int | None:
@@ -1385,8 +1398,8 @@ class PDA:
 
     def _vguards_search(self, start: int) -> None:
         """Fill ``_vg_node`` for ``start`` and every node it reaches: the guards a node
-        meets before anything else (as a frozenset), or None if a rule end, a call or an
-        object body (an ``open`` guard) comes first. A node's answer is the union of its
+        meets before anything else (as a frozenset), or None if a rule end, a call, an
+        object body (an ``open`` guard) or a guard that never blocks comes first. A node's answer is the union of its
         own guard edges' and its successors' (byte edges, fragment exits, plain epsilons;
         not past a guard), None if any is None; computed for all nodes at once over the
         strongly connected components (:func:`strong_components`), since the nodes of a
@@ -1412,7 +1425,7 @@ class PDA:
                 for t, act in eps[x]:
                     if act is None:
                         continue
-                    if act.kind == "open":
+                    if act.kind == "open" or act.total:
                         acc = None
                         break
                     acc.add(act)

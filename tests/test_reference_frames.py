@@ -10,6 +10,7 @@ not build a new set of states per member added) while the exactness tests
 from __future__ import annotations
 
 import json
+import random
 
 import numpy as np
 
@@ -131,8 +132,8 @@ def test_masks_after_different_members_come_from_one_cache_entry():
 
 def _guards_first_met(pda: PDA, start: int):
     """The plain search (one per node) that ``PDA._vguards_search`` answers for all
-    nodes at once: the guards met before anything else, None if a rule end, a call or
-    an object body comes first."""
+    nodes at once: the guards met before anything else, None if a rule end, a call,
+    an object body or a guard that never blocks comes first."""
     seen, work, found = {start}, [start], set()
     while work:
         n = work.pop()
@@ -142,7 +143,7 @@ def _guards_first_met(pda: PDA, start: int):
         for t, act in pda.eps[n]:
             if act is None:
                 nxt.append(t)
-            elif act.kind == "open":
+            elif act.kind == "open" or act.total:
                 return None
             else:
                 found.add(act)
@@ -161,7 +162,8 @@ def test_guards_first_met_per_node_equal_a_search_from_each_node():
                 "patternProperties": {"^x": {"type": "boolean"}}, "minProperties": 1,
                 "additionalProperties": False},
                {"type": "object", "properties": {"n": {"$ref": "#"}, "v": {"enum": [1, "ä"]}},
-                "additionalProperties": {"type": "integer"}, "maxProperties": 3}]
+                "additionalProperties": {"type": "integer"}, "maxProperties": 3},
+               dict(WIDE, minProperties=2)]
     checked = guarded = 0
     for schema in schemas:
         pda = PDA(compile_schema(schema))
@@ -181,6 +183,39 @@ def test_guards_first_met_per_node_equal_a_search_from_each_node():
         for n, got in list(pda._vg_node.items()):
             assert got == _guards_first_met(pda, n), (schema, n)
     assert checked > 100 and guarded > 20
+
+
+def test_a_key_only_an_extra_member_completes_lives_whatever_the_frame():
+    """With extra members allowed and no ``maxProperties``, adding one never blocks
+    (a ``minProperties`` count is kept, but the object can always be completed): its
+    guard is *total*, so the bytes of an unknown key are not stops and the walks read
+    through them. With ``maxProperties`` the count can block, and they stay stops.
+    Each guard marked total lets every parameter through, and the masks inside an
+    unknown key equal the brute force in both cases."""
+    v = H.vocab()
+    bm = allocate_bitmask(v.size)
+    for extra, total in (({"minProperties": 2}, True), ({"maxProperties": 3}, False),
+                         ({"minProperties": 1, "maxProperties": 2}, False)):
+        schema = {**WIDE, **extra}
+        pda = PDA(compile_schema(schema))
+        (s, _), = _after(pda, b'{"zz')
+        assert (pda.vguards[s] is None) == total and pda.stop_list[s] != total, extra
+        guards = {id(a): a for n in range(len(pda.eps)) for _, a in pda.eps[n] if a is not None}
+        marked = [a for a in guards.values() if a.total]
+        assert bool(marked) == total, extra
+        for a in marked:
+            assert all(a(p) is not None for p in range(1 << 15)), (extra, a)
+        g = H.adapter().compile(json.dumps(schema))
+        for text in ('{"zz', '{"k0": 2, "zz', '{"zz": 3, "k'):
+            m = g.matcher()
+            for t in v.encode(text):
+                m.fill_mask(bm)
+                assert m.commit(t), text
+            m.fill_mask(bm)
+            sample = H.interesting_tokens(text + 'zq": 1}', len(text.encode()),
+                                          random.Random(7))
+            got = H.mask_ids(bm, v.size) & set(sample)
+            assert got == H.brute_force(g.compiled, m._m, sample), (extra, text)
 
 
 TREE = {"$defs": {"node": {"type": "object", "required": ["name"], "properties": {
