@@ -33,7 +33,9 @@ pops the frame. The automaton states of a body therefore do not depend on the me
 seen: a 50-member object has a few hundred states, visited by every order of its
 members, not a new set per member added. A state whose byte-reading items can only
 go on through guards (a key prefix that only declared, maybe seen, members
-complete) is alive only if one of those guards passes (:meth:`PDA.viable`).
+complete) is alive only if one of those guards passes (:meth:`PDA.viable`); a guard
+that never blocks (adding an extra member where nothing bounds their number) makes no
+such state: the bytes of an unknown key live whatever the frame holds.
 
 Run time (:meth:`PDA.closure`): a *configuration* is ``(state, stack)``, the stack a
 persistent linked list of return states and object frames
