@@ -1401,7 +1401,8 @@ class PDA:
     def _vguards_search(self, start: int) -> None:
         """Fill ``_vg_node`` for ``start`` and every node it reaches: the guards a node
         meets before anything else (as a frozenset), or None if a rule end, a call, an
-        object body (an ``open`` guard) or a guard that never blocks comes first. A node's answer is the union of its
+        object body (an ``open`` guard) or a guard that never blocks (``total``) comes
+        first. A node's answer is the union of its
         own guard edges' and its successors' (byte edges, fragment exits, plain epsilons;
         not past a guard), None if any is None; computed for all nodes at once over the
         strongly connected components (:func:`strong_components`), since the nodes of a
