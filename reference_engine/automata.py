@@ -19,6 +19,8 @@ from __future__ import annotations
 import bisect
 from typing import Iterable, Sequence
 
+import numpy as np
+
 #: Unicode scalar values (what a decoded JSON string or a Python str without lone
 #: surrogates holds).
 CODEPOINTS: tuple[tuple[int, int], ...] = ((0, 0xD7FF), (0xE000, 0x10FFFF))
@@ -396,6 +398,26 @@ class DFA:
         n = self.n
         if n <= 1 or n > MINIMIZE_LIMIT:
             return self
+        lrows, nl = self._letter_rows()
+        cls = _hopcroft(lrows, self.finals, nl)
+        k = len(set(cls))
+        if k == n:
+            return self
+        order: dict[int, int] = {cls[0]: 0}
+        for st in range(n):
+            order.setdefault(cls[st], len(order))
+        edges: list[list] = [None] * len(order)  # type: ignore[list-item]
+        finals = [False] * len(order)
+        for st in range(n):
+            c = order[cls[st]]
+            if edges[c] is None:
+                edges[c] = _merge_row([(lo, hi, order[cls[t]]) for lo, hi, t in self.edges[st]])
+                finals[c] = self.finals[st]
+        return DFA(edges, finals)
+
+    def _letter_rows(self) -> tuple[list[list[int]], int]:
+        """``(rows, nl)``: the automaton over *letters* (classes of symbols that every
+        state treats alike), ``rows[s][letter]`` the target or -1 (dead)."""
         # charsets per (state, target), interned
         cs_id: dict[tuple, int] = {}
         rows_cs: list[list[tuple[int, int]]] = []
@@ -423,21 +445,48 @@ class DFA:
                 for li in letters_in[k]:
                     row[li] = t
             lrows.append(row)
-        cls = _hopcroft(lrows, self.finals, nl)
-        k = len(set(cls))
-        if k == n:
-            return self
-        order: dict[int, int] = {cls[0]: 0}
-        for st in range(n):
-            order.setdefault(cls[st], len(order))
-        edges: list[list] = [None] * len(order)  # type: ignore[list-item]
-        finals = [False] * len(order)
-        for st in range(n):
-            c = order[cls[st]]
-            if edges[c] is None:
-                edges[c] = _merge_row([(lo, hi, order[cls[t]]) for lo, hi, t in self.edges[st]])
-                finals[c] = self.finals[st]
-        return DFA(edges, finals)
+        return lrows, nl
+
+    def moore_levels(self, k: int):
+        """Bounded equivalence of the states, level by level: an int32 array ``L`` of
+        shape ``(k + 1, n)`` where ``L[i, a] == L[i, b]`` iff no string of at most
+        ``i`` symbols tells ``a`` and ``b`` apart, i.e. every such string leads both to
+        states alike in being final and in being live (some final state reachable).
+        Levels refine each other (equal at ``i`` implies equal below ``i``); once a
+        level splits no class, every later one equals it (Moore's algorithm, one
+        level per row, vectorised over the letters of :meth:`_letter_rows`)."""
+        n = self.n
+        lrows, nl = self._letter_rows()
+        sink = n
+        tr = np.full((n + 1, max(nl, 1)), sink, dtype=np.int64)
+        if nl:
+            r = np.array(lrows, dtype=np.int64).reshape(n, nl)
+            tr[:n, :nl] = np.where(r < 0, sink, r)
+        live = np.zeros(n + 1, dtype=bool)
+        live[:n] = self.finals
+        while True:  # live: reaches a final state (a fixpoint over the letter rows)
+            grown = live | live[tr].any(axis=1)
+            grown[sink] = False
+            if (grown == live).all():
+                break
+            live = grown
+        fin = np.zeros(n + 1, dtype=np.int64)
+        fin[:n] = self.finals
+        _, cls = np.unique(fin * 2 + live, return_inverse=True)
+        cls = cls.ravel()
+        out = np.empty((k + 1, n), dtype=np.int32)
+        out[0] = cls[:n]
+        count = int(cls.max()) + 1
+        for i in range(1, k + 1):
+            sig = np.concatenate([cls[:, None], cls[tr]], axis=1)
+            _, new = np.unique(sig, axis=0, return_inverse=True)
+            new = new.ravel()
+            if int(new.max()) + 1 == count:
+                out[i:] = out[i - 1]  # stable: no later level splits a class either
+                break
+            cls, count = new, int(new.max()) + 1
+            out[i] = cls[:n]
+        return out
 
     def complete(self, universe: CharSet) -> "DFA":
         """Add a sink so that every symbol of ``universe`` has a transition."""

@@ -49,7 +49,7 @@ from reference_engine.maskcache import (SORT_PACK_MAX, Census, NodeMask, WordSet
 from reference_engine.pda import PDA, any_passes, frame_param, frame_ret
 from reference_engine.stack import EMPTY
 from reference_engine.trie import TokenTrie, group_exits
-from reference_engine.trie_walk import walk_roots
+from reference_engine.trie_walk import pair_differences, walk_roots
 
 #: Frames the split may pop statically in a row (a guard: chains of single-site
 #: rules are as deep as the grammar's nesting, far below this).
@@ -76,6 +76,13 @@ KEY_CACHE_SIZE = 256
 #: many of the twin's tokens need reading byte by byte (a few microseconds each in
 #: Python; a full walk costs ~10 ms), else walked (:meth:`MaskComputer._near_windowed`)
 NEAR_BAND_MAX = 2_000
+#: A split inside a string is derived from the split of a state of the same string
+#: that no string of up to this many characters tells apart from it (see
+#: :meth:`MaskComputer._pair_reference`) ...
+PAIR_MIN_DIST = 2
+#: ... when the walk of the two states side by side reads at most this many trie
+#: nodes (a full walk of a string's content reads ~270,000), else walked in full
+PAIR_WALK_MAX = 60_000
 
 
 def words_for(vocab_size: int) -> int:
@@ -155,6 +162,18 @@ class MaskComputer:
         #: first and at most the second (:meth:`_near_windowed`)
         self._band: dict[tuple[int, int], np.ndarray] = {}
         self._near_twin: dict[int, int] = {}  # state -> the twin its split derives from
+        self.pair_derived = 0  # nodes derived from a state of the same string (stats)
+        self.pair_walked = 0  # of the pair walks tried, those too wide: walked in full
+        #: per state, its string family (see _family_of): id and DFA state, or None
+        self._family: dict[int, tuple[int, int] | None] = {}
+        self._family_ids: dict[tuple, int] = {}
+        self._family_frag: list[int] = []  # family id -> its fragment
+        #: family id -> ([DFA state], [automaton state]) of the states split so far
+        self._family_refs: dict[int, tuple[list[int], list[int]]] = {}
+        self._levels: dict[int, np.ndarray] = {}  # fragment -> DFA.moore_levels
+        #: the family arrays of the pair walk over every state so far (see _families)
+        self._fam_arrays = (np.full(1024, -1, dtype=np.int32), np.zeros(1024, dtype=np.int32))
+        self._fam_n = 0
         self._deriving = False
         kids = np.arange(trie.child_start[0], trie.child_start[0] + trie.child_count[0])
         self._root_kids = kids  # the trie's first-byte nodes
@@ -303,6 +322,11 @@ class MaskComputer:
         self._nodes[state] = got
         if mkey != state:
             self._by_key[mkey] = got
+        fam = self._family_of(state)
+        if fam is not None:
+            ds, ss = self._family_refs.setdefault(fam[0], ([], []))
+            ds.append(fam[1])
+            ss.append(state)
         return got
 
     def precompute(self, budget_s: float) -> None:
@@ -476,6 +500,11 @@ class MaskComputer:
             ref = self._reference(state)
             if ref is not None:
                 return self._derived(state, *ref)
+            q = self._pair_reference(state)
+            if q is not None:
+                got = self._pair_derived(state, q)
+                if got is not None:
+                    return got
         got = self._walk_split(state, None, census)
         if census:
             return got
@@ -720,15 +749,201 @@ class MaskComputer:
         self.derived += 1
         return node_mask_of_words(w, pops, guards)
 
+    def _family_of(self, state: int) -> tuple[int, int] | None:
+        """``(family id, DFA state)`` of a position inside a string (a value's, not a
+        key's) read by a DFA without a length window still to meet (no ``maxLength``;
+        ``minLength`` met): one fragment item ``(f, d, dec, cnt, p)``, ``d`` a DFA
+        state, with whatever other items (those reading the closing quote). States
+        alike in all but ``d`` are one family: a string's language from them is the
+        DFA's from ``d``, then the same continuation. Else None."""
+        got = self._family.get(state, False)
+        if got is not False:
+            return got
+        pda = self.pda
+        frag = None
+        for it in pda.items[state]:
+            if len(it) == 5:
+                if frag is not None:
+                    frag = None
+                    break
+                frag = it
+        got = None
+        if frag is not None:
+            f, d, dec, cnt, p = frag
+            fc = pda.frag_class[f]
+            if (d.__class__ is int and d >= 0 and fc.hi is None and cnt >= fc.lo
+                    and f not in pda.key_frags):
+                key = (f, dec, cnt, p, pda.items[state] - {frag})
+                fid = self._family_ids.get(key)
+                if fid is None:
+                    fid = self._family_ids[key] = len(self._family_frag)
+                    self._family_frag.append(f)
+                got = (fid, d)
+        self._family[state] = got
+        return got
+
+    def _families(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(family id or -1, DFA state, family id -> fragment)`` per automaton state,
+        as arrays covering every state made so far (for :func:`pair_differences`)."""
+        pda = self.pda
+        fam, famd = self._fam_arrays
+        n = pda.n_states
+        if n > fam.size:
+            size = max(n, 2 * fam.size)
+            fam = np.concatenate([fam, np.full(size - fam.size, -1, dtype=np.int32)])
+            famd = np.concatenate([famd, np.zeros(size - famd.size, dtype=np.int32)])
+            self._fam_arrays = (fam, famd)
+        for st in range(self._fam_n, n):
+            got = self._family_of(st)
+            if got is not None:
+                fam[st], famd[st] = got
+        self._fam_n = n
+        return fam, famd, np.array(self._family_frag + [0], dtype=np.int32)
+
+    def _moore(self, f: int) -> np.ndarray:
+        """Fragment ``f``'s DFA's :meth:`~reference_engine.automata.DFA.moore_levels`
+        up to the longest token (memoised)."""
+        got = self._levels.get(f)
+        if got is None:
+            got = self._levels[f] = self.pda.frag_class[f].dfa.moore_levels(self.trie.maxlen)
+        return got
+
+    def _pair_reference(self, state: int) -> int | None:
+        """A state of ``state``'s string family (:meth:`_family_of`) split before,
+        the one that the longest strings cannot tell apart from it (at least
+        :data:`PAIR_MIN_DIST` characters); else None.
+
+        Why: a pattern that counts (``^(?:\\S+\\s+){0,99}\\S+$`` counts words,
+        ``[a-z_-]{1,255}`` characters) makes one DFA state per count, and each is a
+        new position whose split is a full walk of the string's content (~7 ms, and
+        a row built for every count it reads). Far from the bound, two counts differ
+        only for strings longer than any token, or for the few tokens that hold many
+        words: the split is the other count's but below the trie nodes where the two
+        walks part (:meth:`_pair_derived`)."""
+        fam = self._family_of(state)
+        if fam is None:
+            return None
+        refs = self._family_refs.get(fam[0])
+        if not refs:
+            return None
+        lev = self._moore(self._family_frag[fam[0]])
+        ds = lev[:, refs[0]]
+        eq = ds == lev[:, fam[1]][:, None]
+        dist = np.where(eq.all(axis=0), lev.shape[0], eq.argmin(axis=0))
+        i = int(dist.argmax())
+        if int(dist[i]) < PAIR_MIN_DIST:
+            return None
+        return refs[1][i]
+
+    def _pair_derived(self, state: int, q: int) -> NodeMask | None:
+        """The split of ``state`` from the split of ``q`` (:meth:`_pair_reference`):
+        both states are walked over the trie side by side
+        (:func:`~reference_engine.trie_walk.pair_differences`), which lists the nodes
+        where they part (one dies or meets an exit, the other does not); outside
+        those subtrees every token meets the same fate from both (same walk, same
+        exits), inside them ``state``'s own walk decides. None if the side-by-side
+        walk would read more than :data:`PAIR_WALK_MAX` nodes (then walked in full)."""
+        trie, pda, words = self.trie, self.pda, self.words
+        fam = self._family_of(state)
+        got = pair_differences(trie, pda, q, state, self._families,
+                               self._family_frag[fam[0]], self._moore(self._family_frag[fam[0]]),
+                               PAIR_WALK_MAX)
+        if got is None:
+            self.pair_walked += 1
+            return None
+        dn, ds = got
+        nq = self.node(q)
+        w = np.empty(words, dtype=np.int32)
+        nq.write(w)
+        if not dn.size:
+            self.pair_derived += 1
+            return nq
+        clear_ids(w, np.concatenate([trie.tokens_under(int(c)) for c in dn]))
+        exitflag, stopflag = pda.exit_list, pda.stop_list
+        first: list[int] = []  # the nodes where they part, alive from ``state``
+        ex_n: list[int] = []
+        ex_s: list[int] = []
+        roots: list[int] = []
+        states: list[int] = []
+        count = trie._py_count
+        for c, t in zip(dn.tolist(), ds.tolist()):
+            if t < 0:
+                continue
+            if exitflag[t]:
+                ex_n.append(c)
+                ex_s.append(t)
+                if stopflag[t]:
+                    continue
+            first.append(c)
+            if count[c]:
+                roots.append(c)
+                states.append(t)
+        below, _, (en, es), _ = walk_roots(trie, pda, roots, states, grouped=False)
+        exits = (np.concatenate([np.array(ex_n, dtype=np.int32), en]),
+                 np.concatenate([np.array(ex_s, dtype=np.int32), es]))
+        alive, cd_exits, gd_exits, at_alive, _ = self._waves(exits)
+        alive = [np.array(first + at_alive, dtype=np.int64), below] + alive
+        alive_nodes = np.concatenate(alive)
+        if alive_nodes.size > SORT_PACK_MAX:
+            w |= pack_flags(trie.token_flags(alive_nodes), words)
+        elif alive_nodes.size:
+            idx, val, _ = sorted_pairs(trie.tokens_at(np.unique(alive_nodes)), words)
+            w[idx] |= val
+        pops, guards = self._exit_groups(cd_exits, gd_exits)
+        lo, hi = trie.sub_lo[dn], trie.sub_hi[dn]
+
+        def outside(ns: tuple) -> tuple:
+            a = np.array(ns, dtype=np.int64)
+            x = trie.sub_lo[a]
+            inside = ((x[:, None] >= lo) & (x[:, None] < hi)).any(axis=1)
+            return tuple(a[~inside].tolist()) if inside.any() else ns
+
+        pops = tuple((k, ns) for k, ns in ((k, outside(ns)) for k, ns in nq.pops) if ns) + pops
+        guards = tuple((k, sg, ns) for k, sg, ns in
+                       ((k, sg, outside(ns)) for k, sg, ns in nq.guards) if ns) + guards
+        self.pair_derived += 1
+        return node_mask_of_words(w, pops, guards)
+
     def _walk_split(self, state: int, only, census: bool):
         """The walks of :meth:`_split` (of the tokens beginning with a byte of ``only``,
         or all): ``(alive trie nodes, pops, guards)``, or with ``census`` the
         :class:`Census`."""
         trie, pda = self.trie, self.pda
+        nodes, exits = trie.walk_root(pda, state, self._sub, self._sub_budget, only)
+        alive, cd_exits, gd_exits, at_alive, via_return = self._waves(exits)
+        alive.insert(0, nodes)
+        if at_alive:
+            alive.append(np.array(at_alive, dtype=np.int64))
+        alive_nodes = np.concatenate(alive) if len(alive) > 1 else alive[0]
+        if census:
+            return self._count(nodes, trie.token_flags(alive_nodes), len(alive) > 1, exits,
+                               cd_exits, gd_exits, via_return)
+        return (alive_nodes,) + self._exit_groups(cd_exits, gd_exits)
+
+    def _exit_groups(self, cd_exits, gd_exits) -> tuple[tuple, tuple]:
+        """``(pops, guards)`` of a split from its walk's context-dependent exits, grouped
+        by frames popped statically (and guard state), for the run-time pop."""
+        by_k: dict[int, list[int]] = {}
+        for n, kk in cd_exits:
+            by_k.setdefault(kk, []).append(n)
+        by_g: dict[tuple[int, int], list[int]] = {}
+        for n, kk, sg in gd_exits:
+            by_g.setdefault((kk, sg), []).append(n)
+        pops = tuple((kk, tuple(sorted(set(ns)))) for kk, ns in sorted(by_k.items()))
+        guards = tuple((kk, sg, tuple(sorted(set(ns)))) for (kk, sg), ns in sorted(by_g.items()))
+        return pops, guards
+
+    def _waves(self, exits):
+        """Follow the exits ``(nodes, states)`` of a split's walk through calls, rule
+        ends known statically and guards of frames pushed inside the token, walking on
+        below them, until only context-dependent exits are left. Returns ``(alive
+        node arrays, context-dependent pops (node, frames popped), guards (node,
+        frames popped, guard state), stop nodes alive whatever the frame, nodes where
+        a single-site rule's return was used)``."""
+        trie, pda = self.trie, self.pda
         count = trie._py_count
         stop = pda.stop_list
-        nodes, exits = trie.walk_root(pda, state, self._sub, self._sub_budget, only)
-        alive = [nodes]
+        alive: list[np.ndarray] = []
         kids = trie.child_count32
         cd_exits: list[tuple[int, int]] = []  # (trie node, frames popped statically)
         gd_exits: list[tuple[int, int, int]] = []  # (trie node, frames popped, guard state)
@@ -779,22 +994,7 @@ class MaskComputer:
                 if lo < hi:
                     for t2, ns2 in group_exits((en[lo:hi], es[lo:hi]), kids, pda.stopflag):
                         work.setdefault((t2, l2, k2), []).extend(ns2)
-        if at_alive:
-            alive.append(np.array(at_alive, dtype=np.int64))
-        alive_nodes = np.concatenate(alive) if len(alive) > 1 else alive[0]
-        if census:
-            return self._count(nodes, trie.token_flags(alive_nodes), len(alive) > 1, exits,
-                               cd_exits, gd_exits, via_return)
-        # exits grouped by frames popped statically, for the run-time pop
-        by_k: dict[int, list[int]] = {}
-        for n, kk in cd_exits:
-            by_k.setdefault(kk, []).append(n)
-        by_g: dict[tuple[int, int], list[int]] = {}
-        for n, kk, sg in gd_exits:
-            by_g.setdefault((kk, sg), []).append(n)
-        pops = tuple((kk, tuple(sorted(set(ns)))) for kk, ns in sorted(by_k.items()))
-        guards = tuple((kk, sg, tuple(sorted(set(ns)))) for (kk, sg), ns in sorted(by_g.items()))
-        return alive_nodes, pops, guards
+        return alive, cd_exits, gd_exits, at_alive, via_return
 
     def _count(self, nodes, accepted, expanded: bool, exits, cd_exits, gd_exits,
                via_return) -> Census:
@@ -1298,6 +1498,8 @@ class MaskComputer:
             "window_derived_nodes": self.windowed,
             "unwindowed_nodes": self.unwindowed,
             "near_window_nodes": self.near_windowed,
+            "pair_derived_nodes": self.pair_derived,
+            "pair_walked_nodes": self.pair_walked,
             "precomputed_key_ends": self.warmed,
             "precompute_s": round(self.precompute_s, 4),
             "key_states": len(self._kcache),

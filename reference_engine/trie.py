@@ -127,6 +127,13 @@ class TokenTrie:
             nid = depth_ids[d]
             np.add.at(sub, par_all[nid], sub[nid] + 1)
         self.subtree = sub
+        # per node, the most bytes a token below it reads past it (0 at a leaf): two
+        # states that no string of that length tells apart walk the subtree alike
+        height = np.zeros(self.n_nodes, dtype=np.int64)
+        for d in range(len(depth_ids) - 1, 0, -1):
+            nid = depth_ids[d]
+            np.maximum.at(height, par_all[nid], height[nid] + 1)
+        self.height32 = height.astype(np.int32)
         self.node_byte32 = self.node_byte.astype(np.int32)
         self.child_start32 = self.child_start.astype(np.int32)
         self.child_count32 = self.child_count.astype(np.int32)

@@ -289,6 +289,109 @@ def warm_up() -> None:
     for nodes in (one, one.astype(np.int64)):  # walks give int32 nodes, callers int64
         ids_at_nodes(nodes, np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int64))
     sorted_pairs(np.zeros(1, dtype=np.int64), 1)
+    _pair_kernel(np.full((1, 256), -1, dtype=np.int32), np.ones(1, dtype=bool),
+                 np.zeros(1, dtype=bool), one, one, one, one, one, one, one, 0,
+                 np.zeros((1, 1), dtype=np.int32), one, one, one, 1, *([one] * 8))
     clear_ids(np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int64))
     for dt in (np.uint16, np.int32):  # word indices of a WordSet (see _index_dtype)
         or_pairs(np.zeros(1, dtype=np.int32), np.zeros(1, dtype=dt), np.zeros(1, dtype=np.int32))
+
+
+@njit(cache=True, nogil=True)
+def _pair_kernel(table, materialised, exitflag, child_start, child_count, node_byte, height,
+                 fam, famd, famf, frag, lev, roots, ra, rb, limit, d_node, d_state, p_node,
+                 p_a, p_b, s_node, s_a, s_b):
+    """Walk the trie below ``roots[i]`` from the pair ``(ra[i], rb[i])`` of states at
+    once, depth first, for every ``i``, and list where the two part: the nodes whose
+    byte leads them to different states of which one is dead or meets an exit
+    (``d_node``, with ``b``'s state there in ``d_state``). Below a node where both
+    reach the same state, or two states of fragment ``frag``'s family (``fam``, equal
+    ids) whose DFA states (``famd``) no string as long as the subtree's longest token
+    tells apart (equal ``lev`` at that height), the pair cannot part: not walked.
+    Pairs with a row not built yet are listed as pending (``p_*``). Returns
+    ``(differences, pending, visited)``; ``differences`` is -1 once more than
+    ``limit`` children were read (the caller walks in full instead)."""
+    k_max = lev.shape[0] - 1
+    nd = 0
+    npend = 0
+    visited = 0
+    for i in range(roots.shape[0]):
+        s_node[0] = roots[i]
+        s_a[0] = ra[i]
+        s_b[0] = rb[i]
+        top = 1
+        while top > 0:
+            top -= 1
+            v = s_node[top]
+            a = s_a[top]
+            b = s_b[top]
+            visited += child_count[v]
+            if visited > limit:
+                return -1, npend, visited
+            c0 = child_start[v]
+            for c in range(c0, c0 + child_count[v]):
+                by = node_byte[c]
+                ta = table[a, by]
+                tb = table[b, by]
+                if ta == tb:
+                    continue
+                if ta < 0 or tb < 0 or exitflag[ta] or exitflag[tb]:
+                    d_node[nd] = c
+                    d_state[nd] = tb
+                    nd += 1
+                    continue
+                h = height[c]
+                if h == 0:
+                    continue  # both alive, no exit: the tokens here live from both
+                fa = fam[ta]
+                if fa >= 0 and fa == fam[tb] and famf[fa] == frag:
+                    k = h if h < k_max else k_max
+                    if lev[k, famd[ta]] == lev[k, famd[tb]]:
+                        continue
+                if not (materialised[ta] and materialised[tb]):
+                    p_node[npend] = c
+                    p_a[npend] = ta
+                    p_b[npend] = tb
+                    npend += 1
+                    continue
+                s_node[top] = c
+                s_a[top] = ta
+                s_b[top] = tb
+                top += 1
+    return nd, npend, visited
+
+
+def pair_differences(trie, pda, a: int, b: int, families, frag: int, lev: np.ndarray,
+                     limit: int):
+    """Where the walks of states ``a`` and ``b`` over the whole trie part (see
+    :func:`_pair_kernel`): ``(nodes, b's states there)`` as int64 arrays, every token
+    outside their subtrees meeting the same fate from both (the same walk below,
+    the same exits); None if that takes more than ``limit`` children read.
+    ``families()``: the ``(fam, famd, famf)`` arrays, covering every state so far
+    (called again after rows are built, which makes states)."""
+    roots = np.zeros(1, dtype=np.int32)
+    ra = np.array([a], dtype=np.int32)
+    rb = np.array([b], dtype=np.int32)
+    for s in (a, b):
+        pda.materialise(s)
+    size = limit + 1
+    bufs = [np.empty(size, dtype=np.int32) for _ in range(8)]
+    d_nodes: list[np.ndarray] = []
+    d_states: list[np.ndarray] = []
+    while True:
+        fam, famd, famf = families()
+        nd, npend, visited = _pair_kernel(
+            pda.table, pda.materialised, pda.exitflag, trie.child_start32, trie.child_count32,
+            trie.node_byte32, trie.height32, fam, famd, famf, frag, lev, roots, ra, rb,
+            limit, *bufs)
+        if nd < 0:
+            return None
+        limit -= visited
+        d_nodes.append(bufs[0][:nd].astype(np.int64))
+        d_states.append(bufs[1][:nd].astype(np.int64))
+        if npend == 0:
+            break
+        roots, ra, rb = bufs[2][:npend].copy(), bufs[3][:npend].copy(), bufs[4][:npend].copy()
+        for s in sorted(set(ra.tolist()) | set(rb.tolist())):
+            pda.materialise(s)
+    return np.concatenate(d_nodes), np.concatenate(d_states)

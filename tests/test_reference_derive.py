@@ -8,6 +8,7 @@ masks built from it must equal the brute force, on the real Llama-3 vocabulary."
 from __future__ import annotations
 
 import json
+import random
 
 import numpy as np
 
@@ -15,6 +16,8 @@ import reference_helpers as H
 from engines.base import allocate_bitmask
 from engines.registry import EngineSpec
 from reference_engine.maskcache import node_mask, node_mask_of_ids, SORT_PACK_MAX
+from reference_engine import matcher
+from reference_engine.trie_walk import pair_differences
 
 SCHEMA = {"type": "object",
           "properties": {"firstName": {"type": "string"}, "first": {"type": "integer"},
@@ -91,3 +94,62 @@ def test_derived_splits_equal_full_splits_and_masks_stay_exact():
         assert got.n_accepted == full.n_accepted
         assert _groups(got) == _groups(full), s
     assert g.stats()["derived_nodes"] == mc.derived
+
+
+COUNTING = {"type": "object",
+            "properties": {"words": {"type": "string", "pattern": "^(?:\\S+\\s+){0,6}\\S+$"},
+                           "name": {"type": "string", "pattern": "^[a-z_-]{1,40}$"},
+                           "tags": {"type": "array",
+                                    "items": {"type": "string",
+                                              "pattern": "^(?:\\S+\\s+){0,2}\\S+$"}}},
+            "required": ["words"]}
+COUNTING_DOCS = [{"words": "one two  three\tfour five six seven", "name": "a" * 40,
+                  "tags": ["x", "y z", "p q r", "é ü"]},
+                 {"words": "a-b c_d e", "name": "ab-cd_ef" * 4, "tags": ["lead  x"]},
+                 {"words": "Ünïcode wörds here", "name": "x"}]
+
+
+def test_counting_patterns_derive_from_a_count_no_token_tells_apart(monkeypatch):
+    # word and character counts: each count is its own automaton state; its split is
+    # derived from a count split before, walked only where the two walks part
+    g = _lazy().compile(json.dumps(COUNTING))
+    mc = g.compiled.masks
+    texts = [json.dumps(doc, separators=sep, ensure_ascii=ea)
+             for doc in COUNTING_DOCS for sep in (None, (",", ":")) for ea in (True, False)]
+    checked = replay_checking_new_nodes(g, texts, lambda: mc.pair_derived, 8)
+    assert mc.pair_derived >= 20 and checked >= 5, (mc.pair_derived, checked)
+    trie = g.compiled.trie
+
+    def full_split(s):
+        alive, pops, guards = mc._walk_split(s, None, False)
+        if alive.size <= SORT_PACK_MAX:
+            return node_mask_of_ids(trie.tokens_at(np.unique(alive)), mc.words, pops, guards)
+        return node_mask(trie.token_flags(alive), mc.words, pops, guards)
+
+    def same(got, full, what):
+        assert (_accepted(got, mc.words) == _accepted(full, mc.words)).all(), what
+        assert got.n_accepted == full.n_accepted, what
+        assert _groups(got) == _groups(full), what
+
+    family = [s for s in mc._nodes if mc._family_of(s) is not None]
+    assert len(family) >= 30, len(family)
+    full = {s: full_split(s) for s in family}
+    for s in family:
+        same(mc._nodes[s], full[s], s)
+    # every count from every other count of its string (a sample), near the bound
+    # too, where the two walks part and those subtrees are walked from the state
+    pairs = [(s, q) for s in family for q in family
+             if q != s and mc._family_of(q)[0] == mc._family_of(s)[0]]
+    rng = random.Random(7)
+    parted = 0
+    monkeypatch.setattr(matcher, "PAIR_WALK_MAX", 10**7)  # derive even the wide ones
+    for s, q in rng.sample(pairs, min(len(pairs), 150)):
+        fam = mc._family_of(s)
+        f = mc._family_frag[fam[0]]
+        dn, _ = pair_differences(trie, mc.pda, q, s, mc._families, f, mc._moore(f), 10**7)
+        parted += dn.size > 0
+        got = mc._pair_derived(s, q)
+        assert got is not None
+        same(got, full[s], (s, q))
+    assert parted >= 20, parted
+    assert g.stats()["pair_derived_nodes"] == mc.pair_derived
