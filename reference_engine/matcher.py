@@ -80,9 +80,18 @@ NEAR_BAND_MAX = 2_000
 #: that no string of up to this many characters tells apart from it (see
 #: :meth:`MaskComputer._pair_reference`) ...
 PAIR_MIN_DIST = 2
+NO_LEVELS = np.zeros((1, 1), dtype=np.int32)
+_NO_FAMILY = np.zeros(1, dtype=np.int32)
+
+
+def _no_families():
+    return _NO_FAMILY, _NO_FAMILY, _NO_FAMILY
 #: ... when the walk of the two states side by side reads at most this many trie
 #: nodes (a full walk of a string's content reads ~270,000), else walked in full
 PAIR_WALK_MAX = 60_000
+#: ... and from the reference of :meth:`MaskComputer._reference`, at most this many
+#: (then its first bytes' subtrees are walked, :meth:`MaskComputer._derived`)
+PAIR_REF_WALK_MAX = 20_000
 
 
 def words_for(vocab_size: int) -> int:
@@ -152,7 +161,7 @@ class MaskComputer:
         self.precompute_s = 0.0  # seconds it took
         self.key_checks = 0  # tokens run through the key tracker for masks (stats)
         self.key_cleared = 0  # of them, cleared as duplicate keys
-        self.derived = 0  # nodes whose split was derived from another's (stats)
+        self.derived = 0  # nodes whose split was derived from _reference's state (stats)
         self.windowed = 0  # nodes whose split was derived by a window's budget (stats)
         self.unwindowed = 0  # nodes whose split is their unwindowed twin's (stats)
         self.near_windowed = 0  # nodes derived from their twin near the maximum (stats)
@@ -499,10 +508,17 @@ class MaskComputer:
                 return self._near_windowed(state, *near)
             ref = self._reference(state)
             if ref is not None:
-                return self._derived(state, *ref)
+                # the two walks side by side part only where a byte leads them apart
+                # (along a declared key, say), usually well inside the first bytes'
+                # subtrees; else those subtrees are walked whole
+                got = self._pair_derived(state, ref[0], PAIR_REF_WALK_MAX)
+                if got is None:
+                    return self._derived(state, *ref)
+                self.derived += 1
+                return got
             q = self._pair_reference(state)
             if q is not None:
-                got = self._pair_derived(state, q)
+                got = self._pair_derived(state, q, PAIR_WALK_MAX)
                 if got is not None:
                     return got
         got = self._walk_split(state, None, census)
@@ -835,24 +851,34 @@ class MaskComputer:
             return None
         return refs[1][i]
 
-    def _pair_derived(self, state: int, q: int) -> NodeMask | None:
+    def _pair_derived(self, state: int, q: int, limit: int) -> NodeMask | None:
         """The split of ``state`` from the split of ``q`` (:meth:`_pair_reference`):
         both states are walked over the trie side by side
         (:func:`~reference_engine.trie_walk.pair_differences`), which lists the nodes
         where they part (one dies or meets an exit, the other does not); outside
         those subtrees every token meets the same fate from both (same walk, same
         exits), inside them ``state``'s own walk decides. None if the side-by-side
-        walk would read more than :data:`PAIR_WALK_MAX` nodes (then walked in full)."""
+        walk would read more than ``limit`` trie nodes. Without a string family in
+        common, only the nodes where both reach one and the same state are pruned."""
         trie, pda, words = self.trie, self.pda, self.words
         fam = self._family_of(state)
-        got = pair_differences(trie, pda, q, state, self._families,
-                               self._family_frag[fam[0]], self._moore(self._family_frag[fam[0]]),
-                               PAIR_WALK_MAX)
+        fq = self._family_of(q)
+        if fam is not None and fq is not None and fam[0] == fq[0]:
+            frag = self._family_frag[fam[0]]
+            lev = self._moore(frag)
+        else:
+            frag, lev = -1, NO_LEVELS
+        got = pair_differences(trie, pda, q, state,
+                               self._families if frag >= 0 else _no_families, frag, lev, limit)
         if got is None:
             self.pair_walked += 1
             return None
         dn, ds = got
-        nq = self.node(q)
+        self._deriving = True  # the reference gets a split of its own
+        try:
+            nq = self.node(q)
+        finally:
+            self._deriving = False
         w = np.empty(words, dtype=np.int32)
         nq.write(w)
         if not dn.size:
@@ -1100,11 +1126,15 @@ class MaskComputer:
                     else:
                         if done.__class__ is tuple:
                             done = seen[(s2, st2)] = set(done)
-                        new = [n for n in nodes if n not in done]
-                        if not new:
-                            continue
-                        done.update(new)
-                        todo = nodes if len(new) == len(nodes) else tuple(new)
+                        if done.isdisjoint(nodes):
+                            # the usual case (a stop's frontier one byte further on
+                            # is all new): a pass in C, not one in Python per node
+                            todo = nodes
+                        else:
+                            todo = tuple([n for n in nodes if n not in done])
+                            if not todo:
+                                continue
+                        done.update(todo)
                     calls.append((s2, st2, todo))
             # most walks are memoised: look them up here, one compiled walk for the rest
             got = [memo.get((s2, todo)) for s2, _, todo in calls]

@@ -343,11 +343,12 @@ def _pair_kernel(table, materialised, exitflag, child_start, child_count, node_b
                 h = height[c]
                 if h == 0:
                     continue  # both alive, no exit: the tokens here live from both
-                fa = fam[ta]
-                if fa >= 0 and fa == fam[tb] and famf[fa] == frag:
-                    k = h if h < k_max else k_max
-                    if lev[k, famd[ta]] == lev[k, famd[tb]]:
-                        continue
+                if frag >= 0:
+                    fa = fam[ta]
+                    if fa >= 0 and fa == fam[tb] and famf[fa] == frag:
+                        k = h if h < k_max else k_max
+                        if lev[k, famd[ta]] == lev[k, famd[tb]]:
+                            continue
                 if not (materialised[ta] and materialised[tb]):
                     p_node[npend] = c
                     p_a[npend] = ta
@@ -368,7 +369,8 @@ def pair_differences(trie, pda, a: int, b: int, families, frag: int, lev: np.nda
     outside their subtrees meeting the same fate from both (the same walk below,
     the same exits); None if that takes more than ``limit`` children read.
     ``families()``: the ``(fam, famd, famf)`` arrays, covering every state so far
-    (called again after rows are built, which makes states)."""
+    (called again after rows are built, which makes states; not read where ``frag``
+    is -1: no family prune)."""
     roots = np.zeros(1, dtype=np.int32)
     ra = np.array([a], dtype=np.int32)
     rb = np.array([b], dtype=np.int32)
