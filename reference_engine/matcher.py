@@ -80,6 +80,10 @@ NEAR_BAND_MAX = 2_000
 #: that no string of up to this many characters tells apart from it (see
 #: :meth:`MaskComputer._pair_reference`) ...
 PAIR_MIN_DIST = 2
+#: Levels of bounded equivalence computed per string automaton: the pair walk prunes
+#: subtrees up to this height by them (1,800 of the 275,000 nodes of Llama-3's trie
+#: are taller; each level costs a pass over the automaton)
+MOORE_LEVELS = 32
 NO_LEVELS = np.zeros((1, 1), dtype=np.int32)
 _NO_FAMILY = np.zeros(1, dtype=np.int32)
 
@@ -818,10 +822,10 @@ class MaskComputer:
 
     def _moore(self, f: int) -> np.ndarray:
         """Fragment ``f``'s DFA's :meth:`~reference_engine.automata.DFA.moore_levels`
-        up to the longest token (memoised)."""
+        up to :data:`MOORE_LEVELS` (memoised)."""
         got = self._levels.get(f)
         if got is None:
-            got = self._levels[f] = self.pda.frag_class[f].dfa.moore_levels(self.trie.maxlen)
+            got = self._levels[f] = self.pda.frag_class[f].dfa.moore_levels(MOORE_LEVELS)
         return got
 
     def _pair_reference(self, state: int) -> int | None:

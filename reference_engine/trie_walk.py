@@ -307,7 +307,8 @@ def _pair_kernel(table, materialised, exitflag, child_start, child_count, node_b
     (``d_node``, with ``b``'s state there in ``d_state``). Below a node where both
     reach the same state, or two states of fragment ``frag``'s family (``fam``, equal
     ids) whose DFA states (``famd``) no string as long as the subtree's longest token
-    tells apart (equal ``lev`` at that height), the pair cannot part: not walked.
+    tells apart (equal ``lev`` at that height; ``lev`` holds the levels up to some
+    height, taller subtrees are walked), the pair cannot part: not walked.
     Pairs with a row not built yet are listed as pending (``p_*``). Returns
     ``(differences, pending, visited)``; ``differences`` is -1 once more than
     ``limit`` children were read (the caller walks in full instead)."""
@@ -343,11 +344,10 @@ def _pair_kernel(table, materialised, exitflag, child_start, child_count, node_b
                 h = height[c]
                 if h == 0:
                     continue  # both alive, no exit: the tokens here live from both
-                if frag >= 0:
+                if frag >= 0 and h <= k_max:
                     fa = fam[ta]
                     if fa >= 0 and fa == fam[tb] and famf[fa] == frag:
-                        k = h if h < k_max else k_max
-                        if lev[k, famd[ta]] == lev[k, famd[tb]]:
+                        if lev[h, famd[ta]] == lev[h, famd[tb]]:
                             continue
                 if not (materialised[ta] and materialised[tb]):
                     p_node[npend] = c
