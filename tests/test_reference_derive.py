@@ -1,9 +1,12 @@
 """Splits derived from a reference state's (``MaskComputer._reference`` / ``_derived``):
 a key prefix of an object that takes extra keys sends nearly every first byte where the
 extra keys' content state does, so its split is that state's except below the bytes
-that go on along a declared key, end it, or start an escape. Such a derived split must
-equal the split walked in full (accepted tokens and context-dependent groups), and
-masks built from it must equal the brute force, on the real Llama-3 vocabulary."""
+that go on along a declared key, end it, or start an escape; and splits of a counting
+pattern's states derived from another count of the same string
+(``_pair_reference`` / ``_pair_derived``: both walked side by side, pruned where no
+token below can part them). Such a derived split must equal the split walked in full
+(accepted tokens and context-dependent groups), and masks built from it must equal the
+brute force, on the real Llama-3 vocabulary."""
 
 from __future__ import annotations
 
