@@ -80,22 +80,24 @@ NEAR_BAND_MAX = 2_000
 #: that no string of up to this many characters tells apart from it (see
 #: :meth:`MaskComputer._pair_reference`) ...
 PAIR_MIN_DIST = 2
-#: Levels of bounded equivalence computed per string automaton: the pair walk prunes
-#: subtrees up to this height by them (1,800 of the 275,000 nodes of Llama-3's trie
-#: are taller; each level costs a pass over the automaton)
-MOORE_LEVELS = 32
-NO_LEVELS = np.zeros((1, 1), dtype=np.int32)
-_NO_FAMILY = np.zeros(1, dtype=np.int32)
-
-
-def _no_families():
-    return _NO_FAMILY, _NO_FAMILY, _NO_FAMILY
 #: ... when the walk of the two states side by side reads at most this many trie
 #: nodes (a full walk of a string's content reads ~270,000), else walked in full
 PAIR_WALK_MAX = 60_000
 #: ... and from the reference of :meth:`MaskComputer._reference`, at most this many
 #: (then its first bytes' subtrees are walked, :meth:`MaskComputer._derived`)
 PAIR_REF_WALK_MAX = 20_000
+#: Levels of bounded equivalence computed per string automaton: the pair walk prunes
+#: subtrees up to this height by them (1,800 of the 275,000 nodes of Llama-3's trie
+#: are taller; each level costs a pass over the automaton)
+MOORE_LEVELS = 32
+#: what the pair walk gets for two states of no common string family (no prune by
+#: levels, family arrays never read)
+NO_LEVELS = np.zeros((1, 1), dtype=np.int32)
+_NO_FAMILY = np.zeros(1, dtype=np.int32)
+
+
+def _no_families() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return _NO_FAMILY, _NO_FAMILY, _NO_FAMILY
 
 
 def words_for(vocab_size: int) -> int:
