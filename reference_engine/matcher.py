@@ -752,12 +752,24 @@ class MaskComputer:
         if differ.size:
             gone = np.concatenate([trie.tokens_under(int(c)) for c in differ])
             clear_ids(w, gone)
+        self.derived += 1
+        return self._merged(nq, w, differ, alive_nodes, pops, guards)
+
+    def _merged(self, nq: NodeMask, w: np.ndarray, parted: np.ndarray,
+                alive_nodes: np.ndarray, pops: tuple, guards: tuple) -> NodeMask:
+        """A derived split: the reference's ``nq`` (its accepted set in ``w``, the
+        tokens at and below the ``parted`` trie nodes cleared from it) with the walk
+        of those subtrees from the state itself (``alive_nodes``, ``pops``,
+        ``guards``): the walk's accepted tokens added, the reference's
+        context-dependent groups kept outside those subtrees and the walk's own
+        added."""
+        trie, words = self.trie, self.words
         if alive_nodes.size > SORT_PACK_MAX:  # (a wide walk: no sort of its ids)
             w |= pack_flags(trie.token_flags(alive_nodes), words)
         elif alive_nodes.size:
             idx, val, _ = sorted_pairs(trie.tokens_at(np.unique(alive_nodes)), words)
             w[idx] |= val
-        lo, hi = trie.sub_lo[differ], trie.sub_hi[differ]
+        lo, hi = trie.sub_lo[parted], trie.sub_hi[parted]
 
         def outside(ns: tuple) -> tuple:
             a = np.array(ns, dtype=np.int64)
@@ -768,7 +780,6 @@ class MaskComputer:
         pops = tuple((k, ns) for k, ns in ((k, outside(ns)) for k, ns in nq.pops) if ns) + pops
         guards = tuple((k, sg, ns) for k, sg, ns in
                        ((k, sg, outside(ns)) for k, sg, ns in nq.guards) if ns) + guards
-        self.derived += 1
         return node_mask_of_words(w, pops, guards)
 
     def _family_of(self, state: int) -> tuple[int, int] | None:
@@ -915,26 +926,9 @@ class MaskComputer:
                  np.concatenate([np.array(ex_s, dtype=np.int32), es]))
         alive, cd_exits, gd_exits, at_alive, _ = self._waves(exits)
         alive = [np.array(first + at_alive, dtype=np.int64), below] + alive
-        alive_nodes = np.concatenate(alive)
-        if alive_nodes.size > SORT_PACK_MAX:
-            w |= pack_flags(trie.token_flags(alive_nodes), words)
-        elif alive_nodes.size:
-            idx, val, _ = sorted_pairs(trie.tokens_at(np.unique(alive_nodes)), words)
-            w[idx] |= val
-        pops, guards = self._exit_groups(cd_exits, gd_exits)
-        lo, hi = trie.sub_lo[dn], trie.sub_hi[dn]
-
-        def outside(ns: tuple) -> tuple:
-            a = np.array(ns, dtype=np.int64)
-            x = trie.sub_lo[a]
-            inside = ((x[:, None] >= lo) & (x[:, None] < hi)).any(axis=1)
-            return tuple(a[~inside].tolist()) if inside.any() else ns
-
-        pops = tuple((k, ns) for k, ns in ((k, outside(ns)) for k, ns in nq.pops) if ns) + pops
-        guards = tuple((k, sg, ns) for k, sg, ns in
-                       ((k, sg, outside(ns)) for k, sg, ns in nq.guards) if ns) + guards
         self.pair_derived += 1
-        return node_mask_of_words(w, pops, guards)
+        return self._merged(nq, w, dn, np.concatenate(alive),
+                            *self._exit_groups(cd_exits, gd_exits))
 
     def _walk_split(self, state: int, only, census: bool):
         """The walks of :meth:`_split` (of the tokens beginning with a byte of ``only``,
