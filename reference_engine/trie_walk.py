@@ -362,6 +362,23 @@ def _pair_kernel(table, materialised, exitflag, child_start, child_count, node_b
     return nd, npend, visited
 
 
+class _PairBuffers(threading.local):
+    """Per-thread work arrays of :func:`_pair_kernel`, reused across calls (a derived
+    split is one call, and fresh arrays of ``limit`` entries each time would cost page
+    faults on every call); grown to the largest ``limit`` asked for."""
+
+    def __init__(self) -> None:
+        self.arrays: tuple[np.ndarray, ...] = ()
+
+    def at_least(self, size: int) -> tuple[np.ndarray, ...]:
+        if not self.arrays or self.arrays[0].size < size:
+            self.arrays = tuple(np.empty(size, dtype=np.int32) for _ in range(8))
+        return self.arrays
+
+
+_PAIR_BUFFERS = _PairBuffers()
+
+
 def pair_differences(trie, pda, a: int, b: int, families, frag: int, lev: np.ndarray,
                      limit: int):
     """Where the walks of states ``a`` and ``b`` over the whole trie part (see
@@ -376,8 +393,7 @@ def pair_differences(trie, pda, a: int, b: int, families, frag: int, lev: np.nda
     rb = np.array([b], dtype=np.int32)
     for s in (a, b):
         pda.materialise(s)
-    size = limit + 1
-    bufs = [np.empty(size, dtype=np.int32) for _ in range(8)]
+    bufs = _PAIR_BUFFERS.at_least(limit + 1)
     d_nodes: list[np.ndarray] = []
     d_states: list[np.ndarray] = []
     while True:
