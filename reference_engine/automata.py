@@ -447,7 +447,7 @@ class DFA:
             lrows.append(row)
         return lrows, nl
 
-    def moore_levels(self, k: int):
+    def moore_levels(self, k: int) -> np.ndarray:
         """Bounded equivalence of the states, level by level: an int32 array ``L`` of
         shape ``(k + 1, n)`` where ``L[i, a] == L[i, b]`` iff no string of at most
         ``i`` symbols tells ``a`` and ``b`` apart, i.e. every such string leads both to
