@@ -18,7 +18,7 @@ matchers) computes exact token masks with an **adaptive token mask cache**
 - At run time a configuration ``(state, stack)`` starts from the cached accepted set
   and checks only the context-dependent tokens against the live stack: pop the frame,
   walk the rest of those subtrees from the configurations found there
-  (:meth:`MaskComputer.context`, cached per ``(state, stack)``).
+  (:meth:`MaskComputer.context`, cached per ``(context-dependent groups, stack)``).
 - A single configuration whose node has no context-dependent tokens is written
   straight from the node's entry; any other composed mask (several configurations,
   or context-dependent tokens settled) is kept in a small LRU of dense bitmasks, so a
@@ -119,7 +119,13 @@ class MaskComputer:
         self._by_key: dict[frozenset, NodeMask] = {}
         self._shared = 0  # states served by another state's entry (see mask_key)
         self._ctx: dict[tuple[int, int], WordSet] = {}
-        #: state -> entries read -> those top entries -> the entry of :meth:`context`
+        #: per state, the id of its split's context-dependent groups (equal groups,
+        #: equal ids: :meth:`context` reads nothing else of the state)
+        self._groups_id: dict[int, int] = {}
+        self._groups_ids: dict[tuple, int] = {}
+        #: (groups id, stack) -> the entry of :meth:`context`
+        self._ctx_groups: dict[tuple[int, int], WordSet] = {}
+        #: groups id -> entries read -> those top entries -> the entry of :meth:`context`
         self._ctx_tops: dict[int, dict[int, dict[tuple, WordSet]]] = {}
         self.ctx_shared = 0  # contexts served by another stack's entry (stats)
         #: walks of :meth:`context` (see _walk_tokens) and token ids at stop nodes
@@ -690,6 +696,11 @@ class MaskComputer:
     def _lives_in_string(self, state: int, data: bytes) -> bool:
         """Whether the part of ``data`` read inside the JSON string (its closing quote
         included) keeps ``state``, a position in the string, alive."""
+        got = self._string_item(state)
+        if got is not None and self.pda.state_of(got[0]) == state:
+            # the string's own item alone: read off its fragment's rows
+            (_, d, dec, cnt, _), fc = got
+            return fc.lives(d, dec, cnt, data[:json_string_end(data)])
         pda = self.pda
         rows = pda.rows
         s = state
@@ -1055,26 +1066,44 @@ class MaskComputer:
         Each context-dependent trie node pops the live stack (after the frames the
         split already popped statically); the subtrees below it are walked from the
         configurations found there, grouped per (state, stack) so that equal
-        continuations are walked once. Cached per ``(state, stack)``, and shared
-        with every stack whose top entries are the same down to the deepest stack
-        node the computation touched (:meth:`~reference_engine.pda.PDA.closure_low`):
-        below it nothing was read, so the same computation would follow (the same
-        object nested at another place, or reached with other frames further down)."""
+        continuations are walked once. Cached per ``(state, stack)``; shared with
+        every state whose split has the same context-dependent groups (``pops`` and
+        ``guards``: all the computation reads of the state; the counts of a
+        ``maxLength`` string far from its bounds share one split), and with every
+        stack whose top entries are the same down to the deepest stack node the
+        computation touched (:meth:`~reference_engine.pda.PDA.closure_low`): below it
+        nothing was read, so the same computation would follow (the same object
+        nested at another place, or reached with other frames further down)."""
         key = (state, stack)
         got = self._ctx.get(key)
         if got is not None:
+            return got
+        nm = self.node(state)
+        # the computation reads the split's context-dependent groups and the stack,
+        # nothing else of the state: states whose splits have equal groups (the counts
+        # of a maxLength string far from its bounds, derived splits that keep their
+        # reference's groups) share their entries
+        gid = self._groups_id.get(state)
+        if gid is None:
+            gid = self._groups_id[state] = self._groups_ids.setdefault(
+                (nm.pops, nm.guards), len(self._groups_ids))
+        gkey = (gid, stack)
+        got = self._ctx_groups.get(gkey)
+        if got is not None:
+            self._ctx[key] = got
+            self.ctx_shared += 1
             return got
         pda = self.pda
         pool = pda.stacks
         ret, parent, depth = pool.ret, pool.parent, pool.depth
         # an entry computed with another stack whose top entries (as many as that
         # computation read) are this one's
-        tops = self._ctx_tops.get(state)
+        tops = self._ctx_tops.get(gid)
         if tops is not None:
             for k, entries in tops.items():
                 got = entries.get(pool.entries(stack, k))
                 if got is not None:
-                    self._ctx[key] = got
+                    self._ctx[key] = self._ctx_groups[gkey] = got
                     self.ctx_shared += 1
                     return got
         low = depth[stack]  # the deepest stack node this computation touches
@@ -1083,7 +1112,6 @@ class MaskComputer:
         # distinct nodes); ``popped``: the configuration was reached by a pop, so
         # nothing below these nodes has been walked from it yet
         work: dict[tuple[int, int, bool], list[tuple[int, ...]]] = {}
-        nm = self.node(state)
         for k, ns in nm.pops:
             st = stack
             for _ in range(k):
@@ -1147,12 +1175,12 @@ class MaskComputer:
                     work.setdefault((t2, st2, kind), []).append(ns2)
         ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         got = word_set(ids, self.words)
-        self._ctx[key] = got
+        self._ctx[key] = self._ctx_groups[gkey] = got
         if low > 0:
             # nothing at or below depth ``low - 1`` was read: any stack with the same
             # top entries down to depth ``low`` gets this entry (equal computations)
             k = depth[stack] - low + 1
-            self._ctx_tops.setdefault(state, {}).setdefault(k, {})[pool.entries(stack, k)] = got
+            self._ctx_tops.setdefault(gid, {}).setdefault(k, {})[pool.entries(stack, k)] = got
         return got
 
     def _ids_at(self, nodes: tuple[int, ...]) -> np.ndarray:

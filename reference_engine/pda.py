@@ -459,6 +459,25 @@ class _FragClass:
     def can_exit(self, d: int, cnt: int) -> bool:
         return self.dfa.finals[d] and cnt >= self.lo and (self.hi is None or cnt <= self.hi)
 
+    def lives(self, d: int, dec, cnt: int, data: bytes) -> bool:
+        """Does reading ``data`` from the item ``(d, dec, cnt)`` keep it alive, a final
+        ``"`` read between characters as the string's closing quote (JSON string
+        content: the decoder reads no other raw quote), which lives iff the item may
+        exit there? Read off :meth:`row`, as the automaton's own rows are, without
+        making an automaton state per position (a ``maxLength`` window makes one per
+        count: each costs an interned item set and its closure)."""
+        last = len(data) - 1
+        for i, b in enumerate(data):
+            if b == 0x22 and dec == START and self.enc == "json":
+                return i == last and self.can_exit(d, cnt)
+            for nxt, m, _ in self.row(d, dec, cnt):
+                if m >> b & 1:
+                    d, dec, cnt = nxt
+                    break
+            else:
+                return False
+        return True
+
     def _live(self, d: int, cnt: int, cands) -> bool:
         if not self.windowed:
             # every target is feasible: the answer depends on the edges' code points

@@ -248,12 +248,19 @@ class _NoSharing(dict):
         return {}
 
 
+#: a string far from its ``maxLength``: each count is its own state, all with one split
+FAR = {"type": "object", "properties": {"s": {"type": "array", "items": {
+    "type": "string", "maxLength": 1000}}, "n": {"type": "integer"}}}
+
+
 def test_contexts_shared_across_stacks_equal_their_own_computation():
     """A context computed with one stack serves every stack whose top entries, down to
-    the deepest one that computation touched, are the same (``MaskComputer._ctx_tops``).
-    Decoding nested and branching documents, every context the matcher used (served
-    from another stack's entry or not) equals the context computed from its own stack
-    alone by a fresh mask computer, and sharing did happen."""
+    the deepest one that computation touched, are the same (``MaskComputer._ctx_tops``),
+    and every state whose split has the same context-dependent groups
+    (``MaskComputer._ctx_groups``: the counts of a long ``maxLength`` string). Decoding
+    nested and branching documents, every context the matcher used (served from another
+    stack's or state's entry or not) equals the context computed from its own state and
+    stack alone by a fresh mask computer, and both kinds of sharing did happen."""
     from reference_engine.matcher import MaskComputer
 
     v = H.vocab()
@@ -261,8 +268,10 @@ def test_contexts_shared_across_stacks_equal_their_own_computation():
     cases = [(TREE, [_tree(4), _tree(2)]),
              (VARIANTS, [[{"image": "a", "context": ".", "docker": {"file": "D"}},
                           {"context": "x", "image": "b", "bazel": {"target": "//t"}},
-                          {"image": "c"}]])]
-    shared = 0
+                          {"image": "c"}]]),
+             (FAR, [{"s": ["a" * k + " b" * k for k in range(1, 12)], "n": 3},
+                    {"n": 1, "s": ["x", "yy", "zzz y", "w" * 40]}])]
+    shared = across_states = 0
     for schema, docs in cases:
         g = H.adapter().compile(json.dumps(schema))
         for doc in docs:
@@ -277,9 +286,13 @@ def test_contexts_shared_across_stacks_equal_their_own_computation():
         fresh = MaskComputer(c.pda, c.trie, c.stop_ids, json_keys=c.json_keys,
                              key_floor=mc.key_floor)
         fresh._ctx_tops = _NoSharing()
+        fresh._ctx_groups = _NoSharing()
         assert mc._ctx
+        by_stack: dict[int, dict[int, int]] = {}
         for (state, stack), ws in mc._ctx.items():
+            by_stack.setdefault(stack, {}).setdefault(id(ws), state)
+            across_states += by_stack[stack][id(ws)] != state
             want = fresh.context(state, stack)
             assert np.array_equal(ws.idx, want.idx) and np.array_equal(ws.val, want.val), \
                 (schema, state, c.pda.stacks.frames(stack))
-    assert shared > 0
+    assert shared > 0 and across_states > 0, (shared, across_states)

@@ -180,6 +180,44 @@ def test_near_the_maximum_splits_derive_from_the_twin_exactly(monkeypatch):
     assert g.stats()["near_window_nodes"] == mc.near_windowed > 0
 
 
+def test_string_liveness_read_off_the_fragment_equals_the_automatons_walk():
+    """``_FragClass.lives`` (what ``_near_windowed`` asks of the tokens near the
+    budget) answers as feeding the same bytes to the automaton from the string's
+    state does, closing quote included: at every count of each windowed string, for
+    tokens of the vocabulary that begin or end inside a string (escapes, multi-byte
+    and partial characters, quotes), cut where the string ends."""
+    from reference_engine.encoding import json_string_end
+
+    g = _lazy().compile(json.dumps(NEAR_SCHEMA))
+    mc, pda = g.compiled.masks, g.compiled.pda
+    tb = mc.trie.token_bytes
+    sample = [t for t in tb[::97] if t] + [b'"', b'a"', b'\\"', b'\\u00e9"', b"\xc3",
+                                          b"\xc3\xa9\"", b" ", b"  \"", b"\\", b'"}']
+    pairs = checked = alive = 0
+    for f, fc in enumerate(pda.frag_class):
+        if fc.hi is None:
+            continue
+        for d in range(fc.dfa.n):
+            for cnt in range(0, fc.hi + 1, 3):
+                s = pda.state_of((f, d, START, cnt, 0))
+                if s < 0 or mc._string_item(s) is None:
+                    continue
+                for data in sample:
+                    part = data[:json_string_end(data)]
+                    st, ok = s, True
+                    for b in part:
+                        st = pda.materialise(st)[b]
+                        if st < 0:
+                            ok = False
+                            break
+                    assert fc.lives(d, START, cnt, part) == ok, (f, d, cnt, data)
+                    assert mc._lives_in_string(s, data) == ok, (f, d, cnt, data)
+                    checked += 1
+                    alive += ok
+                pairs += 1
+    assert pairs >= 40 and checked > 20_000 and 0 < alive < checked, (pairs, checked, alive)
+
+
 def test_near_the_maximum_with_a_wide_band_walks_instead():
     """Where more than NEAR_BAND_MAX of the twin's tokens would be read byte by byte
     (a free-text pattern a few characters from its maximum), the split is walked: it
