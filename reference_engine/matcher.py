@@ -46,7 +46,7 @@ from reference_engine.encoding import START, json_string_end
 from reference_engine.maskcache import (SORT_PACK_MAX, Census, NodeMask, WordSet, clear_ids,
                                         node_mask, node_mask_of_ids, node_mask_of_words,
                                         or_pairs, pack_flags, sorted_pairs, word_set)
-from reference_engine.pda import PDA, any_passes, frame_param, frame_ret
+from reference_engine.pda import PDA, FrameReads, any_passes, frame_param, frame_ret
 from reference_engine.stack import EMPTY
 from reference_engine.trie import TokenTrie, group_exits
 from reference_engine.trie_walk import pair_differences, walk_roots
@@ -90,6 +90,11 @@ PAIR_REF_WALK_MAX = 20_000
 #: subtrees up to this height by them (1,800 of the 275,000 nodes of Llama-3's trie
 #: are taller; each level costs a pass over the automaton)
 MOORE_LEVELS = 32
+#: Entries of :meth:`MaskComputer.context` kept per (groups, top entries that are no
+#: frames), each with the outcomes of the frame reads it was computed from
+FRAME_SHAPE_ENTRIES = 8
+#: a frame entry in those top entries (frame parameters left out)
+_FRAME = frame_ret(0)
 #: what the pair walk gets for two states of no common string family (no prune by
 #: levels, family arrays never read)
 NO_LEVELS = np.zeros((1, 1), dtype=np.int32)
@@ -127,6 +132,10 @@ class MaskComputer:
         self._ctx_groups: dict[tuple[int, int], WordSet] = {}
         #: groups id -> entries read -> those top entries -> the entry of :meth:`context`
         self._ctx_tops: dict[int, dict[int, dict[tuple, WordSet]]] = {}
+        #: groups id -> entries read -> those top entries with their frames left out ->
+        #: [(frame reads and their outcomes, the entry of :meth:`context`)]
+        self._ctx_frames: dict[int, dict[int, dict[tuple, list]]] = {}
+        self.ctx_frame_shared = 0  # of ctx_shared, served by another frame's entry
         self.ctx_shared = 0  # contexts served by another stack's entry (stats)
         #: walks of :meth:`context` (see _walk_tokens) and token ids at stop nodes
         #: (see _ids_at), within one budget of stored entries
@@ -1073,7 +1082,11 @@ class MaskComputer:
         stack whose top entries are the same down to the deepest stack node the
         computation touched (:meth:`~reference_engine.pda.PDA.closure_low`): below it
         nothing was read, so the same computation would follow (the same object
-        nested at another place, or reached with other frames further down)."""
+        nested at another place, or reached with other frames further down). Stacks
+        whose top entries differ only in object frames share it too where those
+        frames give the same outcomes to every read the computation made of them
+        (:class:`~reference_engine.pda.FrameReads`: a member's value inside an
+        object with other members seen before it)."""
         key = (state, stack)
         got = self._ctx.get(key)
         if got is not None:
@@ -1106,6 +1119,21 @@ class MaskComputer:
                     self._ctx[key] = self._ctx_groups[gkey] = got
                     self.ctx_shared += 1
                     return got
+        # ... or whose top entries differ in frames only, which give the outcomes that
+        # computation read of them (another set of members seen: see FrameReads)
+        shapes = self._ctx_frames.get(gid)
+        if shapes is not None:
+            viable = pda.viable_entry
+            for k, table in shapes.items():
+                ents = pool.entries(stack, k)
+                cands = table.get(tuple([e if e >= -1 else _FRAME for e in ents]))
+                if cands is not None:
+                    for reads, got in cands:
+                        if FrameReads.holds(reads, ents, viable):
+                            self._ctx[key] = self._ctx_groups[gkey] = got
+                            self.ctx_shared += 1
+                            self.ctx_frame_shared += 1
+                            return got
         low = depth[stack]  # the deepest stack node this computation touches
         parts: list[np.ndarray] = []
         # work: (state, stack, popped) -> chunks of trie nodes (each a sorted tuple of
@@ -1130,6 +1158,34 @@ class MaskComputer:
             for _ in range(k):
                 st = parent[st]
             work.setdefault((sg, st, STOP), []).append(ns)
+        # what the walks read of the live stack's frames (see FrameReads)
+        rec = pda.frame_reads = FrameReads(pool, stack)
+        try:
+            low = self._context_waves(work, parts, low)
+        finally:
+            pda.frame_reads = None
+        ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        got = word_set(ids, self.words)
+        self._ctx[key] = self._ctx_groups[gkey] = got
+        if low > 0:
+            # nothing at or below depth ``low - 1`` was read: any stack with the same
+            # top entries down to depth ``low`` gets this entry (equal computations)
+            k = depth[stack] - low + 1
+            ents = pool.entries(stack, k)
+            self._ctx_tops.setdefault(gid, {}).setdefault(k, {})[ents] = got
+            if not rec.opaque:
+                shape = tuple([e if e >= -1 else _FRAME for e in ents])
+                cands = self._ctx_frames.setdefault(gid, {}).setdefault(k, {}).setdefault(
+                    shape, [])
+                if len(cands) < FRAME_SHAPE_ENTRIES:
+                    cands.append((tuple(rec.reads.items()), got))
+        return got
+
+    def _context_waves(self, work: dict, parts: list, low: int) -> int:
+        """The walks of :meth:`context` from its first ``work`` items, in waves: the
+        tokens found go to ``parts``; returns the depth of the deepest stack node read
+        (``low`` or less)."""
+        pda = self.pda
         # configuration -> nodes walked from it (a tuple until it is met again)
         seen: dict[tuple[int, int], tuple[int, ...] | set[int]] = {}
         memo = self._cwalk
@@ -1173,15 +1229,7 @@ class MaskComputer:
                     parts.append(ids)
                 for t2, kind, ns2 in groups:
                     work.setdefault((t2, st2, kind), []).append(ns2)
-        ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-        got = word_set(ids, self.words)
-        self._ctx[key] = self._ctx_groups[gkey] = got
-        if low > 0:
-            # nothing at or below depth ``low - 1`` was read: any stack with the same
-            # top entries down to depth ``low`` gets this entry (equal computations)
-            k = depth[stack] - low + 1
-            self._ctx_tops.setdefault(gid, {}).setdefault(k, {})[pool.entries(stack, k)] = got
-        return got
+        return low
 
     def _ids_at(self, nodes: tuple[int, ...]) -> np.ndarray:
         """Token ids ending at ``nodes`` (sorted, distinct), memoised like the walks."""
@@ -1538,6 +1586,7 @@ class MaskComputer:
             # (an entry served to several stacks counted once)
             "ctx_cache_bytes": sum(w.nbytes for w in {id(w): w for w in self._ctx.values()}.values()),
             "ctx_shared": self.ctx_shared,
+            "ctx_frame_shared": self.ctx_frame_shared,
             "final_entries": len(self._final),
             "final_cache_bytes": len(self._final) * self.words * 4,
             "walk_memo_bytes": self._walk_memo_bytes(),

@@ -211,16 +211,18 @@ class Guard:
     0 (the body starts), ``set`` replaces the top frame's parameter ``p`` by
     ``act(p)``, ``close`` pops it (the body ends); ``act`` returning None blocks the
     edge. ``total``: ``act`` never blocks (it only rewrites the parameter), so the
-    states before the guard live whatever the frame holds."""
+    states before the guard live whatever the frame holds. ``keeps``: ``act`` returns
+    ``p`` itself or None (it only decides; the frame is the same node after it)."""
 
-    __slots__ = ("kind", "act", "label", "total")
+    __slots__ = ("kind", "act", "label", "total", "keeps")
 
     def __init__(self, kind: str, act: Callable[[int], int | None] | None, label: str,
-                 total: bool = False):
+                 total: bool = False, keeps: bool = False):
         self.kind = kind
         self.act = act
         self.label = label
         self.total = total
+        self.keeps = keeps
 
     def __call__(self, p: int) -> int | None:
         return self.act(p)
@@ -254,6 +256,79 @@ def frame_param(ret: int) -> int:
 def any_passes(guards: tuple, p: int) -> bool:
     """Does one of ``guards`` let a frame with parameter ``p`` through?"""
     return any(g.act(p) is not None for g in guards)
+
+
+class FrameReads:
+    """What one computation from a live stack read of that stack's object frames.
+
+    The automaton reads a frame's parameter in two places only: a guard passed with
+    the frame on top (:meth:`PDA.pass_guard`) and a stop's viability
+    (:meth:`PDA.viable`); :meth:`PDA.closure` reports each read (its memo keeps them
+    with its entries). Each read of a frame of the live stack is kept as ``(index from
+    the top, guard or guards tuple) -> outcome``. A frame pushed inside the computation
+    (an ``open`` guard, and what follows from it) is the same whatever the live stack
+    holds. A frame a guard rewrites from a live one (``add``: a derived frame) holds a
+    value the reads kept do not fix: reading it, or a rewrite that lands on a frame of
+    the live stack itself, makes the computation ``opaque``.
+
+    Otherwise the computation depends on the live stack through these outcomes and its
+    entries that are no frames only: from any stack with the same entries that are no
+    frames, down to as deep as it went, and frames giving the same outcomes, it would
+    take the same steps (equal configurations met again merge in one and split in the
+    other, which changes what is walked twice, not what is found)."""
+
+    __slots__ = ("pool", "top", "path", "reads", "derived", "opaque")
+
+    def __init__(self, pool: StackPool, stack: int) -> None:
+        self.pool = pool
+        self.top = pool.depth[stack]
+        self.path = [stack]  # the live stack's nodes from the top down, as far as read
+        self.reads: dict[tuple[int, object], bool] = {}
+        self.derived: set[int] = set()
+        self.opaque = False
+
+    def _index(self, st: int) -> int:
+        """``st``'s index from the top of the live stack, -1 if it is not one of its nodes."""
+        i = self.top - self.pool.depth[st]
+        if i < 0:
+            return -1
+        path, parent = self.path, self.pool.parent
+        while len(path) <= i:
+            path.append(parent[path[-1]])
+        return i if path[i] == st else -1
+
+    def note(self, st: int, query, result) -> None:
+        """A read of the frame atop ``st``: ``query`` a :class:`Guard` (``result``: the
+        stack after it, None if it blocks) or a guards tuple (``result``: viable)."""
+        if self.opaque:
+            return
+        if st in self.derived:
+            self.opaque = True
+            return
+        i = self._index(st)
+        if i < 0:
+            return  # a frame pushed inside the computation
+        if query.__class__ is Guard:
+            self.reads[(i, query)] = result is not None
+            if result is not None and query.kind == "set" and not query.keeps:
+                if self._index(result) >= 0:
+                    self.opaque = True  # the rewrite landed on a frame of the live stack
+                else:
+                    self.derived.add(result)
+        else:
+            self.reads[(i, query)] = result
+
+    @staticmethod
+    def holds(reads: tuple, entries: tuple, viable) -> bool:
+        """Do the frames among ``entries`` (a stack's top entries, top first) give the
+        outcomes ``reads`` (:attr:`reads`' items) kept? ``viable(guards, entry)``."""
+        for (i, q), out in reads:
+            if q.__class__ is Guard:
+                if (q.act(frame_param(entries[i])) is not None) != out:
+                    return False
+            elif viable(q, entries[i]) != out:
+                return False
+        return True
 
 
 class _ObjectLogic:
@@ -382,7 +457,7 @@ class _ObjectLogic:
                 ok = memo[p] = (any(a(p) is not None for a in adds)
                                 or (extra is not None and extra(p) is not None))
             return p if ok else None
-        return Guard("set", act, "more", total=self.extras_unbounded)
+        return Guard("set", act, "more", total=self.extras_unbounded, keeps=True)
 
     def close(self) -> Callable[[int], int | None]:
         def act(p: int) -> int | None:
@@ -830,6 +905,10 @@ class PDA:
         self._plain_run: dict[tuple[int, bytes], tuple[int, int]] = {}
         self._pclosure_memo: dict[tuple[int, int], tuple[tuple, bool]] = {}
         self._pclosure_low: dict[tuple[int, int], int] = {}  # see closure_low
+        #: (state, stack) -> the frame reads of its closure, where it made any
+        self._pclosure_reads: dict[tuple[int, int], tuple] = {}
+        #: the :class:`FrameReads` of the computation running, if one is recorded
+        self.frame_reads: FrameReads | None = None
         #: (id of a guards tuple, frame entry) -> does one pass (see viable); the tuples
         #: live in ``vguards`` as long as the automaton
         self._viable_memo: dict[tuple[int, int], bool] = {}
@@ -1554,16 +1633,24 @@ class PDA:
     # ---------------------------------------------------------------- configurations
     def closure(self, sid: int, stack: int) -> tuple[tuple, bool]:
         """Configurations that consume bytes reachable from ``(sid, stack)`` through
-        calls and rule ends, and whether the document may end here."""
+        calls and rule ends, and whether the document may end here. The frames it
+        reads go to :attr:`frame_reads` when one is recorded (see :class:`FrameReads`)."""
         vg = self.vguards[sid]
         if vg is not None and not self.state_calls[sid] and not self.state_guards[sid] \
                 and not self.final[sid]:
             # a key prefix that lives iff the frame lets a declared key complete (most
             # stops inside keys): itself or nothing, not worth a memo entry per stack
-            return (((sid, stack),) if self.viable(vg, stack) else ()), False
+            ok = self.viable(vg, stack)
+            if self.frame_reads is not None:
+                self.frame_reads.note(stack, vg, ok)
+            return (((sid, stack),) if ok else ()), False
         key = (sid, stack)
         got = self._pclosure_memo.get(key)
         if got is not None:
+            rec = self.frame_reads
+            if rec is not None:
+                for e in self._pclosure_reads.get(key, ()):
+                    rec.note(*e)
             return got
         out = []
         accept = False
@@ -1572,14 +1659,20 @@ class PDA:
         pool = self.stacks
         depth = pool.depth
         low = depth[stack]
+        reads = []  # (stack, guard or guards tuple, outcome): see FrameReads.note
         while work:
             s, st = work.pop()
             if depth[st] < low:
                 low = depth[st]
             if self.has_bytes[s]:
                 vg = self.vguards[s]
-                if vg is None or self.viable(vg, st):
+                if vg is None:
                     out.append((s, st))
+                else:
+                    ok = self.viable(vg, st)
+                    reads.append((st, vg, ok))
+                    if ok:
+                        out.append((s, st))
             for r, ret in self.state_calls[s]:
                 new = (self.entry_state[r], pool.push(ret, st))
                 if new not in seen:
@@ -1587,6 +1680,8 @@ class PDA:
                     work.append(new)
             for g, t in self.state_guards[s]:
                 new = self.pass_guard(g, t, st)
+                if g.kind != "open":
+                    reads.append((st, g, None if new is None else new[1]))
                 if new is not None and new not in seen:
                     seen.add(new)
                     work.append(new)
@@ -1601,6 +1696,12 @@ class PDA:
         got = (tuple(out), accept)
         self._pclosure_memo[key] = got
         self._pclosure_low[key] = low
+        if reads:
+            self._pclosure_reads[key] = reads = tuple(reads)
+            rec = self.frame_reads
+            if rec is not None:
+                for e in reads:
+                    rec.note(*e)
         return got
 
     def closure_low(self, sid: int, stack: int) -> int:
@@ -1628,7 +1729,10 @@ class PDA:
     def viable(self, vguards: tuple, stack: int) -> bool:
         """Does one of ``vguards`` pass with the object frame on top of ``stack``?
         (memoised: guards are pure functions of the frame's parameter)"""
-        ret = self.stacks.ret[stack]
+        return self.viable_entry(vguards, self.stacks.ret[stack])
+
+    def viable_entry(self, vguards: tuple, ret: int) -> bool:
+        """:meth:`viable` for the frame entry ``ret``."""
         key = (id(vguards), ret)
         got = self._viable_memo.get(key)
         if got is None:

@@ -253,6 +253,27 @@ FAR = {"type": "object", "properties": {"s": {"type": "array", "items": {
     "type": "string", "maxLength": 1000}}, "n": {"type": "integer"}}}
 
 
+#: objects in an object: the inner contexts read the outer frame (``},`` and ``}}``
+#: pass its guards), whose parameter differs with every member seen before
+MEMBERS = {"type": "object", "additionalProperties": False, "maxProperties": 5,
+           "required": ["m0"], "properties": {
+               f"m{i}": {"type": "object", "additionalProperties": False, "required": ["a"],
+                         "properties": {"a": {"enum": ["x", "y z"]}, "b": {"type": "boolean"},
+                                        "c": {"type": "integer"}}}
+               for i in range(7)}}
+MEMBER_DOCS = [{f"m{i}": {"a": "x", "b": True} for i in (0, 1, 2, 3, 4)},
+               {f"m{i}": {"b": False, "a": "y z", "c": i} for i in (5, 0, 6)},
+               {"m2": {"a": "x"}, "m0": {"c": 1, "a": "x"}, "m4": {"a": "y z", "b": True}}]
+
+#: compact, a key's end is followed by ``":"","`` (one Llama-3 token): it passes the
+#: key's guard, then the separator's on the frame that guard wrote (a derived frame,
+#: which a computation may not read and still be shared across frames)
+UP_TO_TWO = {"type": "object", "additionalProperties": False, "maxProperties": 2,
+             "properties": {k: {"type": "string"} for k in "abc"}}
+UP_TO_TWO_DOCS = [{"a": "", "b": ""}, {"b": "", "a": ""}, {"c": "", "a": ""}, {"a": ""},
+                  {"b": "", "c": ""}, {"c": "", "b": ""}]
+
+
 def test_contexts_shared_across_stacks_equal_their_own_computation():
     """A context computed with one stack serves every stack whose top entries, down to
     the deepest one that computation touched, are the same (``MaskComputer._ctx_tops``),
@@ -260,7 +281,9 @@ def test_contexts_shared_across_stacks_equal_their_own_computation():
     (``MaskComputer._ctx_groups``: the counts of a long ``maxLength`` string). Decoding
     nested and branching documents, every context the matcher used (served from another
     stack's or state's entry or not) equals the context computed from its own state and
-    stack alone by a fresh mask computer, and both kinds of sharing did happen."""
+    stack alone by a fresh mask computer, and every kind of sharing did happen: also
+    across stacks whose top entries differ in frames that gave the same outcomes to
+    what the computation read (``MaskComputer._ctx_frames``, see ``FrameReads``)."""
     from reference_engine.matcher import MaskComputer
 
     v = H.vocab()
@@ -270,8 +293,9 @@ def test_contexts_shared_across_stacks_equal_their_own_computation():
                           {"context": "x", "image": "b", "bazel": {"target": "//t"}},
                           {"image": "c"}]]),
              (FAR, [{"s": ["a" * k + " b" * k for k in range(1, 12)], "n": 3},
-                    {"n": 1, "s": ["x", "yy", "zzz y", "w" * 40]}])]
-    shared = across_states = 0
+                    {"n": 1, "s": ["x", "yy", "zzz y", "w" * 40]}]),
+             (MEMBERS, MEMBER_DOCS), (UP_TO_TWO, UP_TO_TWO_DOCS)]
+    shared = across_states = across_frames = 0
     for schema, docs in cases:
         g = H.adapter().compile(json.dumps(schema))
         for doc in docs:
@@ -283,10 +307,12 @@ def test_contexts_shared_across_stacks_equal_their_own_computation():
         c = g.compiled
         mc = c.masks
         shared += mc.ctx_shared
+        across_frames += mc.ctx_frame_shared
         fresh = MaskComputer(c.pda, c.trie, c.stop_ids, json_keys=c.json_keys,
                              key_floor=mc.key_floor)
         fresh._ctx_tops = _NoSharing()
         fresh._ctx_groups = _NoSharing()
+        fresh._ctx_frames = _NoSharing()
         assert mc._ctx
         by_stack: dict[int, dict[int, int]] = {}
         for (state, stack), ws in mc._ctx.items():
@@ -295,4 +321,47 @@ def test_contexts_shared_across_stacks_equal_their_own_computation():
             want = fresh.context(state, stack)
             assert np.array_equal(ws.idx, want.idx) and np.array_equal(ws.val, want.val), \
                 (schema, state, c.pda.stacks.frames(stack))
-    assert shared > 0 and across_states > 0, (shared, across_states)
+    assert shared > 0 and across_states > 0 and across_frames > 0, \
+        (shared, across_states, across_frames)
+
+
+def test_frame_reads_keep_live_frames_outcomes_and_refuse_derived_frames():
+    """``FrameReads`` on a stack of two object frames under a return state: a read of a
+    live frame is kept by its index from the top; a read of a frame pushed inside the
+    computation is not (it is the same from any stack); a frame a guard rewrote from a
+    live one makes the computation opaque once read, and so does a rewrite that lands
+    on a live frame itself (a count at its cap: the same node, another provenance);
+    ``holds`` re-asks the reads of other frames."""
+    from reference_engine.pda import FrameReads, Guard, frame_param, frame_ret
+    from reference_engine.stack import EMPTY, StackPool
+
+    pool = StackPool()
+    base = pool.push(7, EMPTY)
+    outer = pool.push(frame_ret(0b01), base)
+    inner = pool.push(frame_ret(0b10), pool.push(3, outer))
+    add0 = Guard("set", lambda p: None if p & 1 else p | 1, "add 0")
+    more = Guard("set", lambda p: p if p < 3 else None, "more", keeps=True)
+    vg = (add0,)
+
+    r = FrameReads(pool, inner)
+    r.note(inner, add0, pool.push(frame_ret(0b11), pool.parent[inner]))  # live, index 0
+    r.note(outer, more, outer)  # live, index 2 (a return state between)
+    pushed = pool.push(frame_ret(0), inner)
+    r.note(pushed, vg, True)  # pushed inside the computation: not kept
+    assert not r.opaque
+    assert r.reads == {(0, add0): True, (2, more): True}
+    entries = pool.entries(inner, 3)
+    viable = lambda g, e: any(x.act(frame_param(e)) is not None for x in g)
+    assert FrameReads.holds(tuple(r.reads.items()), entries, viable)
+    other = pool.push(frame_ret(0b01), pool.push(3, outer))  # add 0 blocks there
+    assert not FrameReads.holds(tuple(r.reads.items()), pool.entries(other, 3), viable)
+
+    derived = pool.push(frame_ret(0b11), pool.parent[inner])
+    assert derived in r.derived
+    r.note(derived, more, derived)
+    assert r.opaque
+
+    r2 = FrameReads(pool, inner)
+    at_cap = Guard("set", lambda p: p, "add extra")  # rewrites, here to the same value
+    r2.note(inner, at_cap, inner)
+    assert r2.opaque
