@@ -15,7 +15,7 @@ The engine is pure Python + numpy and exact by construction (see
 Configurations: ``default`` (flexible whitespace, at most 32 characters per gap;
 properties in any order with per-object key tracking; up to 1 s of the compile spent
 building the mask cache entries a decode meets first, ``precompute_s``, then up to
-0.5 s decoding a document made from the schema, ``warm_s``: see
+0.5 s decoding documents made from the schema, ``warm_s``: see
 ``reference_engine/warmup.py``), ``compact`` (no whitespace), ``canonical-order``
 (properties in declaration order, as the peer engines do), ``lazy`` (as ``default``,
 with every cache entry left to its first use: the same masks, the cost in TBM instead
@@ -112,7 +112,7 @@ class ReferenceCompiled(CompiledGrammar):
         w = self.compiled.warmed
         if w is not None:
             out.update(warm_tokens=w.tokens, warm_pruned=w.pruned, warm_complete=w.complete,
-                       warm_s=round(w.seconds, 4))
+                       warm_documents=w.documents, warm_s=round(w.seconds, 4))
         return out
 
 
@@ -178,11 +178,11 @@ class ReferenceEngine(EngineAdapter):
                                 precompute_s=float(options["precompute_s"]))
             if float(options["warm_s"]) > 0:
                 # after the precompute: decoding with its entries in place costs a third
-                from reference_engine.warmup import example_instance
+                from reference_engine.warmup import example_instances
 
                 schema = json.loads(schema_text) if isinstance(schema_text, (str, bytes)) \
                     else schema_text
-                compiled.warm(example_instance(schema), self.vocab.encode,
+                compiled.warm(example_instances(schema), self.vocab.encode,
                               float(options["warm_s"]))
         except (SchemaCompileError, GrammarError) as e:
             raise CompileError(one_line(str(e))) from None

@@ -51,15 +51,17 @@ class Compiled:
         #: what :meth:`warm` did (None: not asked)
         self.warmed = None
 
-    def warm(self, doc: Any, encode: Callable[[str], list[int]], budget_s: float) -> WarmResult:
-        """Decode ``doc`` (a JSON value, e.g. :func:`~reference_engine.warmup.example_instance`
-        of the schema) once, tokenised by ``encode`` (text → token ids), computing every
-        mask, for about ``budget_s`` seconds at most: the cache entries a first decode
-        of a similar document needs are built here instead (masks are unchanged). See
+    def warm(self, docs: list[Any], encode: Callable[[str], list[int]],
+             budget_s: float) -> WarmResult:
+        """Decode each of ``docs`` (JSON values, e.g.
+        :func:`~reference_engine.warmup.example_instances` of the schema) once, tokenised
+        by ``encode`` (text → token ids), computing every mask, for about ``budget_s``
+        seconds at most in all: the cache entries a first decode of a similar document
+        needs are built here instead (masks are unchanged). See
         :mod:`reference_engine.warmup`; returns its :class:`~reference_engine.warmup.WarmResult`."""
-        from reference_engine.warmup import warm_decode
+        from reference_engine.warmup import warm_decodes
 
-        self.warmed = warm_decode(self, doc, encode, budget_s)
+        self.warmed = warm_decodes(self, list(docs), encode, budget_s)
         return self.warmed
 
     def matcher(self) -> GrammarMatcher:
