@@ -250,9 +250,12 @@ class DFA:
 
     __slots__ = ("edges", "finals", "_los", "_lens", "_hash")
 
-    def __init__(self, edges: list[list[tuple[int, int, int]]], finals: Sequence[bool]):
-        self.edges = edges
-        self.finals = list(finals)
+    def __init__(self, edges: Sequence[Sequence[tuple[int, int, int]]], finals: Sequence[bool]):
+        # tuples: an automaton lives as long as its grammar, and tuples of numbers drop
+        # out of the cyclic collector's passes (a list per state was traversed each time;
+        # key automata have tens of thousands of states)
+        self.edges = tuple(map(tuple, edges))
+        self.finals = tuple(finals)
         self._los: list[list[int]] | None = None
         self._lens: LengthOracle | None = None
         self._hash: int | None = None
@@ -268,7 +271,7 @@ class DFA:
     def step(self, s: int, c: int) -> int | None:
         los = self._los
         if los is None:
-            los = self._los = [[e[0] for e in row] for row in self.edges]
+            los = self._los = tuple(tuple(e[0] for e in row) for row in self.edges)
         row = self.edges[s]
         i = bisect.bisect_right(los[s], c) - 1
         if i >= 0 and row[i][1] >= c:
@@ -294,7 +297,7 @@ class DFA:
         return self._lens
 
     def signature(self) -> tuple:
-        return (tuple(tuple(r) for r in self.edges), tuple(self.finals))
+        return (self.edges, self.finals)
 
     def __eq__(self, other) -> bool:  # structural (used to share fragments)
         return isinstance(other, DFA) and self.signature() == other.signature()
@@ -497,7 +500,7 @@ class DFA:
             gaps = cs_complement(covered, universe)
             edges.append(_merge_row(list(row) + [(lo, hi, sink) for lo, hi in gaps]))
         edges.append([(lo, hi, sink) for lo, hi in universe])
-        return DFA(edges, self.finals + [False])
+        return DFA(edges, self.finals + (False,))
 
     def complement(self, universe: CharSet = CODEPOINTS) -> "DFA":
         c = self.complete(universe)

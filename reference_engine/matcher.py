@@ -280,7 +280,9 @@ class MaskComputer:
                 if new not in seen:
                     seen.add(new)
                     work.append(new)
-        got = (confs, pops, guards, moved)
+        # tuples: the memo lives as long as the grammar, and tuples of numbers drop out
+        # of the cyclic collector's passes (three lists per entry were traversed each time)
+        got = (tuple(confs), tuple(pops), tuple(guards), moved)
         self._lclosure[key] = got
         return got
 

@@ -49,6 +49,7 @@ one alive.
 from __future__ import annotations
 
 import bisect
+from array import array
 from typing import Callable
 
 import numpy as np
@@ -583,7 +584,7 @@ class _FragClass:
         edges = self.dfa.edges[d]
         los = self._los.get(d)
         if los is None:
-            los = self._los[d] = [e[0] for e in edges]
+            los = self._los[d] = tuple(e[0] for e in edges)
         i = bisect.bisect_right(los, lo) - 1
         if i >= 0:
             elo, ehi, t = edges[i]
@@ -686,7 +687,7 @@ class _FragClass:
                 if lo >= 128:
                     break
                 ascii_row[lo:min(hi, 127) + 1] = [t] * (min(hi, 127) + 1 - lo)
-            self._ascii[d] = ascii_row
+            self._ascii[d] = ascii_row = tuple(ascii_row)  # (no list for the collector)
         feasible: dict[int, bool] = {}  # per target state, within this row
         for b, r in moves(self.enc, dec):
             if r[0] == "c":
@@ -1309,13 +1310,16 @@ class PDA:
         self.exitflag = np.zeros(cap, dtype=bool)
         self.stopflag = np.zeros(cap, dtype=bool)
         self.items: list[frozenset] = []
-        self.final: list[bool] = []
-        self.state_rule: list[int] = []
+        # flags and numbers per state in bytearrays and arrays, which the cyclic garbage
+        # collector has nothing to traverse in (a list is traversed at every full pass,
+        # one visit per state: tens of milliseconds for a schema of 25,000 states)
+        self.final = bytearray()
+        self.state_rule = array("l")
         self.state_calls: list[tuple] = []
-        self.has_bytes: list[bool] = []
+        self.has_bytes = bytearray()
         self.rows: list[tuple[int, ...] | None] = []
-        self.exit_list: list[bool] = []
-        self.stop_list: list[bool] = []
+        self.exit_list = bytearray()
+        self.stop_list = bytearray()
         #: per state, its object-frame guards ``(Guard, target state)``
         self.state_guards: list[tuple] = []
         #: per state, the guards of which one must pass for its byte-reading items to
