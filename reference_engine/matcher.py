@@ -105,6 +105,11 @@ def _no_families() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return _NO_FAMILY, _NO_FAMILY, _NO_FAMILY
 
 
+def _frame_shape(entries: tuple) -> tuple:
+    """Stack ``entries`` with each object frame's parameter left out (see FrameReads)."""
+    return tuple([e if e >= -1 else _FRAME for e in entries])
+
+
 def words_for(vocab_size: int) -> int:
     """Number of int32 words of a bitmask over ``vocab_size`` tokens."""
     return (vocab_size + 31) // 32
@@ -1108,34 +1113,14 @@ class MaskComputer:
             self._ctx[key] = got
             self.ctx_shared += 1
             return got
+        got = self._context_of_another_stack(gid, stack)
+        if got is not None:
+            self._ctx[key] = self._ctx_groups[gkey] = got
+            self.ctx_shared += 1
+            return got
         pda = self.pda
         pool = pda.stacks
         ret, parent, depth = pool.ret, pool.parent, pool.depth
-        # an entry computed with another stack whose top entries (as many as that
-        # computation read) are this one's
-        tops = self._ctx_tops.get(gid)
-        if tops is not None:
-            for k, entries in tops.items():
-                got = entries.get(pool.entries(stack, k))
-                if got is not None:
-                    self._ctx[key] = self._ctx_groups[gkey] = got
-                    self.ctx_shared += 1
-                    return got
-        # ... or whose top entries differ in frames only, which give the outcomes that
-        # computation read of them (another set of members seen: see FrameReads)
-        shapes = self._ctx_frames.get(gid)
-        if shapes is not None:
-            viable = pda.viable_entry
-            for k, table in shapes.items():
-                ents = pool.entries(stack, k)
-                cands = table.get(tuple([e if e >= -1 else _FRAME for e in ents]))
-                if cands is not None:
-                    for reads, got in cands:
-                        if FrameReads.holds(reads, ents, viable):
-                            self._ctx[key] = self._ctx_groups[gkey] = got
-                            self.ctx_shared += 1
-                            self.ctx_frame_shared += 1
-                            return got
         low = depth[stack]  # the deepest stack node this computation touches
         parts: list[np.ndarray] = []
         # work: (state, stack, popped) -> chunks of trie nodes (each a sorted tuple of
@@ -1176,12 +1161,35 @@ class MaskComputer:
             ents = pool.entries(stack, k)
             self._ctx_tops.setdefault(gid, {}).setdefault(k, {})[ents] = got
             if not rec.opaque:
-                shape = tuple([e if e >= -1 else _FRAME for e in ents])
                 cands = self._ctx_frames.setdefault(gid, {}).setdefault(k, {}).setdefault(
-                    shape, [])
+                    _frame_shape(ents), [])
                 if len(cands) < FRAME_SHAPE_ENTRIES:
                     cands.append((tuple(rec.reads.items()), got))
         return got
+
+    def _context_of_another_stack(self, gid: int, stack: int) -> WordSet | None:
+        """An entry of :meth:`context` computed for the groups ``gid`` with another
+        stack from which the computation would be the same: one whose top entries, as
+        many as that computation read, are ``stack``'s, or differ from them in object
+        frames only that give the outcomes that computation read of them (another set
+        of members seen: see :class:`~reference_engine.pda.FrameReads`). None if none."""
+        pool = self.pda.stacks
+        tops = self._ctx_tops.get(gid)
+        if tops is not None:
+            for k, entries in tops.items():
+                got = entries.get(pool.entries(stack, k))
+                if got is not None:
+                    return got
+        shapes = self._ctx_frames.get(gid)
+        if shapes is not None:
+            viable = self.pda.viable_entry
+            for k, table in shapes.items():
+                ents = pool.entries(stack, k)
+                for reads, got in table.get(_frame_shape(ents), ()):
+                    if FrameReads.holds(reads, ents, viable):
+                        self.ctx_frame_shared += 1
+                        return got
+        return None
 
     def _context_waves(self, work: dict, parts: list, low: int) -> int:
         """The walks of :meth:`context` from its first ``work`` items, in waves: the

@@ -56,6 +56,8 @@ FORMAT_EXAMPLES = {
     "uuid": "123e4567-e89b-12d3-a456-426614174000", "duration": "P1D",
     "json-pointer": "/a/b", "relative-json-pointer": "0/a", "regex": "^a+$",
 }
+
+
 @dataclass(frozen=True)
 class Style:
     """The choices of one example document: ``choice``, the index of the ``enum`` /
