@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How much does the harness itself cost, and does it report the engines' TBM faithfully?
 
-1. Per-token overhead of the measurement loop (``harness.measure.replay``), measured with
+1. Per-token overhead of the measurement loop (``harness.measure.replay.replay``), measured with
    the ``null`` engine whose mask is a precomputed array: (time of the whole replay −
    time of a bare loop making the same engine calls) / tokens. Goal ≤ 1 µs.
 2. Each installed engine's TBM (mask + commit per token) in a bare tight loop with one
@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT))
 
 from engines.base import CompileError, allocate_bitmask  # noqa: E402
 from engines.registry import EngineSpec, is_installed  # noqa: E402
-from harness.measure import replay  # noqa: E402
-from harness.vocab import load_vocabulary  # noqa: E402
+from harness.measure.replay import replay  # noqa: E402
+from harness.vocab import load_vocabulary# noqa: E402
 from suites.jsonschemabench import parse_case, resolve_data_dir  # noqa: E402
 
 #: Schemas that all three engines compile within seconds, from different subsets.

@@ -24,7 +24,7 @@ _ENGINES: dict[str, tuple[str, str, str | None]] = {
     # from --engine all, asked for by name.
     "llamacpp-gbnf": ("engines.llamacpp_gbnf_engine", "LlamaCppGbnfEngine", "llama_cpp"),
     # vLLM offline (e2e suite only; GPU machines): "not run" where vllm is not installed
-    "vllm": ("engines.serving.vllm_offline", "VllmEngine", "vllm"),
+    "vllm": ("engines.vllm_engine", "VllmEngine", "vllm"),
     # Our own engine (reference_engine/): pure Python + numpy, nothing to install.
     "reference": ("engines.reference", "ReferenceEngine", None),
     # Test doubles: hidden from --engine all and from `harness engines` unless asked.

@@ -18,7 +18,7 @@ import fnmatch
 import json
 from typing import Any, Iterator, Sequence
 
-from harness.groundtruth import parse_instance_text
+from harness.measure.groundtruth import parse_instance_text
 from suites.base import Case, Instance, SuiteError, round_robin
 from suites.drift_probes import AXES, GROUPS
 

@@ -4,7 +4,7 @@ the verdict the specification gives, and the semantic axis it probes.
 A probe's instance is a *text*, not a value: whitespace, key order, duplicate keys, number
 forms and escapes only exist in the bytes. The harness replays that exact text (serialisation
 name ``text``) and computes ground truth on ``json.loads(text)`` (strict: no NaN/Infinity, no
-raw control characters, duplicate keys detected; see :mod:`harness.groundtruth`).
+raw control characters, duplicate keys detected; see :mod:`harness.measure.groundtruth`).
 
 Verdicts ("valid" = the spec accepts the text as an instance of the schema):
 

@@ -3,7 +3,7 @@
 The cases are the ``jsonschemabench`` corpus's (same ``--data``, ``--subset``, ``--sample``,
 ``--schemas`` selection; a 40-schema stratified sample when neither ``--sample`` nor
 ``--schemas`` is given); the instances are dropped (nothing is replayed: the model generates).
-Jobs are of kind ``e2e`` (:mod:`harness.e2e.job`).
+Jobs are of kind ``e2e`` (:mod:`harness.measure.e2e.job`).
 """
 
 from __future__ import annotations

@@ -158,7 +158,7 @@ class JsonSchemaBenchView:
     nor ``--schemas`` is given), and keep or drop each case's instances."""
 
     name = ""
-    #: the worker job kind for this suite's cases (harness.worker.JOB_KINDS)
+    #: the worker job kind for this suite's cases (harness.run.worker.JOB_KINDS)
     job_kind = "replay"
     keep_instances = True
     default_sample = 40

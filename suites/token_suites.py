@@ -4,8 +4,8 @@ Both take their cases from the ``jsonschemabench`` corpus (same ``--data``, ``--
 ``--sample``, ``--schemas`` selection; a 12-schema stratified sample when neither
 ``--sample`` nor ``--schemas`` is given: these jobs run the pure-Python reference engine or
 hundreds of masked walks per schema). ``mask-diff`` keeps each case's instances (its jobs
-diff the valid ones, :mod:`harness.tokens.maskdiff_job`); ``fuzz`` drops them (the engine
-generates, :mod:`harness.tokens.fuzz_job`).
+diff the valid ones, :mod:`harness.measure.tokens.maskdiff_job`); ``fuzz`` drops them (the engine
+generates, :mod:`harness.measure.tokens.fuzz_job`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class MaskDiffSuite(_TokenSuite):
     """Token-level mask diff against the reference engine; EOS, rollback, tightness."""
 
     name = "mask-diff"
-    #: the worker job kind for this suite's cases (harness.worker.JOB_KINDS)
+    #: the worker job kind for this suite's cases (harness.run.worker.JOB_KINDS)
     job_kind = "mask-diff"
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from harness.vocab import Vocabulary
-from harness.vocab_hf import bytes_to_unicode
+from harness.vocab.hf import bytes_to_unicode
 
 
 def build_tokenizer_json_from_tiktoken(

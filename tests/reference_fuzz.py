@@ -123,7 +123,7 @@ def rand_value(rng: random.Random, depth: int = 0):
 
 
 def run(n: int, seed: int, verbose: bool = True):
-    from harness.groundtruth import GroundTruth, offline_registry
+    from harness.measure.groundtruth import GroundTruth, offline_registry
     from reference_engine.json_schema import SchemaCompileError, compile_schema
     from reference_engine.pda import PDA
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import harness, read_records
-from harness.groundtruth import GroundTruth
+from harness.measure.groundtruth import GroundTruth
 from suites.adversarial import FAMILIES, FAMILY_BY_NAME, Adversarial, family_size, make_case
 from suites.base import SuiteError
 
@@ -89,8 +89,9 @@ def test_run_classifies_every_case_and_reports_cost_against_size(tmp_path):
     cases = Adversarial(subsets=["nesting_oneof"]).case_ids()
     assert sorted((r["engine"], r["schema_id"]) for r in recs) == sorted(
         (e, c) for e in ("xgrammar", "llguidance") for c in cases)
-    from harness.report_adversarial import CLASSES, case_class, class_counts, rows
-    from harness.report_md import load_run
+    from harness.analysis.adversarial import CLASSES, case_class, class_counts
+    from harness.report.sections.adversarial import rows
+    from harness.report.model import load_run
 
     for r in recs:
         assert case_class(r["outcome"]) in CLASSES, r

@@ -8,7 +8,9 @@ import pytest
 
 from conftest import REAL_FILES, harness, link_real, read_records
 from engines.registry import EngineSpec, _ENGINES, is_installed
-from harness import benchmark, metrics, table
+from harness.run import session as benchmark
+from harness.analysis import metrics
+from harness.report import console as table
 
 
 @pytest.fixture(scope="module")

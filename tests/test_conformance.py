@@ -11,9 +11,10 @@ import jsonschema
 import pytest
 
 from conftest import harness, read_records
-from harness import conformance, metrics
-from harness.groundtruth import GroundTruth, offline_registry, parse_instance_text
-from harness.segment import SegmentationError, TokenIndex, segmentation, segmentations
+from harness.analysis import conformance
+from harness.analysis import metrics
+from harness.measure.groundtruth import GroundTruth, offline_registry, parse_instance_text
+from harness.measure.segment import SegmentationError, TokenIndex, segmentation, segmentations
 from harness.vocab import Vocabulary, load_vocabulary
 from suites.base import Case, Instance, SuiteError
 from suites.drift import Drift, probe_id
@@ -300,7 +301,7 @@ def test_engines_accept_non_canonical_tokenisations(vocab, engine):
 
 def test_worker_segmentation_replays_and_summary(vocab):
     pytest.importorskip("llguidance")
-    from harness.worker import run_job
+    from harness.run.worker import run_job
 
     schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
               "required": ["a"]}

@@ -1,4 +1,4 @@
-"""End-to-end decode loop (harness/e2e) on the torch runtime at the test-only ``micro`` size:
+"""End-to-end decode loop (harness/measure/e2e) on the torch runtime at the test-only ``micro`` size:
 a two-layer Llama with the real 128,256-row LM head and random weights."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ import pytest
 import torch
 
 from engines.registry import EngineSpec, is_installed
-from harness.e2e import loop as e2e_loop
-from harness.e2e.job import resolve_options, run_e2e_job
-from harness.e2e.prompt import build_prompt
-from harness.e2e.runtime import get_runtime
-from harness.e2e.sampling import Bitmask, Sampler, apply_kernel, apply_shared
-from harness.e2e.validate import check_output
-from harness.groundtruth import GroundTruth
+from harness.measure.e2e import loop as e2e_loop
+from harness.measure.e2e.job import resolve_options, run_e2e_job
+from harness.measure.e2e.prompt import build_prompt
+from harness.measure.e2e.runtime_cache import get_runtime
+from harness.measure.e2e.sampling import Bitmask, Sampler, apply_kernel, apply_shared
+from harness.measure.e2e.validate import check_output
+from harness.measure.groundtruth import GroundTruth
 from harness.vocab import load_vocabulary
 
 ENGINES = [e for e in ("xgrammar", "llguidance", "outlines") if is_installed(e)]
@@ -188,7 +188,7 @@ def test_resolve_options():
 
 
 def test_e2e_summary_block():
-    from harness.e2e.summary import e2e_block, render_text
+    from harness.measure.e2e.summary import e2e_block, render_text
 
     def rec(engine, con, unc, invalid=0, runaways=0):
         return {"engine": engine, "outcome": "passing", "e2e_config": {"runtime": "torch"},
@@ -223,7 +223,7 @@ def test_e2e_suite_cases(tmp_path):
 
 
 def test_vllm_row_not_run_without_vllm():
-    from harness.benchmark import engine_status
+    from harness.run.session import engine_status
 
     st = engine_status(EngineSpec("vllm", "xgrammar"))
     if is_installed("vllm"):

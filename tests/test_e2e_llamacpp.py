@@ -19,16 +19,16 @@ pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (scripts
 
 from engines.base import allocate_bitmask  # noqa: E402
 from engines.registry import EngineSpec, is_installed  # noqa: E402
-from harness.e2e import loop as e2e_loop  # noqa: E402
-from harness.e2e.gguf_model import ensure_gguf  # noqa: E402
-from harness.e2e.prompt import build_prompt  # noqa: E402
-from harness.e2e.runtime import get_runtime  # noqa: E402
-from harness.e2e.runtime_llamacpp import processor_decode  # noqa: E402
-from harness.e2e.sampling import Bitmask, Sampler, apply_kernel  # noqa: E402
-from harness.e2e.validate import check_output  # noqa: E402
-from harness.groundtruth import GroundTruth  # noqa: E402
-from harness.measure import replay  # noqa: E402
-from harness.vocab import load_vocabulary  # noqa: E402
+from harness.measure.e2e import loop as e2e_loop  # noqa: E402
+from harness.vocab.gguf import ensure_gguf  # noqa: E402
+from harness.measure.e2e.prompt import build_prompt  # noqa: E402
+from harness.measure.e2e.runtime_cache import get_runtime  # noqa: E402
+from harness.measure.e2e.runtime_llamacpp import processor_decode  # noqa: E402
+from harness.measure.e2e.sampling import Bitmask, Sampler, apply_kernel  # noqa: E402
+from harness.measure.e2e.validate import check_output  # noqa: E402
+from harness.measure.groundtruth import GroundTruth  # noqa: E402
+from harness.measure.replay import replay  # noqa: E402
+from harness.vocab import load_vocabulary# noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 
 ENGINES = [e for e in ("xgrammar", "llguidance", "outlines") if is_installed(e)]
@@ -142,13 +142,13 @@ def server(vocab):
     port = _free_port()
     log = open(os.devnull, "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.e2e.llamacpp_server", "--model", str(model),
+        [sys.executable, "-m", "harness.measure.e2e.llamacpp_server", "--model", str(model),
          "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1",
          "--chat_format", "llama-3", "--n_ctx", "4096"],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
         env={**os.environ, "PYTHONPATH": str(ROOT)})
     url = f"http://127.0.0.1:{port}"
-    from engines.serving.openai_client import OpenAIClient
+    from harness.measure.e2e.openai_client import OpenAIClient
 
     try:
         for _ in range(120):
@@ -171,7 +171,7 @@ def server(vocab):
 
 
 def test_server_dialects(server):
-    from engines.serving.openai_client import OpenAIClient, verdict
+    from harness.measure.e2e.openai_client import OpenAIClient, verdict
 
     truth = GroundTruth({"type": "object", "properties": {"ok": {"type": "boolean"}},
                          "required": ["ok"]})
@@ -188,7 +188,7 @@ def test_server_dialects(server):
 
 
 def test_server_route_job(server):
-    from harness.e2e.job import run_e2e_job
+    from harness.measure.e2e.job import run_e2e_job
 
     schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
     job = {"kind": "e2e", "engine": {"name": "xgrammar", "config": "default",

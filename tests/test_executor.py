@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from conftest import ROOT, harness, link_real, write_case
-from harness import benchmark
+from harness.run import session as benchmark
 
 ONLY_VALID = [{"description": "valid", "valid": True, "data": {"a": 1}}]
 REAL = ("Github_easy---o43998.json",)

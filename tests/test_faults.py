@@ -157,7 +157,7 @@ def test_corrupt_last_line_is_skipped_with_a_warning_on_resume(tmp_path):
     whole line of garbage, newline and all (a crash after the file's size reached the
     disk but before its data did: not a torn line, a corrupt one) is dropped with one
     warning, the good lines are kept in order, and its job counts as not finished."""
-    from harness.store import RunStore
+    from harness.store.run_store import RunStore
 
     store = RunStore.create(tmp_path, "run", {"config": {}, "sessions": []})
     recs = [{"engine": "null", "schema_id": f"Ok---{i}.json", "outcome": "passing"}

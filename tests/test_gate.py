@@ -15,7 +15,7 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from conftest import ROOT, harness, link_real
-from harness.gate import IMPROVEMENT, REGRESSION, SAME, compare_outcome
+from harness.analysis.gate import IMPROVEMENT, REGRESSION, SAME, compare_outcome
 from test_gate_ci import CI_SCHEMAS
 
 ENGINE = "llguidance"

@@ -10,9 +10,9 @@ import pytest
 
 from engines.base import Matcher, allocate_bitmask
 from engines.registry import EngineSpec
-from harness.groundtruth import GroundTruth
-from harness.measure import ACCEPTED, NO_EOS, REJECTED, SERIALIZATIONS, replay
-from harness.outcomes import classify
+from harness.measure.groundtruth import GroundTruth
+from harness.measure.replay import ACCEPTED, NO_EOS, REJECTED, SERIALIZATIONS, replay
+from harness.measure.outcomes import classify
 from harness.vocab import load_vocabulary
 from suites.jsonschemabench import CORE12, JsonSchemaBench, stratified_sample, subset_of
 

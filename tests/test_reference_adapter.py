@@ -136,7 +136,7 @@ print("ok")
 def test_mask_cache_stats_land_in_the_job_record():
     """The worker stores the adapter's ``stats()`` as ``engine_stats``: the adaptive
     cache's bytes against one dense 16 KiB bitmask per cached node, and the split."""
-    from harness.worker import run_job
+    from harness.run.worker import run_job
     from suites.base import Case, Instance
 
     schema = json.loads(PERSON)

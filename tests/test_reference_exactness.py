@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 import reference_helpers as H
 from engines.base import CompileError, allocate_bitmask
-from harness.groundtruth import GroundTruth, offline_registry
+from harness.measure.groundtruth import GroundTruth, offline_registry
 from reference_engine.maskcache import node_mask, node_mask_of_ids, pack_flags, word_set
 
 
@@ -239,7 +239,7 @@ def _check_random_schema(ran, data):
     import reference_fuzz
     from hypothesis_jsonschema import from_schema
 
-    from harness.segment import segmentations
+    from harness.measure.segment import segmentations
 
     seed = data.draw(st.integers(0, 10**6), label="schema seed")
     schema = reference_fuzz.rand_schema(random.Random(seed))

@@ -22,7 +22,7 @@ from hypothesis_jsonschema import from_schema
 
 import reference_helpers as H
 from engines.base import CompileError, allocate_bitmask
-from harness.groundtruth import GroundTruth, offline_registry
+from harness.measure.groundtruth import GroundTruth, offline_registry
 
 CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora" / "jsonschemabench"
 

@@ -158,7 +158,7 @@ def test_default_folder_and_input_errors(runs, tmp_path):
     out = harness("report", str(empty))
     assert out.returncode == 2 and "no run.json" in out.stderr
     # default: reports/<run-id>/ (under the project); removed afterwards
-    from harness.cli import REPORTS_DEFAULT
+    from harness.cli.common import REPORTS_DEFAULT
 
     name = json.loads((run_a / "run.json").read_text())["run_id"]
     target = REPORTS_DEFAULT / name

@@ -220,9 +220,10 @@ def test_files_only_under_results_and_reports_with_the_umask(hostile_run):
 
 
 def test_a_schema_id_cannot_escape_the_results_folder(tmp_path):
-    from harness.report_html import write_reports
-    from harness.runner import Job, Runner
-    from harness.store import RunStore
+    from harness.report.html import write_reports
+    from harness.run.executor import Job
+    from harness.run.local import LocalExecutor
+    from harness.store.run_store import RunStore
 
     results, reports = tmp_path / "a" / "b" / "results", tmp_path / "a" / "b" / "reports"
     store = RunStore.create(results, "run", {"run_id": "run", "config": {
@@ -235,7 +236,7 @@ def test_a_schema_id_cannot_escape_the_results_folder(tmp_path):
     payload = {"engine": {"name": "null", "config": "default", "label": "null"},
                "case": case, "tokenizer": "llama3", "serializations": ["ascii"],
                "primary": "ascii", "segmentations": 0}
-    Runner(store, jobs=1, timeout_s=30, memory_gib=4).run([
+    LocalExecutor(store, jobs=1, timeout_s=30, memory_gib=4).run([
         Job("null", evil, "../../../tmp/y", payload),
         Job("null", "../../bad", "..", None, "../../bad: cannot read")])
     store.close()

@@ -10,12 +10,12 @@ import jsonschema
 import pytest
 
 from engines.registry import EngineSpec
-from harness.groundtruth import parse_instance_text
-from harness.tokens.findings import record_findings
-from harness.tokens.fuzz_job import run_fuzz_job
-from harness.tokens.maskdiff_job import run_mask_diff_job
-from harness.tokens.summary import extend, no_oracle_pairs
-from harness.worker import _State, _adapter
+from harness.measure.groundtruth import parse_instance_text
+from harness.measure.tokens.findings import record_findings
+from harness.measure.tokens.fuzz_job import run_fuzz_job
+from harness.measure.tokens.maskdiff_job import run_mask_diff_job
+from harness.measure.tokens.summary import extend, no_oracle_pairs
+from harness.measure import adapters
 
 STRING_SCHEMA = {"type": "object", "properties": {"s": {"type": "string", "maxLength": 20}},
                  "required": ["s"],
@@ -35,8 +35,8 @@ def _job(engine: str, schema, instances, suite="mask-diff", **opts):
 
 
 def _vocab():
-    _adapter("xgrammar", "default", "llama3")
-    return _State.vocab
+    adapters.adapter("xgrammar", "default", "llama3")
+    return adapters.vocabulary()
 
 
 def _text(ids):
@@ -200,8 +200,8 @@ def test_xgrammar_forbids_closing_tokens_with_a_trailing_newline():
 
 
 def test_scanner_tracks_strings_and_depth_across_token_boundaries():
-    from harness.tokens.maskops import IN, OUT, token_classes
-    from harness.tokens.policy import scan
+    from harness.measure.tokens.maskops import IN, OUT, token_classes
+    from harness.measure.tokens.policy import scan
 
     tc = token_classes(_vocab())
     text = '{"a": ["x}]\\"", {"b": 1}], "c": "\\\\"}'

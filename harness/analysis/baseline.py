@@ -1,0 +1,346 @@
+"""Baselines for ``harness gate``: a small JSON file meant to be committed.
+
+Written by ``harness baseline RUN -o FILE`` from the run folder's ``records.jsonl`` (the
+source of truth). It holds
+
+``outcomes``   per engine, per schema: the expected outcome (the ratchet);
+``latency``    per engine: the run's summary percentiles (display), their spread (a
+               bootstrap 95 % interval over schemas), and per schema what the gate needs
+               to bootstrap again: ``n`` (token steps of the primary serialisation), ``q``
+               (a quantile sketch of that schema's TBM, µs) and ``ttfm_ms``;
+``run``        where it came from: run id, command, commit, machine, engines + versions,
+               tokenizer, serialisations, limits;
+``created_by`` the command that wrote it (``comment`` for free text, e.g. how to refresh).
+
+The TBM sketch
+--------------
+Each schema's TBM distribution is kept as its quantiles at the midpoints of fixed
+probability bins (:data:`SKETCH_EDGES`, dense in the tail), each standing for the bin's
+share of the schema's ``n`` steps. A pooled percentile over a set of schemas is then the
+weighted percentile of all their sketch points, so resampling *schemas* (a bootstrap)
+needs only the sketches: 17 numbers per schema instead of every step. The gate computes
+the same sketch from the new run's records, so both sides of a ratio are estimated the
+same way; the sketch's p50/p99 match the exact pooled ones (``summary.json``) to within a
+few percent. TTFM p50 is the median over schemas of the per-schema TTFM (timeouts before
+the first mask count as the limit, as in :func:`harness.analysis.metrics.ttfm_values_ms`).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.analysis import metrics
+
+from harness.measure import outcomes
+
+FORMAT = "grammar-harness-baseline/1"
+
+#: Probability bins of the per-schema TBM sketch (edges); a point per bin at its midpoint.
+SKETCH_EDGES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.45, 0.48, 0.5, 0.52, 0.55, 0.6, 0.7, 0.8, 0.9,
+                0.95, 0.97, 0.98, 0.985, 0.99, 0.993, 0.996, 0.999, 1.0)
+SKETCH_LEVELS = tuple((a + b) / 2 for a, b in zip(SKETCH_EDGES, SKETCH_EDGES[1:]))
+SKETCH_WEIGHTS = tuple(b - a for a, b in zip(SKETCH_EDGES, SKETCH_EDGES[1:]))
+SKETCH_WEIGHTS_P = np.array(SKETCH_WEIGHTS) / sum(SKETCH_WEIGHTS)  # exact sum 1 for sampling
+
+#: Latency statistics gated, per engine: (key, label, unit).
+STATS = (("tbm_p50_us", "TBM p50", "µs"), ("tbm_p99_us", "TBM p99", "µs"),
+         ("ttfm_p50_ms", "TTFM p50", "ms"))
+
+#: Options of ``harness run`` that say where outputs go, not what runs.
+_OUTPUT_OPTS = {"--results": 1, "--reports": 1, "--resume": 1, "--no-progress": 0}
+
+
+class BaselineError(Exception):
+    """A baseline file that cannot be read or is not a baseline (one-line message)."""
+
+
+def _sig(x: float, digits: int = 4) -> float:
+    return float(f"{x:.{digits}g}")
+
+
+# --------------------------------------------------------------------------------------
+# Per-schema latency, from records
+
+
+def sketch(tbm_us: np.ndarray) -> list[float]:
+    return [_sig(v) for v in np.percentile(tbm_us, [100 * lv for lv in SKETCH_LEVELS])]
+
+
+def schema_latency(records: list[dict[str, Any]], primary: str,
+                   timeout_s: float | None) -> dict[str, dict[str, dict[str, Any]]]:
+    """engine → schema → {"n", "q", "ttfm_ms"} (``q`` only when it has token steps)."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    sdf = metrics.schema_frame(records)
+    ttfm: dict[tuple[str, str], float] = {}
+    if len(sdf):
+        for eng in sdf["engine"].unique():
+            e = sdf[sdf["engine"] == eng]
+            vals = metrics.ttfm_values_ms(e, timeout_s)
+            for sid, v in zip(e.loc[vals.index, "schema_id"], vals):
+                ttfm[(eng, sid)] = float(v)
+    for r in records:
+        if r["outcome"] == outcomes.BAD_INPUT:
+            continue
+        entry: dict[str, Any] = {"n": 0}
+        t = metrics.token_timings([r], primary).get(r["engine"])
+        if t is not None and t["mask"].size:
+            tbm = (t["mask"] + t["commit"]) / 1000.0
+            entry = {"n": int(tbm.size), "q": sketch(tbm)}
+        tt = ttfm.get((r["engine"], r["schema_id"]))
+        entry["ttfm_ms"] = _sig(tt, 5) if tt is not None else None
+        out.setdefault(r["engine"], {})[r["schema_id"]] = entry
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Statistics on sketches, with a paired bootstrap over schemas
+
+
+def _pct_rows(sorted_vals: np.ndarray, w: np.ndarray, q: float) -> np.ndarray:
+    """Weighted ``q``-quantile of ``sorted_vals`` for each row of weights ``w`` (b, N).
+
+    Each point sits at the middle of its weight on the cumulative axis; in between,
+    values are interpolated linearly (so sketch midpoints give unbiased pooled quantiles).
+    Points of weight 0 are ignored."""
+    cum = np.cumsum(w, axis=1)
+    total = cum[:, -1:]
+    pos = (cum - w / 2) / np.where(total > 0, total, 1)
+    pos[w == 0] = np.nan
+    rows = np.arange(w.shape[0])
+    below = np.where(pos <= q, pos, -np.inf)
+    below[np.isnan(pos)] = -np.inf
+    lo = np.argmax(below, axis=1)
+    lo_ok = np.isfinite(below[rows, lo])
+    above = np.where(pos > q, pos, np.inf)
+    above[np.isnan(pos)] = np.inf
+    hi = np.argmin(above, axis=1)
+    hi_ok = np.isfinite(above[rows, hi])
+    p_lo, p_hi = pos[rows, lo], pos[rows, hi]
+    v_lo, v_hi = sorted_vals[lo], sorted_vals[hi]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = np.where(lo_ok & hi_ok & (p_hi > p_lo), (q - p_lo) / (p_hi - p_lo), 0.0)
+    val = np.where(lo_ok, v_lo + frac * (v_hi - v_lo), v_hi)
+    return np.where(lo_ok | hi_ok, val, np.nan)
+
+
+def bootstrap_stat(entries: list[dict[str, Any]], key: str, counts: np.ndarray,
+                   rng: np.random.Generator | None = None) -> np.ndarray:
+    """One statistic for each row of ``counts`` (schema multiplicities, row 0 = as is).
+
+    TBM statistics resample at two levels: schemas (``counts``), then, when ``rng`` is
+    given, each schema's ``n`` token steps from its sketch (multinomial over the sketch
+    bins), so a tail percentile from few steps gets the wide interval it deserves. Row 0
+    is always the plain estimate."""
+    pts, base_w = stat_arrays(entries, key)
+    S, K = pts.shape
+    flat = pts.ravel()
+    order = np.argsort(flat, kind="stable")
+    sorted_vals = flat[order]
+    q = quantile_of(key)
+    tokens = key.startswith("tbm") and rng is not None
+    n = np.array([e["n"] for e in entries], dtype=np.int64) if tokens else None
+    out = np.empty(counts.shape[0])
+    block = max(1, 2_000_000 // max(1, S * K))
+    for i in range(0, counts.shape[0], block):
+        c = counts[i:i + block]
+        if tokens:
+            m = rng.multinomial(n, SKETCH_WEIGHTS_P, size=(c.shape[0], S)).astype(float)
+            if i == 0:
+                m[0] = base_w
+            w = (c[:, :, None] * m).reshape(c.shape[0], S * K)
+        else:
+            w = (c[:, :, None] * base_w[None, :, :]).reshape(c.shape[0], S * K)
+        out[i:i + block] = _pct_rows(sorted_vals, w[:, order], q)
+    return out
+
+
+def stat_arrays(entries: list[dict[str, Any]], key: str) -> tuple[np.ndarray, np.ndarray]:
+    """(points, weights), each (schemas, K), of one statistic over schema entries."""
+    if key.startswith("tbm"):
+        pts = np.array([e["q"] for e in entries], dtype=float)
+        w = np.array([[e["n"] * sw for sw in SKETCH_WEIGHTS] for e in entries], dtype=float)
+    else:
+        pts = np.array([[e["ttfm_ms"]] for e in entries], dtype=float)
+        w = np.ones_like(pts)
+    return pts, w
+
+
+def usable(entry: dict[str, Any], key: str) -> bool:
+    if key.startswith("tbm"):
+        return bool(entry.get("n")) and isinstance(entry.get("q"), list) and len(entry["q"]) == len(SKETCH_LEVELS)
+    return entry.get("ttfm_ms") is not None
+
+
+def quantile_of(key: str) -> float:
+    return {"tbm_p50_us": 0.5, "tbm_p99_us": 0.99, "ttfm_p50_ms": 0.5}[key]
+
+
+def resample_counts(n_schemas: int, n_boot: int, seed: int) -> np.ndarray:
+    """(1 + n_boot, n_schemas) multiplicities of a schema bootstrap (row 0: each once)."""
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n_schemas, size=(n_boot, n_schemas))
+    counts = np.zeros((n_boot + 1, n_schemas))
+    counts[0] = 1
+    np.add.at(counts, (np.repeat(np.arange(1, n_boot + 1), n_schemas), idx.ravel()), 1)
+    return counts
+
+
+def stat_with_spread(entries: list[dict[str, Any]], key: str, n_boot: int = 1000,
+                     seed: int = 0, confidence: float = 0.95) -> dict[str, Any] | None:
+    entries = [e for e in entries if usable(e, key)]
+    if not entries:
+        return None
+    counts = resample_counts(len(entries), n_boot, seed)
+    vals = bootstrap_stat(entries, key, counts, np.random.default_rng(seed + 1))
+    a = (1 - confidence) / 2
+    lo, hi = np.quantile(vals[1:], [a, 1 - a])
+    return {"value": _sig(vals[0]), f"ci{round(confidence * 100)}": [_sig(lo), _sig(hi)],
+            "schemas": len(entries)}
+
+
+# --------------------------------------------------------------------------------------
+# Writing and reading
+
+
+def run_command(argv: list[str] | None) -> tuple[str | None, list[str]]:
+    """("harness run …" without output-location options, those arguments)."""
+    if not argv:
+        return None, []
+    args = list(argv[1:])
+    if args and args[0] == "run":
+        args = args[1:]
+    keep, i = [], 0
+    while i < len(args):
+        a = args[i]
+        name = a.split("=", 1)[0]
+        if name in _OUTPUT_OPTS:
+            i += 1 + (_OUTPUT_OPTS[name] if "=" not in a else 0)
+            continue
+        keep.append(a)
+        i += 1
+    return "harness run " + shlex.join(keep), keep
+
+
+def make_baseline(run_dir: Path, command: str | None = None, comment: str | None = None,
+                  n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """The baseline dict of a run folder (read-only)."""
+    from harness.analysis.metrics import build_summary
+    from harness.store.run_store import RunStore
+
+    store = RunStore.open_readonly(run_dir)
+    meta = store.read_meta()
+    records = list(store.records())
+    if not records:
+        raise BaselineError(f"{store.records_path}: no records: nothing to make a baseline of")
+    cfg = meta.get("config", {})
+    primary = cfg.get("primary", "ascii")
+    summary = build_summary(meta, records)
+    outs: dict[str, dict[str, str]] = {}
+    for r in records:
+        outs.setdefault(r["engine"], {})[r["schema_id"]] = r["outcome"]
+    lat = schema_latency(records, primary, cfg.get("timeout_s"))
+    latency = {}
+    for eng, per_schema in lat.items():
+        s = summary["engines"].get(eng, {})
+        entries = list(per_schema.values())
+        latency[eng] = {
+            "summary": {
+                "tbm_us": {k: _sig(v) for k, v in s.get("tbm_us", {}).items()
+                           if k in ("p50", "p90", "p99", "p99.9", "over_1ms_share")},
+                "ttfm_ms": {k: _sig(v) for k, v in s.get("ttfm_ms", {}).items()
+                            if k in ("p50", "p90", "p99")},
+                "tokens": s.get("tokens"),
+            },
+            "stats": {key: stat_with_spread(entries, key, n_boot, seed) for key, _, _ in STATS},
+            "schemas": {sid: per_schema[sid] for sid in sorted(per_schema)},
+        }
+    sessions = meta.get("sessions") or [{}]
+    cmd, args = run_command(meta.get("command") or sessions[0].get("argv"))
+    mach = meta.get("machine", {})
+    return {
+        "format": FORMAT,
+        "comment": comment or "",
+        "created_by": command,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "run": {
+            "run_id": meta.get("run_id"),
+            "command": cmd,
+            "run_args": args,
+            "git_commit": meta.get("git_commit"),
+            "machine": {k: mach.get(k) for k in ("cpu_model", "cpus", "platform", "python")},
+            "tokenizer": (meta.get("tokenizer") or {}).get("name"),
+            "primary_serialization": primary,
+            "serializations": cfg.get("serializations"),
+            "timeout_s": cfg.get("timeout_s"),
+            "jobs": cfg.get("jobs"),
+            "engines": {e["engine"]: {"version": e.get("version"), "options": e.get("options"),
+                                      "status": e.get("status")}
+                        for e in meta.get("engines", [])},
+        },
+        "latency_method": (
+            "per schema: n = token steps (primary serialisation), q = TBM quantiles (µs) at "
+            "sketch_levels, each weighing sketch_weights × n; pooled TBM percentiles = "
+            "weighted percentiles of the sketch points; TTFM p50 = median over schemas; "
+            "stats.*.ci95 = bootstrap over schemas and, for TBM, over each schema's steps "
+            "(multinomial on its sketch); 1000 resamples, seed 0"),
+        "sketch_levels": [round(x, 6) for x in SKETCH_LEVELS],
+        "sketch_weights": [round(x, 6) for x in SKETCH_WEIGHTS],
+        "outcomes": {eng: {sid: o[sid] for sid in sorted(o)} for eng, o in outs.items()},
+        "latency": latency,
+    }
+
+
+def write_baseline(baseline: dict[str, Any], path: Path) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(dumps(baseline) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def dumps(obj: Any, level: int = 0, width: int = 240) -> str:
+    """JSON with anything short on one line (one schema per line: small diffs on refresh)."""
+    flat = json.dumps(obj, ensure_ascii=False)
+    if len(flat) + 2 * level <= width or not isinstance(obj, (dict, list)) or not obj:
+        return flat
+    pad, inner = " " * level, " " * (level + 1)
+    if isinstance(obj, dict):
+        items = [f"{inner}{json.dumps(k, ensure_ascii=False)}: {dumps(v, level + 1, width)}"
+                 for k, v in obj.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    items = [inner + dumps(v, level + 1, width) for v in obj]
+    return "[\n" + ",\n".join(items) + "\n" + pad + "]"
+
+
+def read_baseline(path: Path) -> dict[str, Any]:
+    """Read and check a baseline; :class:`BaselineError` says what is wrong with it."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BaselineError(f"{path}: no such baseline file (write one with `harness baseline RUN -o {path}`)") from None
+    except OSError as e:
+        raise BaselineError(f"{path}: cannot read: {e.strerror or e}") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise BaselineError(f"{path}: not JSON: {e}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        got = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise BaselineError(f"{path}: not a harness baseline (format {got!r}, expected {FORMAT!r})")
+    outs = data.get("outcomes")
+    if not isinstance(outs, dict) or not all(
+            isinstance(v, dict) and all(isinstance(o, str) and o in outcomes.OUTCOMES for o in v.values())
+            for v in outs.values()):
+        raise BaselineError(f"{path}: 'outcomes' must map engine → schema → one of {', '.join(outcomes.OUTCOMES)}")
+    lat = data.get("latency", {})
+    if not isinstance(lat, dict) or not all(
+            isinstance(v, dict) and isinstance(v.get("schemas", {}), dict) for v in lat.values()):
+        raise BaselineError(f"{path}: 'latency' must map engine → {{'schemas': {{schema: entry}}}}")
+    if tuple(data.get("sketch_levels") or SKETCH_LEVELS) != tuple(round(x, 6) for x in SKETCH_LEVELS):
+        raise BaselineError(f"{path}: its TBM sketch levels differ from this harness's; refresh the baseline")
+    return data

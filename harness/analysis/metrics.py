@@ -1,0 +1,238 @@
+"""Metrics: records → tables and the documented ``summary.json``. Never runs an engine.
+
+Definitions (MaskBench's, plus the EOS check it lacks):
+
+- **TBM** (time between masks, µs): per replayed token, mask fill + commit, pooled over
+  every token of every instance of the primary serialisation, for the engine. A replay
+  stops at the first rejected token, as MaskBench does.
+- **TTFM** (time to first mask, ms): schema text → compiled grammar → matcher → first
+  mask filled. A job that timed out before its first mask counts as the limit
+  (censored), as MaskBench counts it.
+- **false rejects / false accepts**: instances, per serialisation, whose replay verdict
+  differs from the expected verdict (jsonschema's; the corpus label where jsonschema
+  could not decide). Only schemas that compiled and finished count.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from harness.measure import outcomes
+from harness.measure.e2e.summary import e2e_block
+from harness.measure.outcomes import instance_outcome
+
+TBM_PERCENTILES = (25, 50, 75, 90, 95, 99, 99.9)
+TTFM_PERCENTILES = (25, 50, 75, 90, 99)
+
+
+def _pct_key(p: float) -> str:
+    return f"p{p:g}"
+
+
+def distribution(values_us: np.ndarray, percentiles=TBM_PERCENTILES) -> dict[str, float]:
+    """avg, percentiles, max (same unit as the input); empty → {}."""
+    if values_us.size == 0:
+        return {}
+    out = {"avg": float(values_us.mean())}
+    for p, v in zip(percentiles, np.percentile(values_us, percentiles)):
+        out[_pct_key(p)] = float(v)
+    out["max"] = float(values_us.max())
+    return out
+
+
+def schema_frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """One row per (engine, schema) job."""
+    rows = []
+    for r in records:
+        rows.append({
+            "engine": r["engine"], "schema_id": r["schema_id"], "subset": r.get("subset"),
+            "outcome": r["outcome"], "error": r.get("error"), "phase": r.get("phase"),
+            "compile_ms": r["compile_ns"] / 1e6 if r.get("compile_ns") is not None else None,
+            "ttfm_ms": r["ttfm_ns"] / 1e6 if r.get("ttfm_ns") is not None else None,
+            "tokens": r.get("tokens", 0), "busy_s": r.get("busy_ns", 0) / 1e9,
+            "wall_s": r.get("wall_ns", 0) / 1e9,
+            "started_at": r.get("started_at"), "finished_at": r.get("finished_at"),
+            "n_instances": len(r.get("instances", ())),
+        })
+    return pd.DataFrame(rows)
+
+
+def instance_frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """One row per (engine, schema, instance, serialisation) replay."""
+    rows = []
+    for r in records:
+        if r["outcome"] in outcomes.DEATHS or r["outcome"] in (outcomes.COMPILE_ERROR, outcomes.BAD_INPUT):
+            continue
+        for inst in r.get("instances", ()):
+            for ser, res in inst.get("results", {}).items():
+                rows.append({
+                    "engine": r["engine"], "schema_id": r["schema_id"],
+                    "subset": r.get("subset"), "index": inst["index"],
+                    "serialization": ser, "expected": inst["expected"],
+                    "label": inst["label"], "truth": inst.get("truth"),
+                    "label_disagrees": bool(inst.get("label_disagrees")),
+                    "status": res["status"],
+                    "finding": instance_outcome(inst["expected"], res["status"]),
+                    "n_tokens": res.get("n_tokens"),
+                    "steps": len(res.get("mask_ns", ())),
+                    "reject_at": res.get("reject_at"),
+                    "disagreement": res.get("disagreement"),
+                })
+    return pd.DataFrame(rows)
+
+
+def token_timings(records: Iterable[dict[str, Any]], serialization: str) -> dict[str, dict[str, np.ndarray]]:
+    """engine → {"mask": ns array, "commit": ns array} over the given serialisation."""
+    acc: dict[str, dict[str, list]] = defaultdict(lambda: {"mask": [], "commit": []})
+    for r in records:
+        for inst in r.get("instances", ()):
+            results = inst.get("results", {})
+            # an exact-text instance (suite drift) has one replay, "text": it stands in
+            res = results.get(serialization, results.get("text"))
+            if res and "mask_ns" in res:
+                acc[r["engine"]]["mask"].append(res["mask_ns"])
+                acc[r["engine"]]["commit"].append(res["commit_ns"])
+    out = {}
+    for eng, d in acc.items():
+        out[eng] = {k: (np.concatenate([np.asarray(x, dtype=np.int64) for x in v])
+                        if v else np.zeros(0, np.int64)) for k, v in d.items()}
+    return out
+
+
+def ttfm_values_ms(df: pd.DataFrame, timeout_s: float | None) -> pd.Series:
+    """TTFM per schema (ms) with pre-first-mask timeouts counted as the limit."""
+    vals = df["ttfm_ms"].copy()
+    if timeout_s:
+        censored = (df["outcome"] == outcomes.TIMEOUT) & vals.isna()
+        vals[censored] = timeout_s * 1000.0
+    return vals.dropna()
+
+
+def summarize(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+    """The machine-readable summary (``summary.json``); see README for the schema."""
+    cfg = meta.get("config", {})
+    primary = cfg.get("primary", "ascii")
+    sers = cfg.get("serializations", [primary])
+    timeout_s = cfg.get("timeout_s")
+    sdf = schema_frame(records)
+    idf = instance_frame(records)
+    if len(idf) and (idf["serialization"] == "text").any():
+        # exact-text instances (suite drift) are counted under "text"; a run of nothing
+        # else has no ascii/unicode/compact replays to count
+        replays = idf.loc[~idf["serialization"].str.startswith("seg"), "serialization"]
+        sers = ["text"] if (replays == "text").all() else [*sers, "text"]
+    timings = token_timings(records, primary)
+    engines: dict[str, Any] = {}
+    labels = [e["engine"] for e in meta.get("engines", [])]
+    if not labels and len(sdf):
+        labels = sorted(sdf["engine"].unique())
+    for label in labels:
+        einfo = next((e for e in meta.get("engines", []) if e["engine"] == label), {})
+        if einfo.get("status") == "not_run":
+            engines[label] = {"status": "not_run", "reason": einfo.get("reason")}
+            continue
+        e_s = sdf[sdf["engine"] == label] if len(sdf) else sdf
+        e_i = idf[idf["engine"] == label] if len(idf) else idf
+        counts = Counter(e_s["outcome"]) if len(e_s) else Counter()
+        fr, fa, nv, ni = {}, {}, {}, {}
+        for ser in sers:
+            d = e_i[e_i["serialization"] == ser] if len(e_i) else e_i
+            fr[ser] = int((d["finding"] == "false_reject").sum()) if len(d) else 0
+            fa[ser] = int((d["finding"] == "false_accept").sum()) if len(d) else 0
+            nv[ser] = int(d["expected"].sum()) if len(d) else 0
+            ni[ser] = int((~d["expected"].astype(bool)).sum()) if len(d) else 0
+        t = timings.get(label, {"mask": np.zeros(0), "commit": np.zeros(0)})
+        tbm_us = (t["mask"] + t["commit"]) / 1000.0
+        tbm = distribution(tbm_us)
+        if tbm:
+            tbm["over_1ms_share"] = float((tbm_us > 1000.0).mean())
+        ttfm = distribution(ttfm_values_ms(e_s, timeout_s).to_numpy(float), TTFM_PERCENTILES) if len(e_s) else {}
+        prim = e_i[e_i["serialization"].isin((primary, "text"))] if len(e_i) else e_i
+        wall = 0.0
+        if len(e_s) and e_s["started_at"].notna().any():
+            wall = float(e_s["finished_at"].max() - e_s["started_at"].min())
+        engines[label] = {
+            "status": "run",
+            "version": einfo.get("version"),
+            "options": einfo.get("options"),
+            "schemas": int(len(e_s)),
+            "outcomes": {o: int(counts.get(o, 0)) for o in outcomes.OUTCOMES},
+            "false_rejects": fr,
+            "false_accepts": fa,
+            "valid_instances": nv,
+            "invalid_instances": ni,
+            "eos_refused_valid": int(((prim["status"] == "no_eos") & prim["expected"]).sum()) if len(prim) else 0,
+            "mask_commit_disagreements": int(prim["disagreement"].notna().sum()) if len(prim) else 0,
+            "label_disagreements": int(prim["label_disagrees"].sum()) if len(prim) else 0,
+            "tbm_us": tbm,
+            "mask_us": distribution(t["mask"] / 1000.0),
+            "commit_us": distribution(t["commit"] / 1000.0),
+            "ttfm_ms": ttfm,
+            "tokens": int(tbm_us.size),
+            "wall_s": round(wall, 3),
+            "busy_s": round(float(e_s["busy_s"].sum()), 3) if len(e_s) else 0.0,
+            "segmentation": segmentation_counts(records, label, primary),
+        }
+        e2e = e2e_block(r for r in records if r.get("engine") == label)
+        if e2e is not None:
+            engines[label]["e2e"] = e2e
+    return {
+        "run_id": meta.get("run_id"),
+        "suite": cfg.get("suite"),
+        "primary_serialization": primary,
+        "serializations": sers,
+        "engines": engines,
+        "run": meta.get("sessions", []),
+    }
+
+
+def segmentation_counts(records: Iterable[dict[str, Any]], engine: str,
+                        primary: str) -> dict[str, int]:
+    """Non-canonical tokenisation replays (``results["seg<k>"]``, run option
+    ``segmentations``) of one engine: ``replays``, ``rejected`` (not accepted: rejected, EOS
+    refused or error; every one is a valid instance), and ``rejected_canonical_accepted``
+    (rejected although the canonical tokenisation of the same text was accepted: the
+    token-boundary bugs proper)."""
+    n = rejected = boundary = 0
+    for r in records:
+        if r["engine"] != engine or r["outcome"] in outcomes.DEATHS or r["outcome"] in (
+                outcomes.COMPILE_ERROR, outcomes.BAD_INPUT):
+            continue
+        for inst in r.get("instances", ()):
+            results = inst.get("results", {})
+            for key, res in results.items():
+                if not key.startswith("seg"):
+                    continue
+                n += 1
+                if res["status"] != "accepted":
+                    rejected += 1
+                    canon = results.get(res.get("of", primary), {})
+                    boundary += canon.get("status") == "accepted"
+    return {"replays": n, "rejected": rejected, "rejected_canonical_accepted": boundary}
+
+
+def parallel_efficiency(records: list[dict[str, Any]], sessions: list[dict[str, Any]]) -> float | None:
+    """Sum of the workers' busy time / (wall time × jobs), over the run's sessions."""
+    capacity = sum((s["ended_at"] - s["started_at"]) * s["jobs"] for s in sessions
+                   if s.get("ended_at") and s.get("started_at"))
+    if not capacity:
+        return None
+    # A killed job kept its worker busy until the kill: count its wall time.
+    busy = sum(r.get("busy_ns", r.get("wall_ns", 0)) for r in records) / 1e9
+    return busy / capacity
+
+
+def build_summary(meta: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+    """``summary.json``'s content from the records: :func:`summarize` plus the run's
+    parallel efficiency and wall time (sum over its sessions, s)."""
+    summary = summarize(records, meta)
+    sessions = meta.get("sessions", [])
+    eff = parallel_efficiency(records, sessions)
+    summary["parallel_efficiency"] = round(eff, 4) if eff is not None else None
+    summary["wall_s"] = round(sum(s["ended_at"] - s["started_at"] for s in sessions
+                                  if s.get("ended_at") and s.get("started_at")), 3)
+    return summary

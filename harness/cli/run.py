@@ -1,0 +1,134 @@
+"""``harness run``: run a suite against engines; writes results/<run-id>/ and its report."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from harness.cli.common import REPORTS_DEFAULT, RESULTS_DEFAULT, fail
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("run", help="run a suite against engines",
+                       description="Run a suite against engines; writes results/<run-id>/.")
+    # Defaults are None so that --resume can tell what was given explicitly.
+    from suites.registry import SUITES
+
+    p.add_argument("--suite", help=f"suite name: {', '.join(SUITES)} (default: jsonschemabench)")
+    p.add_argument("--engine", dest="engines",
+                   help="engines as NAME[:CONFIG],... or 'all' (default: all)")
+    p.add_argument("--tokenizer", help="llama3 (default), tekken, qwen2, or a tokenizer.json path")
+    p.add_argument("--data", help="corpus folder (default: $HARNESS_DATA or ../shared/corpora/<suite>)")
+    p.add_argument("--subset", dest="subsets", action="append",
+                   help="subset(s) to run, comma-separated or repeated; 'core12' = the peer table's 12 groups")
+    p.add_argument("--sample", type=int, help="N schemas, stratified by subset, deterministic")
+    p.add_argument("--schemas", help="glob on corpus file names, e.g. 'Github_easy---o1*'")
+    p.add_argument("--timeout", dest="timeout_s", type=float, help="wall-clock limit per job, s (default 60)")
+    p.add_argument("--memory", dest="memory_gib", type=float,
+                   help="address-space limit per worker, GiB (default 8; 0 = none)")
+    p.add_argument("--jobs", type=int, help="worker processes (default 1)")
+    p.add_argument("--serializations", help="comma-separated of ascii,unicode,compact (default: all three)")
+    p.add_argument("--primary", help="serialisation that decides schema outcomes and TBM (default ascii)")
+    p.add_argument("--segmentations", type=int,
+                   help="K seeded non-canonical tokenisations replayed per valid instance (default 0)")
+    p.add_argument("--results", help="folder for run folders (default: results/)")
+    p.add_argument("--reports", help="folder for reports (default: reports/)")
+    p.add_argument("--resume", help="continue the run in this run folder")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="where jobs run: local worker processes (default) or a Ray cluster")
+    p.add_argument("--ray-address",
+                   help="Ray cluster to join with --executor ray, e.g. HOST:6379 (default: "
+                        "start a local Ray instance)")
+    from harness.measure.e2e.options import add_run_arguments
+
+    add_run_arguments(p)
+    from harness.measure.tokens import options as token_options
+
+    token_options.add_run_arguments(p)
+    p.set_defaults(handler=cmd_run)
+
+
+def config_from_args(args) -> dict:
+    """The options given explicitly on the command line (unset ones stay absent)."""
+    given = {}
+    for key in ("suite", "engines", "tokenizer", "data", "sample", "schemas", "timeout_s",
+                "memory_gib", "jobs", "primary", "segmentations"):
+        v = getattr(args, key)
+        if v is not None:
+            given[key] = v
+    if args.subsets:
+        given["subsets"] = [s.strip() for x in args.subsets for s in x.split(",") if s.strip()]
+    if args.serializations:
+        given["serializations"] = [s.strip() for s in args.serializations.split(",") if s.strip()]
+    from harness.measure.e2e.options import config_from_args
+
+    given.update(config_from_args(args))
+    from harness.measure.tokens import options as token_options
+
+    given.update(token_options.config_from_args(args))
+    return given
+
+
+def cmd_run(args) -> int:
+    from engines.registry import UnknownEngine
+    from harness.run import session as benchmark
+    from harness.analysis import finalize as derive
+    from harness.report import console as table
+    from harness.report.html import write_reports
+    from harness.measure.replay import SERIALIZATIONS
+    from harness.run.executor import ExecutorError
+    from harness.store.run_store import RunStore, StoreError
+    from harness.vocab import VocabularyError
+    from suites.base import SuiteError
+
+    given = config_from_args(args)
+    resume = Path(args.resume) if args.resume else None
+    if resume is not None:
+        try:
+            stored = RunStore.open(resume).read_meta()["config"]
+        except StoreError as e:
+            return fail(str(e))
+        diff = {k: (v, stored.get(k)) for k, v in given.items() if stored.get(k) != v}
+        if diff:
+            return fail("--resume continues the stored run; these options differ from it: "
+                         + ", ".join(f"{k}={v!r} (stored {s!r})" for k, (v, s) in diff.items()))
+        config = stored
+    else:
+        config = {**benchmark.DEFAULT_CONFIG, **given}
+    bad = [s for s in config["serializations"] if s not in SERIALIZATIONS]
+    if bad or config["primary"] not in config["serializations"]:
+        return fail(f"serialisations must be among {', '.join(SERIALIZATIONS)} and include "
+                     f"the primary ({config['primary']}); got {config['serializations']}")
+    if config["jobs"] < 1 or config["timeout_s"] <= 0:
+        return fail("--jobs must be ≥ 1 and --timeout > 0")
+    results_root = Path(args.results) if args.results else RESULTS_DEFAULT
+    try:
+        if args.executor == "ray":  # before any run folder exists
+            from harness.run.ray_cluster import require_ray
+
+            require_ray()
+        elif args.ray_address:
+            raise ExecutorError("--ray-address needs --executor ray")
+        store = benchmark.run(config, results_root, resume=resume, argv=sys.argv,
+                              progress=not args.no_progress, executor=args.executor,
+                              ray_address=args.ray_address)
+    except (SuiteError, UnknownEngine, VocabularyError, StoreError, ExecutorError) as e:
+        return fail(str(e))
+    except KeyboardInterrupt:
+        print("\nharness: interrupted; finished jobs are saved. Continue with "
+              f"--resume {resume or 'results/<run-id>'}", file=sys.stderr)
+        return 130
+    summary = derive.finalize(store)
+    reports_root = Path(args.reports) if args.reports else REPORTS_DEFAULT
+    html_report, report = write_reports([store.path], reports_root / store.path.name)
+    print(table.render_text(summary))
+    from harness.measure.e2e.summary import render_text as e2e_text
+
+    if e2e_text(summary):
+        print("\n" + e2e_text(summary))
+    eff = summary.get("parallel_efficiency")
+    print(f"\nrun folder: {store.path}\nreport:     {report} (and {html_report.name})"
+          + (f"\nparallel efficiency: {eff:.1%} ({config['jobs']} jobs, wall {summary['wall_s']:.1f} s)"
+             if eff is not None else ""))
+    return 0

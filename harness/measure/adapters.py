@@ -1,0 +1,48 @@
+"""A worker process's engine adapters: the vocabulary and each adapter built once.
+
+Tokenizer objects are per worker, never per schema: every job kind asks this module for
+its adapter, and the first ask of an (engine, configuration) builds it.
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engines.base import EngineAdapter
+    from harness.vocab import Vocabulary
+
+_vocab: "Vocabulary | None" = None
+_vocab_spec: str | None = None
+_adapters: "dict[tuple[str, str], EngineAdapter]" = {}
+
+
+def adapter(name: str, config: str, tokenizer: str) -> "EngineAdapter":
+    """The adapter of engine ``name`` in configuration ``config`` over the vocabulary
+    ``tokenizer`` (a name or a ``tokenizer.json`` path), built on first use in this
+    process. A different tokenizer drops every adapter built for the previous one."""
+    global _vocab, _vocab_spec
+    from engines.registry import EngineSpec
+    from harness.vocab import load_vocabulary
+
+    if _vocab_spec != tokenizer:
+        _vocab = load_vocabulary(tokenizer)
+        _vocab_spec = tokenizer
+        _adapters.clear()
+    key = (name, config)
+    if key not in _adapters:
+        _adapters[key] = EngineSpec(name, config).build(_vocab)
+        # The imports, the vocabulary and the adapters live as long as the worker: keep
+        # them out of the cyclic garbage collector's full passes (tens of milliseconds
+        # each, landing in whichever engine's mask allocates past the threshold).
+        gc.collect()
+        gc.freeze()
+    return _adapters[key]
+
+
+def vocabulary() -> "Vocabulary":
+    """The vocabulary of the last :func:`adapter` call (raises if there was none)."""
+    if _vocab is None:
+        raise RuntimeError("no adapter built in this process yet")
+    return _vocab

@@ -1,0 +1,189 @@
+"""An OpenAI-compatible chat client that asks for schema-constrained output and times it.
+
+Request dialects (how each server wants the schema):
+
+``vllm``, ``sglang``  ``response_format={"type": "json_schema", "json_schema": {"name", "schema",
+                      "strict": true}}`` (vLLM also takes ``structured_outputs``; the old
+                      ``guided_*`` fields are silently ignored by new servers)
+``llamacpp``          llama-cpp-python's server: ``response_format={"type": "json_object",
+                      "schema": ...}`` (it answers HTTP 500 to ``json_schema``)
+
+Responses are streamed (SSE) so that TTFT and the inter-token latency can be timed; each
+content chunk counts as one token (llama-cpp-python, vLLM and SGLang send one token per
+chunk). The text is always validated: a server that ignores an unknown field answers
+unconstrained with HTTP 200, which is reported as ``constraint_not_enforced``, never a pass.
+Standard library only (``http.client``).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+DIALECTS = ("vllm", "sglang", "llamacpp")
+
+
+def response_format(dialect: str, schema: Any) -> dict[str, Any]:
+    if dialect in ("vllm", "sglang"):
+        return {"response_format": {"type": "json_schema",
+                                    "json_schema": {"name": "output", "schema": schema,
+                                                    "strict": True}}}
+    if dialect == "llamacpp":
+        return {"response_format": {"type": "json_object", "schema": schema}}
+    raise ValueError(f"unknown dialect {dialect!r}; known: {', '.join(DIALECTS)}")
+
+
+def split_server(spec: str) -> tuple[str | None, str]:
+    """``dialect+http://host:port`` or a bare URL → (dialect or None, base URL)."""
+    if "+" in spec.split("://", 1)[0]:
+        dialect, url = spec.split("+", 1)
+        return dialect, url.rstrip("/")
+    return None, spec.rstrip("/")
+
+
+@dataclass
+class Completion:
+    status: int
+    text: str = ""
+    error: str | None = None
+    finish_reason: str | None = None
+    ttft_ns: int | None = None
+    chunk_ns: list[int] = field(default_factory=list)  # gaps between content chunks
+    total_ns: int = 0
+
+    @property
+    def tpot_ns(self) -> float | None:
+        return (sum(self.chunk_ns) / len(self.chunk_ns)) if self.chunk_ns else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "text": self.text[:2000], "error": self.error,
+                "finish_reason": self.finish_reason, "ttft_ns": self.ttft_ns,
+                "tpot_ns": self.tpot_ns, "chunks": len(self.chunk_ns) + (1 if self.text else 0),
+                "total_ns": self.total_ns}
+
+
+class OpenAIClient:
+    def __init__(self, base_url: str, dialect: str | None = None, model: str | None = None,
+                 timeout: float = 120.0) -> None:
+        u = urlsplit(base_url)
+        if u.scheme not in ("http", "https"):
+            raise ValueError(f"server URL must be http(s)://host:port, got {base_url!r}")
+        self.base = base_url.rstrip("/")
+        self.host, self.port = u.hostname, u.port or (443 if u.scheme == "https" else 80)
+        self.https = u.scheme == "https"
+        self.prefix = u.path.rstrip("/")
+        if self.prefix.endswith("/v1"):
+            self.prefix = self.prefix[:-3]
+        self.timeout = timeout
+        self.model = model
+        self.dialect = dialect
+
+    def _conn(self):
+        cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+        return cls(self.host, self.port, timeout=self.timeout)
+
+    def models(self) -> list[dict[str, Any]]:
+        c = self._conn()
+        try:
+            c.request("GET", self.prefix + "/v1/models")
+            r = c.getresponse()
+            body = r.read()
+            if r.status != 200:
+                raise RuntimeError(f"GET /v1/models: HTTP {r.status}: {body[:200]!r}")
+            return json.loads(body).get("data", [])
+        finally:
+            c.close()
+
+    def detect(self) -> str:
+        """The dialect from ``/v1/models``'s ``owned_by`` (vllm, sglang; llama-cpp-python's
+        server says ``me``)."""
+        if self.dialect:
+            return self.dialect
+        data = self.models()
+        owned = {str(m.get("owned_by", "")).lower() for m in data}
+        if self.model is None and data:
+            self.model = data[0].get("id")
+        if "vllm" in owned:
+            self.dialect = "vllm"
+        elif "sglang" in owned:
+            self.dialect = "sglang"
+        else:
+            self.dialect = "llamacpp"
+        return self.dialect
+
+    def complete(self, schema: Any, messages: list[dict[str, str]], max_tokens: int = 128,
+                 temperature: float = 1.0, seed: int | None = 0,
+                 extra: dict[str, Any] | None = None) -> Completion:
+        dialect = self.detect()
+        body: dict[str, Any] = {"messages": messages, "max_tokens": max_tokens,
+                                "temperature": temperature, "stream": True}
+        if self.model:
+            body["model"] = self.model
+        if seed is not None:
+            body["seed"] = seed
+        if schema is not None:
+            body.update(response_format(dialect, schema))
+        body.update(extra or {})
+        c = self._conn()
+        t0 = time.perf_counter_ns()
+        try:
+            c.request("POST", self.prefix + "/v1/chat/completions", body=json.dumps(body),
+                      headers={"Content-Type": "application/json",
+                               "Accept": "text/event-stream"})
+            r = c.getresponse()
+            if r.status != 200:
+                text = r.read().decode("utf-8", "replace")
+                return Completion(r.status, error=" ".join(text.split())[:500],
+                                  total_ns=time.perf_counter_ns() - t0)
+            out = Completion(200)
+            parts: list[str] = []
+            last = None
+            for raw in r:
+                line = raw.decode("utf-8", "replace").strip()
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    break
+                chunk = json.loads(data)
+                for ch in chunk.get("choices", []):
+                    piece = (ch.get("delta") or {}).get("content")
+                    if piece:
+                        now = time.perf_counter_ns()
+                        if last is None:
+                            out.ttft_ns = now - t0
+                        else:
+                            out.chunk_ns.append(now - last)
+                        last = now
+                        parts.append(piece)
+                    if ch.get("finish_reason"):
+                        out.finish_reason = ch["finish_reason"]
+            out.text = "".join(parts)
+            out.total_ns = time.perf_counter_ns() - t0
+            return out
+        except (OSError, http.client.HTTPException, json.JSONDecodeError) as e:
+            return Completion(0, error=f"{type(e).__name__}: {e}",
+                              total_ns=time.perf_counter_ns() - t0)
+        finally:
+            c.close()
+
+
+def verdict(completion: Completion, truth) -> dict[str, Any]:
+    """``ok`` / ``constraint_not_enforced`` (HTTP 200, output invalid) / ``truncated`` (the
+    token budget ended it: ``finish_reason == "length"``) / ``http_error``."""
+    from harness.measure.e2e.validate import check_output
+
+    if completion.status != 200:
+        return {"verdict": "http_error", "why": f"HTTP {completion.status}: {completion.error}"}
+    if completion.finish_reason == "length":
+        return {"verdict": "truncated"}
+    chk = check_output(completion.text.encode("utf-8"), truth)
+    if chk["valid"] is False:
+        return {"verdict": "constraint_not_enforced", "why": chk["why"]}
+    if chk["valid"] is None:
+        return {"verdict": "unknown", "why": chk.get("why")}
+    return {"verdict": "ok"}

@@ -1,0 +1,104 @@
+"""Reports of one or more runs: every section built, then rendered as Markdown (figures as
+PNG files beside ``report.md``); :mod:`harness.report.html` renders the same sections.
+
+Everything reads run folders only (``run.json`` + ``records.jsonl``, the source of truth;
+the summary is rebuilt with :func:`harness.analysis.metrics.build_summary`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from harness.report.model import (Bullets, Fields, Figure, Para, ReportContext, Section, Table,
+                                  load_run, run_keys)
+from harness.report.registry import OPTIONAL_SECTIONS
+from harness.report.sections.core import CORE_SECTIONS, DIFF_SECTIONS
+from harness.report.text import md_text
+
+def build_sections(ctx: ReportContext) -> list[Section]:
+    out: list[Section] = []
+    for builder in [*CORE_SECTIONS, *OPTIONAL_SECTIONS, *DIFF_SECTIONS]:
+        res = builder(ctx)
+        if res is None:
+            continue
+        out.extend(res if isinstance(res, list) else [res])
+    return out
+
+
+def report_title(ctx: ReportContext) -> str:
+    if ctx.multi:
+        return "Runs " + " vs ".join(f"{r.key}={r.run_id}" for r in ctx.runs)
+    return f"Run {ctx.runs[0].run_id}"
+
+
+# --------------------------------------------------------------------------------------
+# Markdown renderer
+
+
+def _md_table(t: Table) -> list[str]:
+    al = {"l": ":--", "r": "--:"}
+    lines = ["| " + " | ".join(md_text(h, None) for h in t.header) + " |",
+             "|" + "|".join(al[a] for a in t.aligns()) + "|"]
+    lines += ["| " + " | ".join(md_text(c) for c in row) + " |" for row in t.rows]
+    if t.note:
+        lines += ["", md_text(t.note, None)]
+    return lines
+
+
+def render_markdown(ctx: ReportContext, sections: list[Section], out_dir: Path) -> str:
+    """The Markdown text; writes each figure as a PNG file into ``out_dir``."""
+    lines = [f"# {md_text(report_title(ctx), None)}", ""]
+    for sec in sections:
+        lines += [f"{'#' * sec.level} {md_text(sec.title, None)}", ""]
+        for b in sec.blocks:
+            if isinstance(b, Para):
+                lines.append(md_text(b.text, None))
+            elif isinstance(b, Bullets):
+                lines += [f"- {md_text(i, None)}" for i in b.items]
+            elif isinstance(b, Fields):
+                lines += [f"- **{md_text(k, None)}**: {md_text(v, None)}" for k, v in b.items]
+            elif isinstance(b, Table):
+                lines += _md_table(b)
+            elif isinstance(b, Figure):
+                (out_dir / b.name).write_bytes(b.png)
+                lines.append(f"![{b.name}]({b.name})")
+                if b.caption:
+                    lines += ["", f"*{md_text(b.caption, None)}*"]
+            lines.append("")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------
+# Entry points
+
+
+def _unique_figure_names(sections: list[Section]) -> None:
+    seen: Counter = Counter()
+    for sec in sections:
+        for b in sec.blocks:
+            if isinstance(b, Figure):
+                seen[b.name] += 1
+                if seen[b.name] > 1:
+                    stem, dot, ext = b.name.rpartition(".")
+                    b.name = f"{stem}-{seen[b.name]}.{ext}"
+
+
+def build(paths: list[Path]) -> tuple[ReportContext, list[Section]]:
+    """Load the runs (read-only) and build every section."""
+    import harness.report.sections.conformance  # noqa: F401  (registers the suites' optional sections)
+    import harness.report.sections.tokens  # noqa: F401  (mask-diff, tightness, fuzz sections)
+    import harness.report.sections.adversarial  # noqa: F401  (the adversarial suite's section)
+
+    runs = [load_run(p, key) for p, key in zip(paths, run_keys(len(paths)))]
+    ctx = ReportContext(runs)
+    sections = build_sections(ctx)
+    _unique_figure_names(sections)
+    return ctx, sections
+
+
+def write_markdown(ctx: ReportContext, sections: list[Section], out_dir: Path) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "report.md"
+    path.write_text(render_markdown(ctx, sections, out_dir))
+    return path

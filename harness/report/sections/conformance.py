@@ -1,0 +1,180 @@
+"""Report sections of the suites beside the corpus benchmark, registered as optional
+sections of :mod:`harness.report.markdown`: the drift matrix (a heatmap and the engine pairs
+that accept different languages), the JSON-Schema-Test-Suite keyword table, and the
+end-to-end TPOT bars. Each returns ``None`` when its suite did not run, so a plain
+corpus report is unchanged. Data come from :mod:`harness.analysis.conformance` and
+:mod:`harness.measure.e2e.summary`; nothing is recomputed here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from harness.analysis import conformance
+from harness.report.model import Figure, Para, ReportContext, Section, Table
+from harness.report.plots import figure_png, pyplot
+from harness.report.registry import register_section
+
+VERDICTS = ("agrees", "stricter", "looser", "mixed", "refuses")
+
+
+def _primary(run) -> str:
+    return run.meta.get("config", {}).get("primary", "ascii")
+
+
+def _drift_heatmap(matrix: dict[str, dict[str, str]], title: str) -> Figure:
+    plt = pyplot()
+    engines = list(matrix)
+    axes = sorted({a for row in matrix.values() for a in row})
+    codes = np.full((len(engines), len(axes)), np.nan)
+    for i, e in enumerate(engines):
+        for j, a in enumerate(axes):
+            v = matrix[e].get(a)
+            if v in VERDICTS:
+                codes[i, j] = VERDICTS.index(v)
+    from matplotlib.colors import ListedColormap
+
+    cmap = ListedColormap(["#4caf50", "#ff9800", "#e53935", "#8e24aa", "#9e9e9e"])
+    fig, ax = plt.subplots(figsize=(1.0 + 0.75 * len(axes), 1.2 + 0.45 * len(engines)))
+    ax.imshow(codes, cmap=cmap, vmin=-0.5, vmax=len(VERDICTS) - 0.5, aspect="auto")
+    ax.set_xticks(range(len(axes)), axes, rotation=40, ha="right", fontsize=8)
+    ax.set_yticks(range(len(engines)), engines, fontsize=8)
+    for i in range(len(engines)):
+        for j in range(len(axes)):
+            v = matrix[engines[i]].get(axes[j], "")
+            ax.text(j, i, v, ha="center", va="center", fontsize=6, color="white")
+    ax.set_title(title)
+    return figure_png(fig, "drift.png", "engine × axis: green agrees, orange stricter, "
+                      "red looser, purple mixed, grey refuses", bbox_inches="tight")
+
+
+@register_section
+def sec_drift(ctx: ReportContext) -> list[Section] | None:
+    out = []
+    for run in ctx.runs:
+        recs = [r for r in run.records if r.get("suite") == "drift"]
+        if not recs:
+            continue
+        details = conformance.drift_details(recs, _primary(run))
+        matrix = {e: {a: d["verdict"] for a, d in axes.items()} for e, axes in details.items()}
+        axes = sorted({a for row in matrix.values() for a in row})
+        rows = [[a] + [matrix[e].get(a, "–") for e in matrix] for a in axes]
+        tag = f" ({run.key})" if ctx.multi else ""
+        sec = Section(f"Drift: engine × semantic axis{tag}", [
+            _drift_heatmap(matrix, "Drift against the spec"),
+            Table(["axis", *matrix], rows),
+        ])
+        pairs = conformance.drift_pairs(recs, _primary(run))
+        if pairs:
+            prow = []
+            for p in pairs:
+                ex = p["probes"][0]
+                a, b = p["engines"]
+                prow.append([f"{a} vs {b}", str(p["differ"]), ", ".join(p["axes"]),
+                             f"{ex['probe']}: {a} {'accepts' if ex[a] else 'rejects'}, "
+                             f"{b} {'accepts' if ex[b] else 'rejects'} "
+                             f"(spec: {'valid' if ex['spec'] else 'invalid'})"])
+            sec.blocks += [Para("Engine pairs that accept different languages (both compiled "
+                                "the probe and disagree on it):"),
+                           Table(["pair", "probes", "axes", "example"], prow,
+                                 align=["l", "r", "l", "l"])]
+        out.append(sec)
+    return out or None
+
+
+@register_section
+def sec_keywords(ctx: ReportContext) -> list[Section] | None:
+    out = []
+    for run in ctx.runs:
+        recs = [r for r in run.records if r.get("suite") == conformance.JSTS_SUITE]
+        if not recs:
+            continue
+        table = conformance.keyword_table(recs, _primary(run),
+                                          sizes=conformance.case_sizes(run.meta))
+        engines = list(dict.fromkeys(e for rows in table.values() for cells in rows.values()
+                                     for e in cells))
+        rows = []
+        for draft, kws in table.items():
+            for kw, cells in kws.items():
+                rows.append([f"{draft}/{kw}"] + [conformance.keyword_cell(cells[e]) if e in cells else "–"
+                                                 for e in engines])
+        tag = f" ({run.key})" if ctx.multi else ""
+        out.append(Section(f"JSON Schema Test Suite: keywords × engines{tag}", [
+            Para("Per keyword file: instances passed / total, then false accepts (FA), false "
+                 "rejects (FR), compile errors (CE) and instances of jobs that died."),
+            Table(["keyword file", *engines], rows, align=["l"] + ["l"] * len(engines)),
+        ]))
+    return out or None
+
+
+@register_section
+def sec_e2e(ctx: ReportContext) -> Section | None:
+    rows: list[tuple[str, dict[str, Any]]] = []
+    for run in ctx.runs:
+        e2e = {e: d.get("e2e") for e, d in run.summary["engines"].items()
+               if isinstance(d, dict) and d.get("e2e")}
+        for e, d in e2e.items():
+            rows.append((ctx.col(run, e), d))
+    if not rows:
+        return None
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 0.8 + 0.45 * len(rows)))
+    y = np.arange(len(rows))
+    ax.barh(y - 0.2, [d.get("tpot_ms") or 0 for _, d in rows], 0.4, label="constrained")
+    ax.barh(y + 0.2, [d.get("tpot_unconstrained_ms") or 0 for _, d in rows], 0.4,
+            label="unconstrained (same loop)")
+    ax.set_yticks(y, [n for n, _ in rows], fontsize=8)
+    ax.set_xlabel("TPOT, median (ms)")
+    ax.legend(fontsize=8)
+    ax.set_title("End to end: time per output token")
+    table = Table(["engine", "TTFT ms", "TPOT ms", "unconstrained ms", "ratio",
+                   "invalid outputs", "runaways"],
+                  [[n, *(f"{d[k]:.3g}" if isinstance(d.get(k), (int, float)) else str(d.get(k, "–"))
+                         for k in ("ttft_ms", "tpot_ms", "tpot_unconstrained_ms", "tpot_ratio",
+                                   "invalid_outputs", "runaways"))] for n, d in rows])
+    parts = [figure_png(fig, "e2e_tpot.png", "median TPOT per engine", bbox_inches="tight"),
+             table]
+    batch_fig = _tpot_by_batch(ctx, plt)
+    if batch_fig is not None:
+        parts.append(batch_fig)
+    return Section("End to end (decode loop)", parts)
+
+
+def _tpot_by_batch(ctx: ReportContext, plt):
+    """TPOT against batch size per engine: from one run's ``--batch 1,4,8`` sweep and from
+    several runs at different ``--batch``; None when fewer than two sizes were measured."""
+    curves: dict[str, dict[int, tuple[float, float | None]]] = {}
+    for run in ctx.runs:
+        for e, d in run.summary["engines"].items():
+            d = d.get("e2e") if isinstance(d, dict) else None
+            if not d:
+                continue
+            pts = curves.setdefault(e, {})
+            for b, pt in (d.get("by_batch") or {}).items():
+                if pt.get("tpot_ms"):
+                    pts[int(b)] = (pt["tpot_ms"], pt.get("tpot_unconstrained_ms"))
+            if d.get("batch") and d.get("tpot_ms") and int(d["batch"]) not in pts:
+                pts[int(d["batch"])] = (d["tpot_ms"], d.get("tpot_unconstrained_ms"))
+    curves = {e: pts for e, pts in curves.items() if len(pts) >= 2}
+    if not curves:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for e, pts in sorted(curves.items()):
+        xs = sorted(pts)
+        line, = ax.plot(xs, [pts[x][0] for x in xs], marker="o", label=f"{e}")
+        unc = [(x, pts[x][1]) for x in xs if pts[x][1]]
+        if unc:
+            ax.plot([x for x, _ in unc], [u for _, u in unc], ls="--", color=line.get_color(),
+                    alpha=0.6, label=f"{e} unconstrained")
+    ax.set_xscale("log", base=2)
+    sizes = sorted({x for pts in curves.values() for x in pts})
+    ax.set_xticks(sizes, [str(x) for x in sizes])
+    ax.minorticks_off()
+    ax.set_xlabel("batch size (sequences decoded together)")
+    ax.set_ylabel("TPOT, median (ms)")
+    ax.set_title("End to end: TPOT against batch")
+    ax.legend(fontsize=7)
+    return figure_png(fig, "e2e_tpot_batch.png", "TPOT against batch size per engine",
+                      bbox_inches="tight")

@@ -1,0 +1,52 @@
+"""Executors: where a run's (case, engine) jobs execute.
+
+An executor takes the jobs of a run (consumed lazily, in order) and makes sure each ends
+as exactly one record appended to the run's store, by the driver, as it finishes. Two
+exist:
+
+``local`` (default)  :class:`harness.run.local.LocalExecutor`: ``--jobs`` spawned worker processes
+                     on this machine.
+``ray``              :class:`harness.run.ray_cluster.RayExecutor`: ``--jobs`` Ray actors
+                     spread over a Ray cluster (``--ray-address``; none = start a local
+                     Ray instance). Each actor holds a one-slot :class:`LocalExecutor`, so every
+                     job still runs in its own spawned worker process on the Ray node
+                     under the same wall-clock (SIGKILL) and address-space limits, and
+                     dies the same classified death; the record travels back to the
+                     driver, which alone writes ``records.jsonl``, so resume works as for
+                     a local run (and a run may be resumed with the other executor).
+
+The executor is a property of a session, not of the run: it is stored in the session's
+entry of ``run.json``, not in the run's configuration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Protocol
+
+
+EXECUTORS = ("local", "ray")
+
+#: Extra time a job may spend building the worker's vocabulary/adapters before its own
+#: limit starts (a fresh worker builds them on its first job of each engine).
+SETUP_ALLOWANCE_S = 300.0
+
+
+@dataclass
+class Job:
+    """One (case, engine) pair; ``payload`` is what the worker receives."""
+
+    engine: str  # label, e.g. "xgrammar:compliant"
+    schema_id: str
+    subset: str
+    payload: dict[str, Any] | None  # None: bad input, recorded without running
+    load_error: str | None = None
+
+
+class ExecutorError(Exception):
+    """An executor that cannot start (one-line message saying what to do)."""
+
+
+class Executor(Protocol):
+    def run(self, jobs: Iterable[Job]) -> None:
+        """Run every job until each has a record in the store."""

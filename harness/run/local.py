@@ -1,0 +1,244 @@
+"""The runner: schedules (case, engine) jobs onto isolated worker processes.
+
+It knows jobs, not engines. Each worker is a spawned process with an address-space
+limit; each job has a wall-clock limit enforced from here (SIGKILL, so even a native
+call that holds the GIL ends). A worker that dies is replaced and its job gets a
+``timeout`` / ``oom`` / ``crash`` record; the run goes on. Every finished job is
+appended to the store at once, so a killed run resumes losing and duplicating nothing.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from typing import Any, Callable, Iterable
+
+from harness.measure import outcomes
+from harness.run.executor import SETUP_ALLOWANCE_S, Job
+from harness.store.run_store import RunStore
+
+_OOM_MARKERS = ("memory allocation of", "bad_alloc", "MemoryError", "Cannot allocate memory",
+                "out of memory")
+
+
+@dataclass
+class _Slot:
+    index: int
+    log_path: str
+    process: Any = None
+    conn: Any = None
+    job: Job | None = None
+    started: float = 0.0
+    deadline: float = 0.0
+    phase: str = ""
+    log_offset: int = 0
+    ttfm_ns: int | None = None
+    started_at: float = 0.0
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(code).name
+    except ValueError:
+        return f"signal {code}"
+
+
+@dataclass
+class LocalExecutor:
+    """Runs jobs with ``jobs`` workers, ``timeout_s`` per job and ``memory_gib`` per worker."""
+
+    store: RunStore
+    jobs: int = 1
+    timeout_s: float = 60.0
+    memory_gib: float | None = 8.0
+    on_record: Callable[[dict[str, Any]], None] = lambda r: None
+    _ctx: Any = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self._ctx = mp.get_context("spawn")
+        self._slots = [
+            _Slot(i, str(self.store.worker_log(i))) for i in range(max(1, self.jobs))
+        ]
+
+    # -- worker lifecycle -----------------------------------------------------------
+    def _start(self, slot: _Slot) -> None:
+        from harness.run.worker import worker_main
+
+        parent, child = self._ctx.Pipe()
+        proc = self._ctx.Process(
+            target=worker_main, args=(child, self.memory_gib, slot.log_path),
+            name=f"harness-worker-{slot.index}", daemon=True,
+        )
+        proc.start()
+        child.close()
+        slot.process, slot.conn = proc, parent
+
+    def _stop(self, slot: _Slot, kill: bool = False) -> None:
+        if slot.process is None:
+            return
+        if kill and slot.process.is_alive():
+            os.kill(slot.process.pid, signal.SIGKILL)
+        slot.process.join(timeout=5)
+        if slot.process.is_alive():
+            slot.process.kill()
+            slot.process.join()
+        slot.conn.close()
+        slot.process = slot.conn = None
+
+    def _log_tail(self, slot: _Slot, limit: int = 2000) -> str:
+        try:
+            with open(slot.log_path, "rb") as f:
+                f.seek(slot.log_offset)
+                data = f.read()
+        except OSError:
+            return ""
+        text = data.decode("utf-8", "replace").strip()
+        return text[-limit:]
+
+    def _dispatch(self, slot: _Slot, job: Job) -> None:
+        if slot.process is None or not slot.process.is_alive():
+            self._start(slot)
+        try:
+            slot.log_offset = os.path.getsize(slot.log_path)
+        except OSError:
+            slot.log_offset = 0
+        slot.job, slot.phase, slot.ttfm_ns = job, "dispatch", None
+        slot.started = time.monotonic()
+        slot.started_at = time.time()
+        slot.deadline = slot.started + SETUP_ALLOWANCE_S + self.timeout_s
+        slot.conn.send(job.payload)
+
+    # -- records ----------------------------------------------------------------------
+    def _base(self, job: Job) -> dict[str, Any]:
+        return {"engine": job.engine, "schema_id": job.schema_id, "subset": job.subset}
+
+    def _finish(self, slot: _Slot, record: dict[str, Any], death: bool = False) -> None:
+        job = slot.job
+        rec = {**self._base(job), **record} if death else record
+        rec["wall_ns"] = int((time.monotonic() - slot.started) * 1e9)
+        rec["started_at"] = round(slot.started_at, 3)
+        rec["finished_at"] = round(time.time(), 3)
+        rec["worker"] = slot.index
+        if death and slot.ttfm_ns is not None:
+            rec["ttfm_ns"] = slot.ttfm_ns  # compiled before it died
+        stderr = self._log_tail(slot)
+        if stderr:
+            rec["stderr"] = stderr
+        slot.job = None
+        self.store.append(rec)
+        self.on_record(rec)
+
+    def _death(self, slot: _Slot, reason: str | None = None) -> None:
+        """The worker of ``slot`` died or was killed; record why and drop it."""
+        proc = slot.process
+        proc.join(timeout=5)
+        code = proc.exitcode
+        tail = self._log_tail(slot)
+        if reason == "timeout":
+            rec = {"outcome": outcomes.TIMEOUT,
+                   "error": f"wall-clock limit {self.timeout_s:g}s passed during {slot.phase}"}
+        elif any(m in tail for m in _OOM_MARKERS):
+            rec = {"outcome": outcomes.OOM,
+                   "error": f"out of memory (limit {self.memory_gib} GiB) during {slot.phase}"}
+        elif code is not None and code < 0:
+            rec = {"outcome": outcomes.CRASH,
+                   "error": f"worker killed by {_signal_name(-code)} during {slot.phase}"}
+        else:
+            rec = {"outcome": outcomes.CRASH,
+                   "error": f"worker exited with code {code} during {slot.phase}"}
+        rec["phase"] = slot.phase
+        self._finish(slot, rec, death=True)
+        self._stop(slot)
+
+    # -- main loop ------------------------------------------------------------------------
+    def run(self, jobs: Iterable[Job], keep_workers: bool = False) -> None:
+        """Run every job (consumed lazily, in order) until all have records.
+
+        ``keep_workers``: leave idle workers running afterwards (their vocabulary and
+        adapters stay built) for the next call; :meth:`close` stops them. A worker still
+        busy when this returns by an exception is killed either way."""
+        queue = iter(jobs)
+        more = True
+        try:
+            while more or any(s.job for s in self._slots):
+                for slot in self._slots:
+                    while slot.job is None and more:
+                        job = next(queue, None)
+                        if job is None:
+                            more = False
+                            break
+                        if job.payload is None:  # bad input: recorded, never run
+                            rec = {**self._base(job), "outcome": outcomes.BAD_INPUT,
+                                   "error": job.load_error}
+                            self.store.append(rec)
+                            self.on_record(rec)
+                            continue
+                        self._dispatch(slot, job)
+                busy = [s for s in self._slots if s.job is not None]
+                if not busy:
+                    continue
+                now = time.monotonic()
+                timeout = max(0.0, min(s.deadline for s in busy) - now)
+                waitables = {s.conn: s for s in busy}
+                waitables.update({s.process.sentinel: s for s in busy})
+                ready = wait(list(waitables), timeout=timeout)
+                for obj in ready:
+                    slot = waitables[obj]
+                    if slot.job is None:
+                        continue
+                    self._drain(slot)
+                now = time.monotonic()
+                for slot in busy:
+                    if slot.job is not None and now >= slot.deadline:
+                        os.kill(slot.process.pid, signal.SIGKILL)
+                        self._death(slot, "timeout")
+        finally:
+            for slot in self._slots:
+                if slot.process is not None and (slot.job is not None or not keep_workers):
+                    self._close_slot(slot)
+
+    def _close_slot(self, slot: _Slot) -> None:
+        try:
+            slot.conn.send(None)
+        except (OSError, ValueError):
+            pass
+        self._stop(slot, kill=slot.job is not None)
+        slot.job = None
+
+    def close(self) -> None:
+        """Stop every worker (after ``run(..., keep_workers=True)``)."""
+        for slot in self._slots:
+            if slot.process is not None:
+                self._close_slot(slot)
+
+    def _drain(self, slot: _Slot) -> None:
+        """Read every message the worker has sent; handle its death if it died."""
+        try:
+            while slot.job is not None and slot.conn.poll():
+                kind, payload = slot.conn.recv()
+                if kind == "phase":
+                    slot.phase, info = payload
+                    if slot.phase == "replay":
+                        slot.ttfm_ns = info
+                    if slot.phase == "groundtruth":  # setup done: the job's own limit starts
+                        slot.deadline = time.monotonic() + self.timeout_s
+                elif kind == "done":
+                    self._finish(slot, payload)
+                elif kind == "died":
+                    payload["phase"] = slot.phase
+                    self._finish(slot, payload, death=True)
+                    self._stop(slot)
+                    return
+        except (EOFError, OSError):
+            pass
+        if slot.job is not None and not slot.process.is_alive():
+            self._death(slot)
+
+
+def outcome_counts(records: Iterable[dict[str, Any]]) -> Counter:
+    return Counter(r["outcome"] for r in records)

@@ -1,0 +1,224 @@
+"""One ``harness run``: suite → jobs → runner → store → summary, table and report.
+
+Thin glue; each step lives in its own module. The configuration of a run is stored in
+``run.json`` so that ``--resume`` continues exactly the same run.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from engines.registry import EngineSpec, parse_engines
+from harness.measure.e2e.job import E2E_DEFAULTS
+from harness.measure.tokens.options import DEFAULTS as TOKEN_DEFAULTS
+from harness.run.executor import EXECUTORS, Executor, ExecutorError, Job
+from harness.store.run_store import RunStore, StoreError, git_commit, machine_info, new_run_id
+from harness.vocab import load_vocabulary
+from suites.registry import build_suite
+
+#: Configuration keys handed to e2e jobs as ``payload["e2e"]``.
+E2E_KEYS = ("runtime", "model", "quant", "max_tokens", "batch", "overlap", "device", "seed",
+            "temperature", "server", "apply")
+
+DEFAULT_CONFIG: dict[str, Any] = {
+    "suite": "jsonschemabench",
+    "engines": "all",
+    "tokenizer": "llama3",
+    "data": None,
+    "subsets": None,
+    "sample": None,
+    "schemas": None,
+    "timeout_s": 60.0,
+    "memory_gib": 8.0,
+    "jobs": 1,
+    "serializations": ["ascii", "unicode", "compact"],
+    "primary": "ascii",
+    #: K extra replays of each valid instance's primary serialisation with seeded
+    #: non-canonical tokenisations (harness/segment.py); 0 = none.
+    "segmentations": 0,
+    # suite e2e: the decode loop's runtime and options (defaults: harness/e2e/job.py)
+    **{k: E2E_DEFAULTS[k] for k in E2E_KEYS},
+    # suites mask-diff and fuzz: walks, budgets, tightness k (defaults: harness/tokens/options.py)
+    **TOKEN_DEFAULTS,
+}
+
+
+def engine_status(spec: EngineSpec) -> dict[str, Any]:
+    """What run.json says of an engine before it runs (no engine import needed)."""
+    cls = spec.adapter_class()
+    info: dict[str, Any] = {
+        "engine": spec.label, "name": spec.name, "config": spec.config,
+        "options": cls.configs[spec.config], "version": cls.version(),
+    }
+    if spec.installed():
+        info["status"] = "run"
+    else:
+        info["status"] = "not_run"
+        info["reason"] = f"not installed (pip install '{cls.package}')"
+    return info
+
+
+def _jobs(suite, specs: list[EngineSpec], config: dict[str, Any],
+          finished: set[tuple[str, str]]) -> Iterator[Job]:
+    """Engine by engine (so each engine's wall time is its own), case by case."""
+    told: set[str] = set()
+    for spec in specs:
+        for case in suite.cases():
+            if (spec.label, case.case_id) in finished:
+                continue
+            if case.load_error:
+                if case.case_id in told:
+                    yield Job(spec.label, case.case_id, case.subset, None, case.load_error)
+                    continue
+                told.add(case.case_id)  # one line per file, however many engines
+                print(f"harness: {case.load_error}; skipped as bad_input (fix or remove "
+                      "it; the run goes on)", file=sys.stderr)
+                yield Job(spec.label, case.case_id, case.subset, None, case.load_error)
+                continue
+            yield Job(spec.label, case.case_id, case.subset, {
+                "engine": {"name": spec.name, "config": spec.config, "label": spec.label},
+                "case": case.to_job(),
+                "tokenizer": config["tokenizer"],
+                "serializations": config["serializations"],
+                "primary": config["primary"],
+                "segmentations": config.get("segmentations", 0),
+                "kind": getattr(suite, "job_kind", "replay"),
+                "e2e": {k: config.get(k) for k in E2E_KEYS},
+                "tokens": {k: config.get(k) for k in TOKEN_DEFAULTS},
+            })
+
+
+class BadInstanceWarnings:
+    """One stderr line per corpus instance that could not be serialised (e.g. ``NaN``,
+    which ``json.loads`` accepts and JSON forbids), once per (case, instance) whatever
+    the number of engines: the case's other instances still ran."""
+
+    def __init__(self) -> None:
+        self.seen: set[tuple[str, int]] = set()
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        for inst in record.get("instances") or ():
+            key = (record["schema_id"], inst.get("index", -1))
+            if "bad_instance" in inst and key not in self.seen:
+                self.seen.add(key)
+                print(f"harness: {record['schema_id']}: instance #{key[1]} is not "
+                      f"JSON-serialisable ({inst['bad_instance']}); not replayed: fix or "
+                      "remove it in the corpus file (the case's other instances ran)",
+                      file=sys.stderr)
+
+
+class Progress:
+    """A progress bar (tqdm, stderr) with counts per outcome and an ETA."""
+
+    def __init__(self, total: int, enabled: bool = True) -> None:
+        self.counts: Counter = Counter()
+        self.bar = None
+        if enabled and total:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="job", file=sys.stderr, dynamic_ncols=True,
+                            smoothing=0.05)
+
+    def update(self, record: dict[str, Any]) -> None:
+        self.counts[record["outcome"]] += 1
+        if self.bar is not None:
+            self.bar.set_postfix_str(" ".join(f"{k}={v}" for k, v in sorted(self.counts.items())),
+                                     refresh=False)
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def run(config: dict[str, Any], results_root: Path, resume: Path | None = None,
+        argv: list[str] | None = None, progress: bool = True, executor: str = "local",
+        ray_address: str | None = None) -> RunStore:
+    """Run (or resume) a benchmark; returns the store holding its records.
+
+    ``executor`` (``local`` or ``ray``, :mod:`harness.run.executor`) and ``ray_address`` say
+    where this session's jobs run; they are recorded in the session, not the config, so
+    a run may be resumed with another executor."""
+    if resume is not None:
+        store = RunStore.open(resume)
+        meta = store.read_meta()
+        config = meta["config"]
+    suite = build_suite(config["suite"], data=config["data"], subsets=config["subsets"],
+                        sample=config["sample"], schemas=config["schemas"])
+    specs = parse_engines(config["engines"])
+    vocab = load_vocabulary(config["tokenizer"])
+    statuses = [engine_status(s) for s in specs]
+    for st in statuses:
+        if st["status"] == "not_run":
+            print(f"harness: engine {st['engine']} not run: {st['reason']}", file=sys.stderr)
+    if resume is None:
+        run_id = new_run_id(config["suite"])
+        meta = {
+            "run_id": run_id,
+            "created_at": time.time(),
+            "command": argv if argv is not None else sys.argv,
+            "config": config,
+            "suite": suite.describe(),
+            "engines": statuses,
+            "tokenizer": vocab.describe(),
+            "limits": {"timeout_s": config["timeout_s"], "memory_gib": config["memory_gib"],
+                       "engine_threads": 1, "jobs": config["jobs"]},
+            "machine": machine_info(),
+            "git_commit": git_commit(),
+            "sessions": [],
+        }
+        store = RunStore.create(results_root, run_id, meta)
+    runnable = [s for s, st in zip(specs, statuses) if st["status"] == "run"]
+    finished = store.finished()
+    total = sum(1 for s in runnable for cid in suite.case_ids() if (s.label, cid) not in finished)
+    session = {"started_at": time.time(), "jobs": config["jobs"], "argv": argv or sys.argv,
+               "executor": executor}
+    if ray_address:
+        session["ray_address"] = ray_address
+    bar = Progress(total, enabled=progress)
+    bad_instances = BadInstanceWarnings()
+    runner = make_executor(executor, store, jobs=config["jobs"], timeout_s=config["timeout_s"],
+                           memory_gib=config["memory_gib"],
+                           on_record=lambda r: (bad_instances(r), bar.update(r)),
+                           ray_address=ray_address)
+    meta["sessions"].append(session)
+    store.write_meta(meta)
+    try:
+        runner.run(_jobs(suite, runnable, config, finished))
+    finally:
+        bar.close()
+        store.close()
+        session["ended_at"] = time.time()
+        failing = sys.exc_info()[0] is not None
+        session["completed"] = not failing
+        try:
+            store.write_meta(meta)
+        except StoreError:
+            if not failing:  # else the error already in flight (e.g. a full disk) is the one to show
+                raise
+    return store
+
+
+def make_executor(name: str, store: RunStore, *, jobs: int, timeout_s: float,
+                  memory_gib: float | None,
+                  on_record: Callable[[dict[str, Any]], None] = lambda r: None,
+                  ray_address: str | None = None) -> Executor:
+    """The executor called ``name`` with ``jobs`` parallel slots, ``timeout_s`` seconds
+    of wall clock per job and ``memory_gib`` GiB of address space per worker process."""
+    if name == "local":
+        from harness.run.local import LocalExecutor
+
+        if ray_address:
+            raise ExecutorError("--ray-address needs --executor ray")
+        return LocalExecutor(store, jobs=jobs, timeout_s=timeout_s, memory_gib=memory_gib,
+                             on_record=on_record)
+    if name == "ray":
+        from harness.run.ray_cluster import RayExecutor
+
+        return RayExecutor(store, jobs=jobs, timeout_s=timeout_s, memory_gib=memory_gib,
+                           on_record=on_record, address=ray_address)
+    raise ExecutorError(f"unknown executor {name!r}; known: {', '.join(EXECUTORS)}")

@@ -1,0 +1,211 @@
+"""The results store: one run folder per run.
+
+``results/<run-id>/``
+  ``run.json``       metadata: engines (versions, options), tokenizer, limits, machine,
+                     Python, git commit, command line, the run's configuration
+  ``records.jsonl``  the source of truth: one line per finished (schema, engine) job,
+                     appended and flushed (and fsynced) as each job finishes
+  ``records.parquet``, ``summary.json``  derived at the end (see :mod:`harness.analysis.metrics`)
+  ``workers/``       each worker's stderr (engine warnings, native crash messages)
+
+Writes are single-writer (the runner process) and one ``write`` per line, so a run
+killed at any moment leaves at most one torn last line; :meth:`RunStore.open` skips it
+with a warning and truncates it away before appending again.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any, Iterator
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+class StoreError(Exception):
+    """A run folder that cannot be created, read or written (one-line message)."""
+
+
+def new_run_id(suite: str) -> str:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{re.sub(r'[^A-Za-z0-9_.-]', '_', suite)}"
+
+
+def machine_info() -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "hostname": platform.node(),
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+    }
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu_model"] = line.split(":", 1)[1].strip()
+                    break
+        with open("/proc/meminfo") as f:
+            info["mem_total_kib"] = int(f.readline().split()[1])
+    except OSError:
+        pass
+    return info
+
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT,
+                             capture_output=True, text=True, timeout=5)
+        if out.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+class RunStore:
+    """A run folder: metadata, the append-only records file and derived tables."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.records_path = self.path / "records.jsonl"
+        self.meta_path = self.path / "run.json"
+        self._fh = None
+
+    # -- creation / opening -------------------------------------------------------
+    @classmethod
+    def create(cls, root: Path, run_id: str, meta: dict[str, Any]) -> "RunStore":
+        store = cls(Path(root) / run_id)
+        try:
+            store.path.mkdir(parents=True, exist_ok=False)
+            (store.path / "workers").mkdir()
+        except OSError as e:
+            raise StoreError(f"{store.path}: cannot create run folder: {e.strerror or e}") from None
+        store.write_meta(meta)
+        store.records_path.touch()
+        return store
+
+    @classmethod
+    def open(cls, path: Path) -> "RunStore":
+        """Open a run folder to continue it: a torn tail is repaired (see :meth:`repair`)."""
+        store = cls.open_readonly(path)
+        (store.path / "workers").mkdir(exist_ok=True)
+        store.repair()
+        return store
+
+    @classmethod
+    def open_readonly(cls, path: Path) -> "RunStore":
+        """Open a run folder for reading only: never repairs or truncates, so it is safe
+        on a run that is still going (a torn last line is simply not read)."""
+        store = cls(Path(path))
+        if not store.path.is_dir():
+            raise StoreError(f"{store.path}: no such run folder")
+        if not store.meta_path.is_file():
+            raise StoreError(f"{store.path}: not a run folder (no run.json)")
+        if not store.records_path.is_file():
+            raise StoreError(f"{store.records_path}: missing (the run's source of truth)")
+        return store
+
+    def read_meta(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.meta_path.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise StoreError(f"{self.meta_path}: unreadable run metadata: {e}") from None
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        """Replace ``run.json`` atomically (a full disk leaves the old one in place)."""
+        tmp = self.meta_path.with_suffix(".json.tmp")
+        try:
+            tmp.write_text(json.dumps(meta, indent=2, default=str))
+            os.replace(tmp, self.meta_path)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            raise StoreError(f"{self.meta_path}: cannot write run metadata "
+                             f"({e.strerror or e}); free space and retry") from None
+
+    # -- records ----------------------------------------------------------------
+    def repair(self) -> int:
+        """Drop torn or corrupt lines (a crash mid-write); return how many were dropped.
+
+        Good lines are kept in order; the file is rewritten atomically only when
+        something was dropped, so later appends start on a fresh line.
+        """
+        if not self.records_path.exists():
+            self.records_path.touch()
+            return 0
+        data = self.records_path.read_bytes()
+        lines = data.split(b"\n")
+        tail = lines.pop()  # b"" when the file ends with a newline
+        good, bad = [], 0
+        for line in lines:
+            try:
+                json.loads(line)
+                good.append(line)
+            except ValueError:
+                bad += 1
+        if tail:
+            bad += 1
+        if bad:
+            warnings.warn(
+                f"{self.records_path}: skipped {bad} corrupt line(s) (a run killed "
+                "mid-write); those jobs will run again",
+                stacklevel=2,
+            )
+            tmp = self.records_path.with_suffix(".jsonl.tmp")
+            tmp.write_bytes(b"".join(l + b"\n" for l in good))
+            os.replace(tmp, self.records_path)
+        return bad
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """All complete records, in the order they finished."""
+        with open(self.records_path, "rb") as f:
+            for line in f:
+                if line.endswith(b"\n"):
+                    try:
+                        yield json.loads(line)
+                    except ValueError:
+                        continue
+
+    def finished(self) -> set[tuple[str, str]]:
+        """(engine label, schema_id) of every job already recorded."""
+        return {(r["engine"], r["schema_id"]) for r in self.records()}
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Append one record durably (one write, flush, fsync)."""
+        line = (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode()
+        start = None
+        try:
+            if self._fh is None:
+                self._fh = open(self.records_path, "ab", buffering=0)
+            start = self._fh.seek(0, os.SEEK_END)
+            written = self._fh.write(line)
+            if written != len(line):  # a short write: the disk filled up mid-line
+                raise OSError(28, os.strerror(28))
+            os.fsync(self._fh.fileno())
+        except OSError as e:
+            if start is not None:  # cut the partial line away: earlier records stay whole
+                try:
+                    self._fh.truncate(start)
+                except OSError:
+                    pass  # a torn last line is still repaired on --resume
+            raise StoreError(
+                f"{self.records_path}: cannot append a record ({e.strerror or e}); "
+                "earlier records are intact, resume with --resume after fixing it"
+            ) from None
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def worker_log(self, slot: int) -> Path:
+        return self.path / "workers" / f"worker-{slot}.log"

@@ -1,0 +1,156 @@
+"""The layout's invariants: no import cycles, one-way data path, engines named only in engines/.
+
+Imports are read from the source (``ast``), at module level and inside functions alike:
+a cycle through a lazy import is still a cycle in the design.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("harness", "engines", "suites", "reference_engine")
+
+
+def _modules() -> dict[str, Path]:
+    mods: dict[str, Path] = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            mods[".".join(parts)] = path
+    return mods
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    """Line numbers inside ``if TYPE_CHECKING:`` blocks (annotations only, not run)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for sub in node.body:
+                for n in ast.walk(sub):
+                    if hasattr(n, "lineno"):
+                        lines.add(n.lineno)
+    return lines
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Project module → the project modules it imports (anywhere in its body)."""
+    mods = _modules()
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for mod, path in mods.items():
+        tree = ast.parse(path.read_text(), str(path))
+        skip = _type_checking_lines(tree)
+        is_pkg = path.name == "__init__.py"
+        for node in ast.walk(tree):
+            if getattr(node, "lineno", None) in skip:
+                continue
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    pkg = mod.split(".") if is_pkg else mod.split(".")[:-1]
+                    pkg = pkg[: len(pkg) - node.level + 1]
+                    base = ".".join(pkg + ([base] if base else []))
+                # ``from pkg import mod`` imports the module ``pkg.mod``; ``from mod
+                # import name`` imports ``mod``
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base
+                           for a in node.names]
+            for t in targets:
+                # the longest project module that the dotted name starts with
+                parts = t.split(".")
+                for k in range(len(parts), 0, -1):
+                    head = ".".join(parts[:k])
+                    if head in mods:
+                        if head != mod:
+                            graph[mod].add(head)
+                        break
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def stage(mod: str) -> str:
+    """The stage a module belongs to: ``harness.<sub-package>``, or its top-level package."""
+    parts = mod.split(".")
+    if parts[0] == "harness" and len(parts) > 1:
+        return ".".join(parts[:2])
+    return parts[0]
+
+
+def test_no_module_import_cycle():
+    cycles = _cycles(import_graph())
+    assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_no_stage_import_cycle():
+    stages: dict[str, set[str]] = {}
+    for mod, deps in import_graph().items():
+        s = stage(mod)
+        stages.setdefault(s, set()).update(stage(d) for d in deps if stage(d) != s)
+    cycles = _cycles(stages)
+    assert not cycles, "cycles between stages: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_vocabulary_imports_nothing_else_of_the_project():
+    graph = import_graph()
+    for mod, deps in graph.items():
+        if stage(mod) == "harness.vocab":
+            outside = {d for d in deps if stage(d) != "harness.vocab"}
+            assert not outside, f"{mod} imports {sorted(outside)}"
+
+
+def test_engines_depend_only_on_the_vocabulary_and_their_protocol():
+    graph = import_graph()
+    for mod, deps in graph.items():
+        if stage(mod) == "engines":
+            outside = {d for d in deps if stage(d) not in ("engines", "harness.vocab",
+                                                           "reference_engine")}
+            assert not outside, f"{mod} imports {sorted(outside)}"
+
+
+def test_reference_engine_stands_alone():
+    graph = import_graph()
+    for mod, deps in graph.items():
+        if stage(mod) == "reference_engine":
+            outside = {d for d in deps if stage(d) != "reference_engine"}
+            assert not outside, f"{mod} imports {sorted(outside)}"
