@@ -56,7 +56,7 @@ def main() -> int:
                     help="kernel of the engine variants (as harness run --apply)")
     args = ap.parse_args()
 
-    from engines.registry import EngineSpec, is_installed
+    from harness.registry import EngineSpec, is_installed
     from harness.measure.e2e.loop import decode
     from harness.measure.e2e.prompt import build_prompt
     from harness.measure.e2e.runtime_cache import get_runtime

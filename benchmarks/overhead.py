@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engines.base import CompileError, allocate_bitmask  # noqa: E402
-from engines.registry import EngineSpec, is_installed  # noqa: E402
+from harness.registry import EngineSpec, is_installed  # noqa: E402
 from harness.measure.replay import replay  # noqa: E402
 from harness.vocab import load_vocabulary# noqa: E402
 from suites.jsonschemabench import parse_case, resolve_data_dir  # noqa: E402

@@ -12,8 +12,8 @@ Bitmask layout (shared by all engines): a caller-owned 1-D ``numpy.int32`` array
 ``ceil(V / 32)`` words; bit ``i % 32`` of word ``i // 32`` set means token ``i`` is
 allowed. Adapters fill it in place and never allocate per step.
 
-Every quirk of an engine is absorbed inside its adapter (see
-``../shared/docs/engines.md``): a rejected token is ``commit() -> False`` with the matcher
+Every quirk of an engine is absorbed inside its adapter (``docs/engines.md`` lists
+them): a rejected token is ``commit() -> False`` with the matcher
 left unusable for that sequence, never an exception; a compile failure is
 :class:`CompileError` with a one-line message.
 """
@@ -170,9 +170,22 @@ class EngineAdapter(abc.ABC):
     name: ClassVar[str]
     #: Python distribution that provides the engine (for version reporting).
     package: ClassVar[str | None] = None
+    #: Importable module the engine needs; the row is "not run" where it is missing
+    #: (None: nothing to install).
+    requires: ClassVar[str | None] = None
     configs: ClassVar[dict[str, dict[str, Any]]] = {"default": {}}
     #: Hidden engines (test doubles) are not part of ``--engine all``.
     hidden: ClassVar[bool] = False
+    #: True: the engine's own mask kernel (:meth:`mask_kernel`) is the better choice on a
+    #: GPU, where ``--apply auto`` then takes it.
+    prefer_own_kernel_on_gpu: ClassVar[bool] = False
+    #: The e2e runtime whose own grammar sampler this engine is (e.g. ``"llamacpp"``): with
+    #: that runtime, the e2e suite decodes through it with the adapter's ``gbnf()`` text
+    #: instead of a matcher. None for engines that are matchers only.
+    grammar_runtime: ClassVar[str | None] = None
+    #: True: a serving engine that decodes by itself; the e2e suite drives it through its
+    #: own offline API instead of the harness's decode loop, and replay refuses it.
+    serving_engine: ClassVar[bool] = False
 
     def __init__(self, vocab: Vocabulary, config: str = "default", **overrides: Any):
         if config not in self.configs:
@@ -212,6 +225,14 @@ class EngineAdapter(abc.ABC):
         draft can: suites write ``$schema``), so they come here. Default:
         :meth:`compile`, i.e. an engine with one fixed behaviour is judged as it is."""
         return self.compile(schema_text)
+
+    @classmethod
+    def mask_kernel(cls) -> Any:
+        """The engine's own kernel that sets logits to -inf where a bitmask bit is clear,
+        ``apply(logits, bitmask)`` on torch tensors (logits ``[B, V]`` float32, bitmask
+        ``[B, W]`` int32 on the logits' device), or None when the engine has none (the
+        harness's shared kernel is then used). Imports the engine."""
+        return None
 
     def batch_filler(self, threads: int) -> BatchFiller:
         """A filler for the masks of a batch of this engine's matchers (default: a thread

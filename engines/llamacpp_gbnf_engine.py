@@ -173,6 +173,8 @@ class LlamaCppGbnfCompiled(CompiledGrammar):
 class LlamaCppGbnfEngine(EngineAdapter):
     name = "llamacpp-gbnf"
     package = "llama_cpp_python"
+    requires = "llama_cpp"
+    grammar_runtime = "llamacpp"
     configs = {"default": {}}
     #: not part of --engine all (optional install; ~10 ms a mask): ask for it by name
     hidden = True
@@ -187,6 +189,13 @@ class LlamaCppGbnfEngine(EngineAdapter):
             return self.LlamaGrammar.from_json_schema(schema_text, verbose=False)._grammar
         except Exception as e:  # the converter raises plain Exceptions / ValueErrors
             raise CompileError(one_line(e)) from None
+
+    def runtime_grammar(self, schema_text: str) -> Any:
+        """The grammar object llama.cpp's own sampler takes (``Llama.generate(grammar=...)``)
+        for the e2e suite's llamacpp runtime. Raises :class:`CompileError`."""
+        grammar = self.LlamaGrammar.from_string(self.gbnf(schema_text), verbose=False)
+        self.compile(schema_text)  # refuses what llama.cpp cannot parse
+        return grammar
 
     def compile(self, schema_text: str) -> CompiledGrammar:
         return LlamaCppGbnfCompiled(self.llama_cpp, self._vocab_ptr, self.gbnf(schema_text),

@@ -229,6 +229,7 @@ class LLGuidanceEngine(EngineAdapter):
 
     name = "llguidance"
     package = "llguidance"
+    requires = "llguidance"
     configs = {
         "default": {},
         # Unimplemented keywords (if/then/else, not, ...) become warnings, not errors.
@@ -270,6 +271,12 @@ class LLGuidanceEngine(EngineAdapter):
             raise CompileError(one_line(proto.get_error()))
         warnings = [one_line(w) for w in proto.get_grammar_warnings()]
         return LLGuidanceCompiled(proto, self._stop, self._words, warnings)
+
+    @classmethod
+    def mask_kernel(cls) -> Any:
+        import llguidance.torch as lt
+
+        return lt.apply_token_bitmask_inplace
 
     def batch_filler(self, threads: int) -> LLGuidanceBatchFiller:
         return LLGuidanceBatchFiller(self._llg, threads)

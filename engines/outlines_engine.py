@@ -169,6 +169,7 @@ class OutlinesEngine(EngineAdapter):
 
     name = "outlines"
     package = "outlines-core"
+    requires = "outlines_core"
     configs = {
         "default": dict(OUTLINES_DEFAULTS),
         # JSON whitespace (newlines, tabs, spaces) between tokens, as other engines allow.
@@ -194,6 +195,12 @@ class OutlinesEngine(EngineAdapter):
                 continue
             mapping.setdefault(bytes(t), []).append(i)
         self.engine_vocabulary = oc.Vocabulary(vocab.eos_id, mapping)
+
+    @classmethod
+    def mask_kernel(cls) -> Any:
+        from outlines_core.kernels.torch import apply_token_bitmask_inplace
+
+        return apply_token_bitmask_inplace
 
     def compile(self, schema_text: str) -> OutlinesCompiled:
         try:

@@ -186,6 +186,8 @@ class XGrammarEngine(EngineAdapter):
 
     name = "xgrammar"
     package = "xgrammar"
+    requires = "xgrammar"
+    prefer_own_kernel_on_gpu = True
     configs = {
         # xgrammar's own defaults, written out.
         "default": dict(XGRAMMAR_DEFAULTS),
@@ -255,6 +257,12 @@ class XGrammarEngine(EngineAdapter):
             warnings = list(dict.fromkeys(warnings))  # xgrammar often prints twice
         return XGrammarCompiled(self._xgr, compiled, self._stop, self._nontext,
                                bitmask_words(self.vocab.size), warnings)
+
+    @classmethod
+    def mask_kernel(cls) -> Any:
+        import xgrammar as xgr
+
+        return xgr.apply_token_bitmask_inplace
 
     def batch_filler(self, threads: int) -> XGrammarBatchFiller:
         return XGrammarBatchFiller(self._xgr, threads)

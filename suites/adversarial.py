@@ -44,7 +44,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
-from suites.base import Case, Instance, SuiteError, round_robin
+from suites.base import Case, Instance, SuiteBase, SuiteError, round_robin
 
 NAME = "adversarial"
 SOURCE = "suites/adversarial.py"
@@ -246,10 +246,12 @@ def make_case(family: Family, size: int) -> Case:
     )
 
 
-class Adversarial:
+class Adversarial(SuiteBase):
     """The generated catalogue, filtered by family (``--subset``), glob and sample."""
 
     name = NAME
+    summary_blocks = ("harness.analysis.adversarial:extend",)
+    report_sections = ("harness.report.sections.adversarial:sec_adversarial",)
 
     def __init__(self, subsets: Sequence[str] | None = None, sample: int | None = None,
                  schemas: str | None = None, data: str | None = None) -> None:

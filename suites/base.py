@@ -90,11 +90,48 @@ class SuiteError(Exception):
 
 
 class Suite(Protocol):
+    """What the harness asks of a suite object (built with ``data``, ``subsets``,
+    ``sample`` and ``schemas``)."""
+
     name: str
 
     def cases(self) -> Iterator[Case]: ...
 
+    def case_ids(self) -> list[str]: ...
+
     def describe(self) -> dict[str, Any]: ...
+
+
+class SuiteBase:
+    """A suite is one plug-in: besides its cases, its class declares what the harness does
+    with them, as lazy ``"module:attribute"`` targets, so that shared code never asks which
+    suite it runs.
+
+    Attributes
+    ----------
+    name:
+        The ``--suite`` name (also each case's ``suite``).
+    job:
+        ``"module:function"`` the worker runs for each (case, engine) job,
+        ``function(job: dict, phase) -> record``; None = the token-by-token replay.
+    run_options:
+        ``"module"`` holding the suite's own ``harness run`` options: ``DEFAULTS`` (config
+        key → default), ``add_run_arguments(parser)`` and ``config_from_args(args)``. The
+        job payload's ``options`` holds those keys' values.
+    summary_blocks:
+        ``"module:function"`` each called as ``function(summary, meta, records, run_dir)``
+        after the summary is built: it may add its block to ``summary`` (and files to the
+        run folder) and returns console text, or None.
+    report_sections:
+        ``"module:function"`` each a report section builder ``function(ctx)``, returning a
+        section, a list of sections, or None when the runs hold none of its data.
+    """
+
+    name: str = ""
+    job: str | None = None
+    run_options: str | None = None
+    summary_blocks: tuple[str, ...] = ()
+    report_sections: tuple[str, ...] = ()
 
 
 def round_robin(queues: list[list[Any]], n: int) -> list[Any]:

@@ -18,8 +18,8 @@ import fnmatch
 import json
 from typing import Any, Iterator, Sequence
 
-from harness.measure.groundtruth import parse_instance_text
-from suites.base import Case, Instance, SuiteError, round_robin
+from suites.jsontext import parse_instance_text
+from suites.base import Case, Instance, SuiteBase, SuiteError, round_robin
 from suites.drift_probes import AXES, GROUPS
 
 NAME = "drift"
@@ -58,10 +58,12 @@ def to_case(group: dict[str, Any]) -> Case:
     )
 
 
-class Drift:
+class Drift(SuiteBase):
     """The catalogue, filtered by axis (``--subset``), glob on case ids and sample."""
 
     name = NAME
+    summary_blocks = ("harness.analysis.conformance:drift_block",)
+    report_sections = ("harness.report.sections.conformance:sec_drift",)
 
     def __init__(self, subsets: Sequence[str] | None = None, sample: int | None = None,
                  schemas: str | None = None, data: str | None = None) -> None:

@@ -16,6 +16,9 @@ DEFAULT_SAMPLE = 40
 
 class E2ESuite(JsonSchemaBenchView):
     name = NAME
-    job_kind = "e2e"
+    job = "harness.measure.e2e.job:run_e2e_job"
+    run_options = "harness.measure.e2e.options"
+    summary_blocks = ("harness.measure.e2e.summary:summary_block",)
+    report_sections = ("harness.report.sections.conformance:sec_e2e",)
     keep_instances = False
     default_sample = DEFAULT_SAMPLE

@@ -50,7 +50,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from suites.base import Case, Instance, SuiteError, find_corpus, round_robin
+from suites.base import Case, Instance, SuiteBase, SuiteError, find_corpus, round_robin
 
 NAME = "json-schema-test-suite"
 DRAFTS = ("draft2020-12", "draft7")
@@ -111,10 +111,12 @@ def _matches(rel: str, token: str) -> bool:
     return rel == token or rel == token + ".json" or rel.startswith(token + "/")
 
 
-class JsonSchemaTestSuite:
+class JsonSchemaTestSuite(SuiteBase):
     """The suite's groups as cases, filtered by draft/folder/keyword, glob and sample."""
 
     name = NAME
+    summary_blocks = ("harness.analysis.conformance:keywords_block",)
+    report_sections = ("harness.report.sections.conformance:sec_keywords",)
 
     def __init__(self, data: str | None = None, subsets: Sequence[str] | None = None,
                  sample: int | None = None, schemas: str | None = None) -> None:

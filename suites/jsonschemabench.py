@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from suites.base import Case, Instance, SuiteError, find_corpus, round_robin
+from suites.base import Case, Instance, SuiteBase, SuiteError, find_corpus, round_robin
 
 NAME = "jsonschemabench"
 
@@ -96,7 +96,7 @@ def parse_case(path: Path) -> Case:
     )
 
 
-class JsonSchemaBench:
+class JsonSchemaBench(SuiteBase):
     """The corpus as cases, filtered by subset, glob and deterministic sample."""
 
     name = NAME
@@ -150,7 +150,7 @@ class JsonSchemaBench:
         }
 
 
-class JsonSchemaBenchView:
+class JsonSchemaBenchView(SuiteBase):
     """The ``jsonschemabench`` corpus's cases under another suite's name and worker job
     kind: suites that generate or check at the token level (``e2e``, ``mask-diff``,
     ``fuzz``) take the same ``--data``, ``--subset``, ``--sample`` and ``--schemas``
@@ -158,8 +158,6 @@ class JsonSchemaBenchView:
     nor ``--schemas`` is given), and keep or drop each case's instances."""
 
     name = ""
-    #: the worker job kind for this suite's cases (harness.run.worker.JOB_KINDS)
-    job_kind = "replay"
     keep_instances = True
     default_sample = 40
 

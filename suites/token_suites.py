@@ -23,13 +23,19 @@ class MaskDiffSuite(_TokenSuite):
     """Token-level mask diff against the reference engine; EOS, rollback, tightness."""
 
     name = "mask-diff"
-    #: the worker job kind for this suite's cases (harness.run.worker.JOB_KINDS)
-    job_kind = "mask-diff"
+    job = "harness.measure.tokens.maskdiff_job:run_mask_diff_job"
+    run_options = "harness.measure.tokens.options"
+    summary_blocks = ("harness.measure.tokens.summary:summary_block",)
+    report_sections = ("harness.report.sections.tokens:sec_mask_diff",
+                       "harness.report.sections.tokens:sec_tightness")
 
 
 class FuzzSuite(_TokenSuite):
     """Seeded random walks under each engine's mask, outputs validated."""
 
     name = "fuzz"
-    job_kind = "fuzz"
+    job = "harness.measure.tokens.fuzz_job:run_fuzz_job"
+    run_options = "harness.measure.tokens.options"
+    summary_blocks = ("harness.measure.tokens.summary:summary_block",)
+    report_sections = ("harness.report.sections.tokens:sec_fuzz",)
     keep_instances = False

@@ -32,7 +32,7 @@ def vocab():
 
 
 def adapter(config: str = "default"):
-    from engines.registry import EngineSpec
+    from harness.registry import EngineSpec
 
     if config not in _ADAPTERS:
         _ADAPTERS[config] = EngineSpec("reference", config).build(vocab())

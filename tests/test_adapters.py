@@ -17,7 +17,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from engines import registry
+from harness import registry
 from engines.base import CompileError, EngineAdapter, EngineUnavailable, allocate_bitmask
 from harness.vocab import load_vocabulary
 

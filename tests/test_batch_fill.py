@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from engines.base import BatchFiller, allocate_bitmask, bitmask_words
-from engines.registry import EngineSpec, is_installed
+from harness.registry import EngineSpec, is_installed
 from harness.vocab import load_vocabulary
 from tests.conftest import harness, link_real, read_records
 

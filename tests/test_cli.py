@@ -7,7 +7,8 @@ import json
 import pytest
 
 from conftest import REAL_FILES, harness, link_real, read_records
-from engines.registry import EngineSpec, _ENGINES, is_installed
+from engines.testing import NullEngine
+from harness.registry import ENGINES, EngineSpec, is_installed
 from harness.run import session as benchmark
 from harness.analysis import metrics
 from harness.report import console as table
@@ -87,8 +88,15 @@ def test_engines_command_lists_versions_and_configs():
     assert "faulty" not in out.stdout  # test engines hidden
 
 
+class GhostEngine(NullEngine):
+    """A row whose engine package is absent."""
+
+    name = "ghost"
+    requires = "no_such_package_xyz"
+
+
 def test_uninstalled_engine_is_reported_not_run(monkeypatch):
-    monkeypatch.setitem(_ENGINES, "ghost", ("engines.testing", "NullEngine", "no_such_package_xyz"))
+    monkeypatch.setitem(ENGINES._targets, "ghost", f"{__name__}:GhostEngine")
     assert not is_installed("ghost")
     status = benchmark.engine_status(EngineSpec("ghost"))
     assert status["status"] == "not_run" and "not installed" in status["reason"]

@@ -286,7 +286,7 @@ def test_unsegmentable_vocabulary_raises():
 @pytest.mark.parametrize("engine", ["xgrammar", "llguidance"])
 def test_engines_accept_non_canonical_tokenisations(vocab, engine):
     pytest.importorskip(engine)
-    from engines.registry import EngineSpec
+    from harness.registry import EngineSpec
 
     schema = json.dumps({"type": "object", "properties": {
         "name": {"type": "string"}, "age": {"type": "integer"},

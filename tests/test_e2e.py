@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from engines.registry import EngineSpec, is_installed
+from harness.registry import EngineSpec, is_installed
 from harness.measure.e2e import loop as e2e_loop
 from harness.measure.e2e.job import resolve_options, run_e2e_job
 from harness.measure.e2e.prompt import build_prompt
@@ -163,11 +163,11 @@ def test_check_output_catches_control_characters():
 @pytest.mark.parametrize("engine", ENGINES[:1])
 def test_job_record(engine):
     schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
-    job = {"kind": "e2e", "engine": {"name": engine, "config": "default", "label": engine},
+    job = {"job": "harness.measure.e2e.job:run_e2e_job", "engine": {"name": engine, "config": "default", "label": engine},
            "tokenizer": "llama3",
            "case": {"suite": "e2e", "case_id": "c1", "subset": "t", "source": "-",
                     "schema_text": json.dumps(schema), "instances": [], "resources": []},
-           "e2e": {"runtime": "torch", "model": "micro", "max_tokens": 16, "seed": 0}}
+           "options": {"runtime": "torch", "model": "micro", "max_tokens": 16, "seed": 0}}
     phases = []
     rec = run_e2e_job(job, lambda p, info=None: phases.append(p))
     assert phases[:3] == ["setup", "groundtruth", "compile"]
@@ -212,12 +212,12 @@ def test_e2e_summary_block():
 
 
 def test_e2e_suite_cases(tmp_path):
-    from suites.registry import build_suite
+    from harness.registry import build_suite
     from tests.conftest import link_real
 
     link_real(tmp_path)
     suite = build_suite("e2e", data=str(tmp_path), subsets=None, sample=None, schemas=None)
-    assert suite.job_kind == "e2e" and len(suite) == 3  # default sample 40 > 3 files
+    assert suite.job.endswith(":run_e2e_job") and len(suite) == 3  # default sample 40 > 3 files
     case = next(suite.cases())
     assert case.suite == "e2e" and case.instances == () and case.schema_text
 

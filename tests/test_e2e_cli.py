@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from engines.registry import is_installed
+from harness.registry import is_installed
 from tests.conftest import harness, link_real, read_records
 
 pytestmark = pytest.mark.slow

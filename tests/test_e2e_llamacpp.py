@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (scripts/build_llamacpp.sh)")
 
 from engines.base import allocate_bitmask  # noqa: E402
-from engines.registry import EngineSpec, is_installed  # noqa: E402
+from harness.registry import EngineSpec, is_installed  # noqa: E402
 from harness.measure.e2e import loop as e2e_loop  # noqa: E402
 from harness.vocab.gguf import ensure_gguf  # noqa: E402
 from harness.measure.e2e.prompt import build_prompt  # noqa: E402
@@ -191,12 +191,12 @@ def test_server_route_job(server):
     from harness.measure.e2e.job import run_e2e_job
 
     schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
-    job = {"kind": "e2e", "engine": {"name": "xgrammar", "config": "default",
+    job = {"job": "harness.measure.e2e.job:run_e2e_job", "engine": {"name": "xgrammar", "config": "default",
                                      "label": "server"},
            "tokenizer": "llama3",
            "case": {"suite": "e2e", "case_id": "c1", "subset": "t", "source": "-",
                     "schema_text": json.dumps(schema), "instances": [], "resources": []},
-           "e2e": {"server": server, "max_tokens": 24, "seed": 0}}
+           "options": {"server": server, "max_tokens": 24, "seed": 0}}
     rec = run_e2e_job(job)
     assert rec["outcome"] in ("passing", "invalidation_error"), rec
     assert rec["e2e_config"]["dialect"] == "llamacpp"

@@ -45,7 +45,7 @@ def corpus(tmp_path_factory):
 
 
 def _config(data) -> dict:
-    return {**benchmark.DEFAULT_CONFIG, "engines": "llguidance,faulty", "data": str(data),
+    return {**benchmark.default_config(), "engines": "llguidance,faulty", "data": str(data),
             "timeout_s": TIMEOUT_S, "memory_gib": 2.0, "jobs": 2}
 
 

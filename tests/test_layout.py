@@ -154,3 +154,85 @@ def test_reference_engine_stands_alone():
         if stage(mod) == "reference_engine":
             outside = {d for d in deps if stage(d) != "reference_engine"}
             assert not outside, f"{mod} imports {sorted(outside)}"
+
+
+# --------------------------------------------------------------------------------------
+# Engines and suites are plug-ins: shared code names neither.
+
+#: Python packages of the engines under test (llama_cpp is also the e2e suite's model
+#: runtime, so its imports are allowed there).
+ENGINE_PACKAGES = ("xgrammar", "llguidance", "outlines_core", "vllm")
+
+#: Modules that belong to one suite (its measurement, analysis and report sections): they
+#: may name their own suite; every other module under harness/ is shared code.
+SUITE_MODULES = ("harness.measure.e2e", "harness.measure.tokens", "harness.analysis.conformance",
+                 "harness.analysis.adversarial", "harness.report.sections.conformance",
+                 "harness.report.sections.tokens", "harness.report.sections.adversarial")
+
+
+def _docstring_nodes(tree: ast.AST) -> set[int]:
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = getattr(node, "body", [])
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                ids.add(id(body[0].value))
+    return ids
+
+
+def _outside_engines() -> dict[str, Path]:
+    return {m: p for m, p in _modules().items() if stage(m) != "engines"
+            and stage(m) != "reference_engine"}
+
+
+def test_no_module_outside_engines_imports_an_engine():
+    bad = []
+    for mod, path in _outside_engines().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for n in names:
+                top = n.split(".")[0]
+                if top in ENGINE_PACKAGES or (top == "engines" and n not in ("engines", "engines.base")):
+                    bad.append(f"{mod}: imports {n}")
+    assert not bad, bad
+
+
+#: A server's request dialect is named after the server (``vllm``, ``sglang``, ...), not
+#: after an engine row: the OpenAI-compatible client may name dialects.
+DIALECT_MODULES = ("harness.measure.e2e.openai_client",)
+
+
+def test_no_module_outside_engines_names_an_engine():
+    from harness.registry import ENGINES
+
+    names = set(ENGINES.names())
+    bad = []
+    for mod, path in _outside_engines().items():
+        if mod in DIALECT_MODULES:
+            continue
+        tree = ast.parse(path.read_text())
+        docs = _docstring_nodes(tree)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and node.value in names and id(node) not in docs):
+                bad.append(f"{mod}:{node.lineno}: {node.value!r}")
+    assert not bad, bad
+
+
+def test_shared_code_never_tests_a_suite_name():
+    from harness.registry import SUITES
+
+    names = set(SUITES.names())
+    bad = []
+    for mod, path in _modules().items():
+        if stage(mod) in ("engines", "suites", "reference_engine") or mod.startswith(SUITE_MODULES):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Compare):
+                continue
+            for side in [node.left, *node.comparators]:
+                for c in ast.walk(side):
+                    if isinstance(c, ast.Constant) and c.value in names:
+                        bad.append(f"{mod}:{node.lineno}: compares with suite {c.value!r}")
+    assert not bad, bad

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from engines.base import Matcher, allocate_bitmask
-from engines.registry import EngineSpec
+from harness.registry import EngineSpec
 from harness.measure.groundtruth import GroundTruth
 from harness.measure.replay import ACCEPTED, NO_EOS, REJECTED, SERIALIZATIONS, replay
 from harness.measure.outcomes import classify

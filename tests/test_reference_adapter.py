@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import reference_helpers as H
-from engines import registry
+from harness import registry
 from engines.base import allocate_bitmask
 
 ROOT = Path(__file__).resolve().parent.parent

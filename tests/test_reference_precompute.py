@@ -11,7 +11,7 @@ import json
 import pytest
 
 import reference_helpers as H
-from engines.registry import EngineSpec
+from harness.registry import EngineSpec
 
 SCHEMA = {"type": "object",
           "properties": {"name": {"type": "string", "maxLength": 40},

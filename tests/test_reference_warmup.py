@@ -13,7 +13,7 @@ import json
 import pytest
 
 import reference_helpers as H
-from engines.registry import EngineSpec
+from harness.registry import EngineSpec
 from reference_engine.warmup import (MISSING, STYLES, dumps_with_spans, example_instance,
                                      example_instances)
 

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 import reference_helpers as H
-from engines.registry import EngineSpec
+from harness.registry import EngineSpec
 from reference_engine.encoding import START, json_chars_started
 from test_reference_derive import _accepted, _groups, replay_checking_new_nodes
 

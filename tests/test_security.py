@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, read_records, write_case
-from engines.registry import is_installed
+from harness.registry import is_installed
 
 ENGINES = ["xgrammar", "llguidance", "outlines", "reference", "faulty"] + (
     ["llamacpp-gbnf"] if is_installed("llamacpp-gbnf") else [])

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from conftest import harness, link_real, read_records
-from engines.registry import EngineSpec
+from harness.registry import EngineSpec
 
 CASE = "Github_easy---o43998.json"  # xgrammar and llguidance accept an invalid date-time
 

@@ -9,12 +9,12 @@ import json
 import jsonschema
 import pytest
 
-from engines.registry import EngineSpec
+from harness.registry import EngineSpec
 from harness.measure.groundtruth import parse_instance_text
 from harness.measure.tokens.findings import record_findings
 from harness.measure.tokens.fuzz_job import run_fuzz_job
 from harness.measure.tokens.maskdiff_job import run_mask_diff_job
-from harness.measure.tokens.summary import extend, no_oracle_pairs
+from harness.measure.tokens.summary import no_oracle_pairs, summary_block
 from harness.measure import adapters
 
 STRING_SCHEMA = {"type": "object", "properties": {"s": {"type": "string", "maxLength": 20}},
@@ -30,7 +30,7 @@ def _job(engine: str, schema, instances, suite="mask-diff", **opts):
     case = {"suite": suite, "case_id": f"test/{engine}", "subset": "test", "source": "-",
             "schema_text": json.dumps(schema), "instances": instances, "resources": []}
     job = {"case": case, "engine": {"name": engine, "config": "default", "label": engine},
-           "tokenizer": "llama3", "primary": "ascii", "tokens": opts}
+           "tokenizer": "llama3", "primary": "ascii", "options": opts}
     return (run_mask_diff_job if suite == "mask-diff" else run_fuzz_job)(job)
 
 
@@ -135,7 +135,7 @@ def test_no_oracle_falls_back_to_comparing_engines():
     # they do differ somewhere (xgrammar: raw control characters in a maxLength string)
     assert pairs[0]["mask_differs"] > 0 and pairs[0]["first"][0] == "same"
     summary = {"engines": {"xgrammar": {}, "llguidance": {}}}
-    text = extend(summary, recs)
+    text = summary_block(summary, {}, recs)
     assert summary["engines"]["xgrammar"]["mask_diff"]["schemas_no_oracle"] == 1
     assert "no oracle: llguidance vs xgrammar" in text
 

@@ -71,8 +71,8 @@ def class_counts(records_rows: list[dict[str, Any]]) -> dict[str, Counter]:
     return out
 
 
-def extend(summary: dict[str, Any], meta: dict[str, Any],
-           records: list[dict[str, Any]]) -> str | None:
+def extend(summary: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]],
+           run_dir: Any = None) -> str | None:
     """Add ``summary["adversarial"]`` = ``{engine: {class: cases}}`` when the run holds
     adversarial cases, and return the same as console text; else None."""
     data = rows_from(meta, records)

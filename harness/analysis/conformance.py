@@ -410,7 +410,7 @@ def case_sizes(meta: dict[str, Any] | None) -> dict[str, int] | None:
     if not meta:
         return None
     try:
-        from suites.registry import build_suite
+        from harness.registry import build_suite
 
         cfg = meta["config"]
         suite = build_suite(cfg["suite"], data=cfg.get("data"), subsets=cfg.get("subsets"),
@@ -420,39 +420,27 @@ def case_sizes(meta: dict[str, Any] | None) -> dict[str, int] | None:
         return None
 
 
-def finalize(run_dir: Path, records: list[dict[str, Any]], summary: dict[str, Any],
-             meta: dict[str, Any] | None = None) -> str | None:
-    """Called by :func:`harness.analysis.finalize.finalize`: for a drift run write ``drift.json``, for a
-    test-suite run ``keywords.json``; return the console text to print (None otherwise)."""
-    suite = summary.get("suite")
+def drift_block(summary: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]],
+                run_dir: Path | None = None) -> str | None:
+    """The drift suite's block: writes ``drift.json`` into ``run_dir`` (if given) and
+    returns the matrix and the disagreeing pairs as console text."""
     primary = summary.get("primary_serialization", "ascii")
     ran = [e for e, v in summary.get("engines", {}).items() if v.get("status") == "run"]
-    if suite == DRIFT_SUITE:
-        details = drift_details(records, primary, ran)
+    details = drift_details(records, primary, ran)
+    if run_dir is not None:
         matrix = {e: {a: d["verdict"] for a, d in axes.items()} for e, axes in details.items()}
         (Path(run_dir) / "drift.json").write_text(json.dumps(matrix, indent=2))
-        return render_drift_text(details, drift_pairs(records, primary, ran))
-    if suite == JSTS_SUITE:
-        sizes = case_sizes(meta) if any(r["outcome"] in outcomes.DEATHS for r in records) else None
-        table = keyword_table(records, primary, ran, sizes)
+    return render_drift_text(details, drift_pairs(records, primary, ran))
+
+
+def keywords_block(summary: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]],
+                   run_dir: Path | None = None) -> str | None:
+    """The JSON-Schema-Test-Suite's block: writes ``keywords.json`` into ``run_dir`` (if
+    given) and returns the keyword pass rates as console text."""
+    primary = summary.get("primary_serialization", "ascii")
+    ran = [e for e, v in summary.get("engines", {}).items() if v.get("status") == "run"]
+    sizes = case_sizes(meta) if any(r["outcome"] in outcomes.DEATHS for r in records) else None
+    table = keyword_table(records, primary, ran, sizes)
+    if run_dir is not None:
         (Path(run_dir) / "keywords.json").write_text(json.dumps(table, indent=2))
-        return render_keyword_text(table)
-    return None
-
-
-def console_text(run_dir: Path) -> str | None:
-    """The same console text, rebuilt from a run folder (for a caller such as ``cmd_run``)."""
-    from harness.store.run_store import RunStore
-
-    store = RunStore.open(Path(run_dir))
-    meta = store.read_meta()
-    records = list(store.records())
-    cfg = meta.get("config", {})
-    primary = cfg.get("primary", "ascii")
-    ran = [e["engine"] for e in meta.get("engines", []) if e.get("status") == "run"] or None
-    if cfg.get("suite") == DRIFT_SUITE:
-        return render_drift_text(drift_details(records, primary, ran),
-                                 drift_pairs(records, primary, ran))
-    if cfg.get("suite") == JSTS_SUITE:
-        return render_keyword_text(keyword_table(records, primary, ran, case_sizes(meta)))
-    return None
+    return render_keyword_text(table)

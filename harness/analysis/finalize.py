@@ -1,33 +1,52 @@
 """Derived outputs of a run folder, rebuilt from ``records.jsonl`` at any time.
 
-``summary.json``       the documented machine-readable summary (:func:`harness.analysis.metrics.summarize`)
-``records.parquet``    one row per (engine, schema) job
-``instances.parquet``  one row per (engine, schema, instance, serialisation) replay
-``drift.json``         suite drift: engine × axis verdicts (:mod:`harness.analysis.conformance`)
-``keywords.json``      suite json-schema-test-suite: the per-keyword table
-suites mask-diff / fuzz add blocks to summary.json (:mod:`harness.measure.tokens.summary`)
+``summary.json``       the documented machine-readable summary (:func:`summarize_run`)
+``records.parquet``    one row per (engine, case) job
+``instances.parquet``  one row per (engine, case, instance, serialisation) replay
+
+and whatever the run's suite adds through its ``summary_blocks`` (:class:`suites.base.SuiteBase`):
+e.g. ``drift.json``, ``keywords.json``, the mask-diff / fuzz / e2e / adversarial blocks.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from harness.analysis import metrics
+from harness.registry import load_target, suite_class
 from harness.store.run_store import RunStore
 
 
+def summarize_run(meta: dict[str, Any], records: list[dict[str, Any]],
+                  run_dir: Path | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The summary of a run (:func:`harness.analysis.metrics.build_summary` plus the blocks
+    its suite declares) and the console texts of those blocks.
+
+    Parameters
+    ----------
+    meta, records:
+        ``run.json`` and the records of ``records.jsonl``.
+    run_dir:
+        The run folder, where suite blocks may write their own files; None writes nothing.
+    """
+    summary = metrics.build_summary(meta, records)
+    texts: list[str] = []
+    suite = suite_class((meta.get("config") or {}).get("suite"))
+    for target in getattr(suite, "summary_blocks", ()):
+        text = load_target(target, "summary block")(summary, meta, records, run_dir)
+        if text:
+            texts.append(text)
+    return summary, texts
+
+
 def finalize(store: RunStore) -> dict[str, Any]:
-    """Write summary.json and the Parquet tables; return the summary."""
+    """Write summary.json and the Parquet tables; print the suite blocks' console text;
+    return the summary."""
     meta = store.read_meta()
     records = list(store.records())
-    summary = metrics.build_summary(meta, records)
-    from harness.measure.tokens.summary import extend as token_blocks
-
-    token_text = token_blocks(summary, records)  # suites mask-diff / fuzz (else None)
-    from harness.analysis.adversarial import extend as adversarial_block
-
-    adversarial_text = adversarial_block(summary, meta, records)  # suite adversarial (else None)
+    summary, texts = summarize_run(meta, records, store.path)
     (store.path / "summary.json").write_text(json.dumps(summary, indent=2))
     sdf = metrics.schema_frame(records)
     if len(sdf):
@@ -35,13 +54,6 @@ def finalize(store: RunStore) -> dict[str, Any]:
     idf = metrics.instance_frame(records)
     if len(idf):
         idf.to_parquet(store.path / "instances.parquet", index=False)
-    from harness.analysis import conformance
-
-    extra = conformance.finalize(store.path, records, summary, meta)
-    if extra:  # the drift matrix / keyword pass rates, on the console of run and summary
-        print(extra + "\n")
-    if token_text:  # the mask-diff / fuzz table, on the console of run and summary
-        print(token_text + "\n")
-    if adversarial_text:  # cases per class per engine, on the console of run and summary
-        print(adversarial_text + "\n")
+    for text in texts:  # e.g. the drift matrix, on the console of run and summary
+        print(text + "\n")
     return summary

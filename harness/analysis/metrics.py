@@ -22,7 +22,6 @@ import numpy as np
 import pandas as pd
 
 from harness.measure import outcomes
-from harness.measure.e2e.summary import e2e_block
 from harness.measure.outcomes import instance_outcome
 
 TBM_PERCENTILES = (25, 50, 75, 90, 95, 99, 99.9)
@@ -177,9 +176,6 @@ def summarize(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, 
             "busy_s": round(float(e_s["busy_s"].sum()), 3) if len(e_s) else 0.0,
             "segmentation": segmentation_counts(records, label, primary),
         }
-        e2e = e2e_block(r for r in records if r.get("engine") == label)
-        if e2e is not None:
-            engines[label]["e2e"] = e2e
     return {
         "run_id": meta.get("run_id"),
         "suite": cfg.get("suite"),

@@ -1,18 +1,16 @@
 """``harness`` command line: one module per command, each thin; this one dispatches.
 
-Each command module has ``add_parser(subparsers)``, which sets ``handler`` via
-``set_defaults``. Exit codes: 0 done, 1 the run itself failed (or the gate found a
+The commands are the entries of :data:`harness.registry.COMMANDS` (third-party ones through
+the entry point group ``grammar_harness.commands``): modules with ``add_parser(subparsers)``,
+which sets ``handler`` via ``set_defaults``. Exit codes: 0 done, 1 the run itself failed (or the gate found a
 regression), 2 bad usage or input (one-line message).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 
-#: The commands' modules, in the order ``harness --help`` lists them.
-COMMAND_MODULES: list[str] = ["harness.cli.run", "harness.cli.engines", "harness.cli.summary",
-                              "harness.cli.report", "harness.cli.gate", "harness.cli.explain"]
+from harness.registry import COMMANDS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,8 +18,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="harness",
         description="Benchmark and conformance harness for grammar-constrained decoding.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for mod in COMMAND_MODULES:
-        importlib.import_module(mod).add_parser(sub)
+    for name in COMMANDS.names():
+        COMMANDS.load(name).add_parser(sub)
     return parser
 
 

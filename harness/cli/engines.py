@@ -12,7 +12,7 @@ def add_parser(sub) -> None:
 
 
 def cmd_engines(args) -> int:
-    from engines.registry import adapter_class, is_installed, registered
+    from harness.registry import adapter_class, is_installed, registered
 
     names = registered(include_hidden=args.all)
     print(f"{'engine':<12} {'installed':<10} {'version':<10} configurations")

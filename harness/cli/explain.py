@@ -201,7 +201,7 @@ def _replay(f: dict[str, Any], rec: dict[str, Any], meta: dict[str, Any], vocab)
     """Replay the sequence through every engine of the run and the oracle; print what each
     allowed at the step where it went wrong and whether the record's claim is reproduced."""
     from engines.base import CompileError, allocate_bitmask
-    from engines.registry import EngineSpec
+    from harness.registry import EngineSpec
     from harness.measure.e2e.validate import check_output
     from harness.measure.groundtruth import GroundTruth
     from harness.measure.tokens.maskops import token_classes

@@ -12,9 +12,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("run", help="run a suite against engines",
                        description="Run a suite against engines; writes results/<run-id>/.")
     # Defaults are None so that --resume can tell what was given explicitly.
-    from suites.registry import SUITES
+    from harness.registry import SUITES
 
-    p.add_argument("--suite", help=f"suite name: {', '.join(SUITES)} (default: jsonschemabench)")
+    p.add_argument("--suite", help=f"suite name: {', '.join(SUITES.names())} (default: jsonschemabench)")
     p.add_argument("--engine", dest="engines",
                    help="engines as NAME[:CONFIG],... or 'all' (default: all)")
     p.add_argument("--tokenizer", help="llama3 (default), tekken, qwen2, or a tokenizer.json path")
@@ -40,12 +40,10 @@ def add_parser(sub) -> None:
     p.add_argument("--ray-address",
                    help="Ray cluster to join with --executor ray, e.g. HOST:6379 (default: "
                         "start a local Ray instance)")
-    from harness.measure.e2e.options import add_run_arguments
+    from harness.run.session import suite_option_modules
 
-    add_run_arguments(p)
-    from harness.measure.tokens import options as token_options
-
-    token_options.add_run_arguments(p)
+    for mod in suite_option_modules():  # each suite's own options
+        mod.add_run_arguments(p)
     p.set_defaults(handler=cmd_run)
 
 
@@ -61,17 +59,15 @@ def config_from_args(args) -> dict:
         given["subsets"] = [s.strip() for x in args.subsets for s in x.split(",") if s.strip()]
     if args.serializations:
         given["serializations"] = [s.strip() for s in args.serializations.split(",") if s.strip()]
-    from harness.measure.e2e.options import config_from_args
+    from harness.run.session import suite_option_modules
 
-    given.update(config_from_args(args))
-    from harness.measure.tokens import options as token_options
-
-    given.update(token_options.config_from_args(args))
+    for mod in suite_option_modules():
+        given.update(mod.config_from_args(args))
     return given
 
 
 def cmd_run(args) -> int:
-    from engines.registry import UnknownEngine
+    from harness.registry import UnknownEngine
     from harness.run import session as benchmark
     from harness.analysis import finalize as derive
     from harness.report import console as table
@@ -95,7 +91,7 @@ def cmd_run(args) -> int:
                          + ", ".join(f"{k}={v!r} (stored {s!r})" for k, (v, s) in diff.items()))
         config = stored
     else:
-        config = {**benchmark.DEFAULT_CONFIG, **given}
+        config = {**benchmark.default_config(), **given}
     bad = [s for s in config["serializations"] if s not in SERIALIZATIONS]
     if bad or config["primary"] not in config["serializations"]:
         return fail(f"serialisations must be among {', '.join(SERIALIZATIONS)} and include "
@@ -123,10 +119,6 @@ def cmd_run(args) -> int:
     reports_root = Path(args.reports) if args.reports else REPORTS_DEFAULT
     html_report, report = write_reports([store.path], reports_root / store.path.name)
     print(table.render_text(summary))
-    from harness.measure.e2e.summary import render_text as e2e_text
-
-    if e2e_text(summary):
-        print("\n" + e2e_text(summary))
     eff = summary.get("parallel_efficiency")
     print(f"\nrun folder: {store.path}\nreport:     {report} (and {html_report.name})"
           + (f"\nparallel efficiency: {eff:.1%} ({config['jobs']} jobs, wall {summary['wall_s']:.1f} s)"

@@ -28,9 +28,5 @@ def cmd_summary(args) -> int:
     out = Path(args.output) if args.output else REPORTS_DEFAULT / store.path.name
     html_report, report = write_reports([store.path], out)
     print(table.render_text(summary))
-    from harness.measure.e2e.summary import render_text as e2e_text
-
-    if e2e_text(summary):
-        print("\n" + e2e_text(summary))
     print(f"\nreport: {report} (and {html_report.name})")
     return 0

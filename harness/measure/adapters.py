@@ -23,7 +23,7 @@ def adapter(name: str, config: str, tokenizer: str) -> "EngineAdapter":
     ``tokenizer`` (a name or a ``tokenizer.json`` path), built on first use in this
     process. A different tokenizer drops every adapter built for the previous one."""
     global _vocab, _vocab_spec
-    from engines.registry import EngineSpec
+    from harness.registry import EngineSpec
     from harness.vocab import load_vocabulary
 
     if _vocab_spec != tokenizer:

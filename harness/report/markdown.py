@@ -9,16 +9,33 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from harness.report.model import (Bullets, Fields, Figure, Para, ReportContext, Section, Table,
                                   load_run, run_keys)
-from harness.report.registry import OPTIONAL_SECTIONS
-from harness.report.sections.core import CORE_SECTIONS, DIFF_SECTIONS
+from harness.registry import REPORT_SECTIONS, load_target, suite_class
 from harness.report.text import md_text
 
+def section_builders(ctx: ReportContext) -> list[Any]:
+    """The section builders of a report, in order: the registered sections (the core ones,
+    then third-party ones), the sections each run's suite declares, and the comparison of
+    several runs last."""
+    names = [n for n in REPORT_SECTIONS.names() if n != "diff"]
+    builders = [REPORT_SECTIONS.load(n) for n in names]
+    seen: set[str] = set()
+    for run in ctx.runs:
+        suite = suite_class((run.meta.get("config") or {}).get("suite"))
+        for target in getattr(suite, "report_sections", ()):
+            if target not in seen:
+                seen.add(target)
+                builders.append(load_target(target, "report section"))
+    return [*builders, REPORT_SECTIONS.load("diff")]
+
+
 def build_sections(ctx: ReportContext) -> list[Section]:
+    """Every section of the report; a builder that finds none of its data adds nothing."""
     out: list[Section] = []
-    for builder in [*CORE_SECTIONS, *OPTIONAL_SECTIONS, *DIFF_SECTIONS]:
+    for builder in section_builders(ctx):
         res = builder(ctx)
         if res is None:
             continue
@@ -86,10 +103,6 @@ def _unique_figure_names(sections: list[Section]) -> None:
 
 def build(paths: list[Path]) -> tuple[ReportContext, list[Section]]:
     """Load the runs (read-only) and build every section."""
-    import harness.report.sections.conformance  # noqa: F401  (registers the suites' optional sections)
-    import harness.report.sections.tokens  # noqa: F401  (mask-diff, tightness, fuzz sections)
-    import harness.report.sections.adversarial  # noqa: F401  (the adversarial suite's section)
-
     runs = [load_run(p, key) for p, key in zip(paths, run_keys(len(paths)))]
     ctx = ReportContext(runs)
     sections = build_sections(ctx)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.analysis import metrics
+from harness.analysis.finalize import summarize_run
 from harness.store.run_store import RunStore
 
 # --------------------------------------------------------------------------------------
@@ -122,7 +122,7 @@ def load_run(path: Path, key: str = "A", summary: dict[str, Any] | None = None) 
     meta = store.read_meta()
     records = list(store.records())
     if summary is None:
-        summary = metrics.build_summary(meta, records)
+        summary, _ = summarize_run(meta, records)
     return RunData(key=key, path=store.path, meta=meta, records=records, summary=summary)
 
 

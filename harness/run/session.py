@@ -12,17 +12,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from engines.registry import EngineSpec, parse_engines
-from harness.measure.e2e.job import E2E_DEFAULTS
-from harness.measure.tokens.options import DEFAULTS as TOKEN_DEFAULTS
 from harness.run.executor import EXECUTORS, Executor, ExecutorError, Job
 from harness.store.run_store import RunStore, StoreError, git_commit, machine_info, new_run_id
 from harness.vocab import load_vocabulary
-from suites.registry import build_suite
-
-#: Configuration keys handed to e2e jobs as ``payload["e2e"]``.
-E2E_KEYS = ("runtime", "model", "quant", "max_tokens", "batch", "overlap", "device", "seed",
-            "temperature", "server", "apply")
+from harness.registry import (SUITES, EngineSpec, build_suite, load_target, parse_engines,
+                              suite_class)
 
 DEFAULT_CONFIG: dict[str, Any] = {
     "suite": "jsonschemabench",
@@ -40,11 +34,35 @@ DEFAULT_CONFIG: dict[str, Any] = {
     #: K extra replays of each valid instance's primary serialisation with seeded
     #: non-canonical tokenisations (harness/segment.py); 0 = none.
     "segmentations": 0,
-    # suite e2e: the decode loop's runtime and options (defaults: harness/e2e/job.py)
-    **{k: E2E_DEFAULTS[k] for k in E2E_KEYS},
-    # suites mask-diff and fuzz: walks, budgets, tightness k (defaults: harness/tokens/options.py)
-    **TOKEN_DEFAULTS,
 }
+
+
+def suite_option_modules() -> list[Any]:
+    """The options modules every registered suite declares (``SuiteBase.run_options``), each
+    once, in registration order."""
+    mods: dict[str, Any] = {}
+    for name in SUITES.names():
+        target = getattr(suite_class(name), "run_options", None)
+        if target and target not in mods:
+            mods[target] = load_target(target, f"suite {name!r} options")
+    return list(mods.values())
+
+
+def default_config() -> dict[str, Any]:
+    """The configuration of a run nothing was given for: the core keys above and every
+    suite's own options (``DEFAULTS`` of its options module)."""
+    config = dict(DEFAULT_CONFIG)
+    for mod in suite_option_modules():
+        config.update(mod.DEFAULTS)
+    return config
+
+
+def suite_options(suite: Any, config: dict[str, Any]) -> dict[str, Any]:
+    """The suite's own options (the keys of its options module) from ``config``."""
+    target = getattr(suite, "run_options", None)
+    if not target:
+        return {}
+    return {k: config.get(k) for k in load_target(target, "suite options").DEFAULTS}
 
 
 def engine_status(spec: EngineSpec) -> dict[str, Any]:
@@ -66,6 +84,7 @@ def _jobs(suite, specs: list[EngineSpec], config: dict[str, Any],
           finished: set[tuple[str, str]]) -> Iterator[Job]:
     """Engine by engine (so each engine's wall time is its own), case by case."""
     told: set[str] = set()
+    options = suite_options(suite, config)
     for spec in specs:
         for case in suite.cases():
             if (spec.label, case.case_id) in finished:
@@ -86,9 +105,8 @@ def _jobs(suite, specs: list[EngineSpec], config: dict[str, Any],
                 "serializations": config["serializations"],
                 "primary": config["primary"],
                 "segmentations": config.get("segmentations", 0),
-                "kind": getattr(suite, "job_kind", "replay"),
-                "e2e": {k: config.get(k) for k in E2E_KEYS},
-                "tokens": {k: config.get(k) for k in TOKEN_DEFAULTS},
+                "job": suite.job,
+                "options": options,
             })
 
 

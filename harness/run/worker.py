@@ -158,21 +158,14 @@ def _segmentation_replays(grammar, vocab, bitmask, case_id: str, index: int, of:
     return out
 
 
-#: Job kinds other than the default replay: ``kind`` → "module:function" taking
-#: ``(job, phase)`` and returning a record (with at least engine, schema_id, outcome).
-JOB_KINDS: dict[str, str] = {
-    "e2e": "harness.measure.e2e.job:run_e2e_job",
-    "mask-diff": "harness.measure.tokens.maskdiff_job:run_mask_diff_job",
-    "fuzz": "harness.measure.tokens.fuzz_job:run_fuzz_job",
-}
-
-
-def _job_function(kind: str):
-    if kind == "replay":
+def _job_function(target: str | None):
+    """The function a job runs: the suite's ``job`` target ("module:function" taking
+    ``(job, phase)`` and returning a record), or the replay (:func:`run_job`) for None."""
+    if target is None:
         return run_job
     import importlib
 
-    mod, _, fn = JOB_KINDS[kind].partition(":")
+    mod, _, fn = target.partition(":")
     return getattr(importlib.import_module(mod), fn)
 
 
@@ -217,7 +210,7 @@ def worker_main(conn, memory_gib: float | None, log_path: str | None) -> None:
         if job is None:
             return
         try:
-            record = _job_function(job.get("kind", "replay"))(job, phase)
+            record = _job_function(job.get("job"))(job, phase)
             conn.send(("done", record))
         except MemoryError:
             conn.send(("died", {"outcome": outcomes.OOM,

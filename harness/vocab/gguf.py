@@ -169,7 +169,7 @@ def ensure_gguf(size: str, quant: str = "Q8_0", seed: int = 0,
                 vocab: Vocabulary | None = None) -> Path:
     """The cached GGUF for (size, quant, seed), written on first use."""
     if vocab is None:
-        from harness.vocab.core import load_vocabulary
+        from harness.vocab.loading import load_vocabulary
 
         vocab = load_vocabulary("llama3")
     path = model_path(size, quant, seed, vocab)

@@ -3,7 +3,7 @@
 Per job: compile (timed; part of TTFT), a constrained decode (serial or overlapped), an
 unconstrained decode of the same runtime, sampler, seed and budget (the baseline of the
 TPOT ratio), and the validation of every output the engine let end (strict JSON, then
-jsonschema). The payload's ``e2e`` dict holds the run options (:data:`E2E_DEFAULTS`).
+jsonschema). The payload's ``options`` dict holds the run options (:data:`E2E_DEFAULTS`).
 """
 
 from __future__ import annotations
@@ -78,12 +78,14 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
     from harness.measure import adapters
 
     case, eng = job["case"], job["engine"]
-    o = resolve_options(job.get("e2e"))
+    o = resolve_options(job.get("options"))
     if o.get("server"):
         from harness.measure.e2e.server_job import run_server_job
 
         return run_server_job(job, o, phase)
-    if eng["name"] == "vllm":
+    from harness.registry import adapter_class
+
+    if adapter_class(eng["name"]).serving_engine:
         from harness.measure.e2e.vllm_job import run_vllm_job
 
         return run_vllm_job(job, o, phase)
@@ -106,16 +108,14 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
     truth = GroundTruth.for_case(case)
     prompt = build_prompt(vocab, case["schema_text"])
 
-    # llama.cpp's own grammar path: Llama.generate(grammar=...) instead of a matcher
-    gbnf = eng["name"] == "llamacpp-gbnf" and o["runtime"] == "llamacpp"
+    # the runtime's own grammar sampler (llama.cpp: Llama.generate(grammar=...)) instead
+    # of a matcher, for an engine that is that sampler
+    gbnf = type(adapter).grammar_runtime == o["runtime"]
     phase("compile")
     t0 = time.perf_counter_ns()
     try:
         if gbnf:
-            from llama_cpp.llama_grammar import LlamaGrammar
-
-            grammar = LlamaGrammar.from_string(adapter.gbnf(case["schema_text"]), verbose=False)
-            adapter.compile(case["schema_text"])  # refuses what llama.cpp cannot parse
+            grammar = adapter.runtime_grammar(case["schema_text"])
             t1 = time.perf_counter_ns()
             matchers = None
         else:

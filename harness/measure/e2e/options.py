@@ -1,10 +1,17 @@
-"""``harness run`` flags of the e2e suite (added to the run parser by harness/cli.py)."""
+"""``harness run`` options of the e2e suite (its ``SuiteBase.options``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-#: flag attribute → configuration key (harness/benchmark.py DEFAULT_CONFIG)
+from harness.measure.e2e.job import E2E_DEFAULTS
+
+#: Configuration keys of the e2e suite, handed to its jobs as ``payload["options"]``.
+KEYS = ("runtime", "model", "quant", "max_tokens", "batch", "overlap", "device", "seed",
+        "temperature", "server", "apply")
+DEFAULTS: dict[str, Any] = {k: E2E_DEFAULTS[k] for k in KEYS}
+
+#: flag attribute → configuration key
 FLAG_KEYS = ("model", "runtime", "max_tokens", "batch", "overlap", "device", "quant", "server",
              "apply")
 

@@ -74,48 +74,46 @@ def apply_shared(logits: torch.Tensor, bm: Bitmask) -> None:
         logits.masked_fill_(bits == 0, float("-inf"))
 
 
-def _xgrammar_kernel():
-    import xgrammar as xgr
+def _engine_kernel(engine_name: str) -> Callable | None:
+    """The engine's own kernel (:meth:`engines.base.EngineAdapter.mask_kernel`) over a
+    :class:`Bitmask`, or None."""
+    from harness.registry import RegistryError, adapter_class
+
+    try:
+        kernel = adapter_class(engine_name).mask_kernel()
+    except RegistryError:
+        return None
+    if kernel is None:
+        return None
 
     def apply(logits: torch.Tensor, bm: Bitmask) -> None:
-        xgr.apply_token_bitmask_inplace(logits, bm.to_device())
+        kernel(logits, bm.to_device())
     return apply
-
-
-def _llguidance_kernel():
-    import llguidance.torch as lt
-
-    def apply(logits: torch.Tensor, bm: Bitmask) -> None:
-        lt.apply_token_bitmask_inplace(logits, bm.to_device())
-    return apply
-
-
-def _outlines_kernel():
-    from outlines_core.kernels.torch import apply_token_bitmask_inplace
-
-    def apply(logits: torch.Tensor, bm: Bitmask) -> None:
-        apply_token_bitmask_inplace(logits, bm.to_device())
-    return apply
-
-
-_ENGINE_KERNELS = {"xgrammar": _xgrammar_kernel, "llguidance": _llguidance_kernel,
-                   "outlines": _outlines_kernel}
 
 
 def apply_kernel(engine_name: str, mode: str = "auto",
                  device: str = "cpu") -> tuple[str, Callable]:
     """(kernel label, function(logits [B, V] float32, Bitmask)) for an engine and mode.
 
-    ``auto`` takes xgrammar's own kernel for xgrammar on GPUs only: on CPU it costs ~0.5 ms a
-    step with a real (sparse) mask at 128,256 ids, against ~0.05 ms for an all-ones mask and
-    ~0.15 ms for the shared kernel (benchmarks/e2e_overhead.py), i.e. ~4 % of a 10 ms step
-    spent in the harness's choice of kernel."""
+    ``engine`` takes the engine's own kernel where it has one; ``auto`` takes it only on a
+    GPU and only for engines that prefer it there
+    (:attr:`engines.base.EngineAdapter.prefer_own_kernel_on_gpu`): on a CPU a sparse mask
+    over 128,256 ids costs such a kernel several times the shared one
+    (``benchmarks/e2e_overhead.py`` prints both)."""
     if mode not in APPLY_MODES:
         raise ValueError(f"unknown apply mode {mode!r}; known: {', '.join(APPLY_MODES)}")
-    if mode == "engine" or (mode == "auto" and engine_name == "xgrammar"
-                            and not str(device).startswith("cpu")):
-        if engine_name in _ENGINE_KERNELS:
-            return f"{engine_name}.apply_token_bitmask_inplace", _ENGINE_KERNELS[engine_name]()
+    own = mode == "engine"
+    if mode == "auto" and not str(device).startswith("cpu"):
+        from harness.registry import RegistryError, adapter_class
+
+        try:
+            own = adapter_class(engine_name).prefer_own_kernel_on_gpu
+        except RegistryError:
+            own = False
+    if own:
+        apply = _engine_kernel(engine_name)
+        if apply is not None:
+            return f"{engine_name}.apply_token_bitmask_inplace", apply
     return "shared", apply_shared
 
 

@@ -39,6 +39,17 @@ def _r(x: float | None, nd: int = 3) -> float | None:
     return None if x is None or not np.isfinite(x) else round(float(x), nd)
 
 
+def summary_block(summary: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]],
+                  run_dir: Any = None) -> str | None:
+    """The e2e suite's summary block: each engine's ``e2e`` entry (:func:`e2e_block`);
+    returns the console text (:func:`render_text`), or None when no record has e2e data."""
+    for label, e in summary.get("engines", {}).items():
+        block = e2e_block(r for r in records if r.get("engine") == label)
+        if block is not None:
+            e["e2e"] = block
+    return render_text(summary)
+
+
 def e2e_block(records: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
     recs = [r for r in records if r.get("e2e")]
     if not recs:

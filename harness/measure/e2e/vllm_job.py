@@ -13,8 +13,8 @@ _LLM: dict[tuple, Any] = {}
 
 
 def run_vllm_job(job: dict[str, Any], o: dict[str, Any], phase) -> dict[str, Any]:
-    from engines.registry import adapter_class
-    from harness.measure.e2e.vllm_offline import VllmOffline, write_hf_model
+    from harness.registry import adapter_class
+    from harness.measure.e2e.vllm_offline import write_hf_model
     from harness.vocab.gguf import cache_root
     from harness.measure.e2e.prompt import ASK, SYSTEM
     from harness.measure.e2e.validate import check_output
@@ -33,7 +33,8 @@ def run_vllm_job(job: dict[str, Any], o: dict[str, Any], phase) -> dict[str, Any
     if key not in _LLM:
         _LLM.clear()
         folder = write_hf_model(o["model"], o["seed"], vocab, cache_root() / "models")
-        _LLM[key] = VllmOffline(str(folder), backend=backend, seed=o["seed"])
+        _LLM[key] = adapter_class(eng["name"]).offline(str(folder), backend=backend,
+                                                       seed=o["seed"])
     llm = _LLM[key]
     phase("groundtruth")
     schema = json.loads(case["schema_text"])
@@ -71,9 +72,9 @@ def run_vllm_job(job: dict[str, Any], o: dict[str, Any], phase) -> dict[str, Any
         return (r["total_ns"] - r["ttft_ns"]) / (n - len(r["token_ids"]))
 
     tp, tpu = tpot(con), tpot(unc)
-    record["e2e_config"] = {"runtime": "vllm", "backend": backend, "model": o["model"],
+    record["e2e_config"] = {"runtime": eng["name"], "backend": backend, "model": o["model"],
                             "max_tokens": o["max_tokens"], "batch": o["batch"]}
-    record["e2e"] = {"schedule": "vllm", "api": f"vllm:{backend}",
+    record["e2e"] = {"schedule": eng["name"], "api": f"{eng['name']}:{backend}",
                      "ttft_ns": con["ttft_ns"] or 0, "ttft_unconstrained_ns": unc["ttft_ns"] or 0,
                      "tpot_ns": tp, "tpot_unconstrained_ns": tpu,
                      "tpot_ratio": round(tp / tpu, 4) if tp and tpu else None,

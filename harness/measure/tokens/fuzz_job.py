@@ -33,7 +33,7 @@ def run_fuzz_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[s
     from harness.measure import adapters
 
     case, eng = job["case"], job["engine"]
-    o = resolve(job.get("tokens"))
+    o = resolve(job.get("options"))
     record: dict[str, Any] = {"engine": eng["label"], "schema_id": case["case_id"],
                               "suite": case["suite"], "subset": case["subset"],
                               "schema_text": case["schema_text"], "token_options": o,

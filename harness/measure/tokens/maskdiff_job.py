@@ -103,7 +103,7 @@ def run_mask_diff_job(job: dict[str, Any], phase=lambda p, info=None: None) -> d
     from harness.measure import adapters
 
     case, eng = job["case"], job["engine"]
-    o = resolve(job.get("tokens"))
+    o = resolve(job.get("options"))
     primary = job.get("primary", "ascii")
     record: dict[str, Any] = {"engine": eng["label"], "schema_id": case["case_id"],
                               "suite": case["suite"], "subset": case["subset"],

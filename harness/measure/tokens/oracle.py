@@ -1,14 +1,14 @@
-"""The oracle of the mask diff: the project's reference engine, in-process, with a deadline.
+"""The oracle of the mask diff, in-process, with a deadline.
 
-The reference engine (``reference_engine/``, adapter ``engines/reference.py``) is exact by
-construction: every token of its mask can be completed to a document the schema accepts,
-and every other token cannot. It is built here with unbounded whitespace
-(``max_ws=None``; its default caps a whitespace gap at 32 characters, which would make
-every longer whitespace token look like an engine's error). Where it refuses a schema
-(a keyword it cannot enforce exactly) the job has *no oracle* and says so.
+The oracle is the engine row the engines package names (:data:`engines.ORACLE`, built with
+:data:`engines.ORACLE_OPTIONS`): exact by construction, every token of its mask can be
+completed to a document the schema accepts, and every other token cannot. Where it refuses
+a schema (a keyword it cannot enforce exactly) the job has *no oracle* and says so.
 
-It is pure Python: a job gives it at most ``oracle_timeout_s`` seconds in all (compile and
-masks); past that, the rest of the job runs without an oracle (status ``timeout``).
+It runs in this process: a job gives it at most ``oracle_timeout_s`` seconds in all
+(compile and masks); past that, the rest of the job runs without an oracle (status
+``timeout``). The deadline is a SIGALRM, which interrupts pure-Python code between
+bytecodes.
 """
 
 from __future__ import annotations
@@ -18,13 +18,15 @@ import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator
 
+import engines
+
 if TYPE_CHECKING:
-    from engines.reference import ReferenceEngine
+    from engines.base import EngineAdapter
     from harness.vocab import Vocabulary
 
-#: the reference engine's options when it serves as the oracle
-ORACLE_OPTIONS: dict[str, Any] = {"max_ws": None}
-ORACLE_LABEL = "reference"
+#: the oracle's options and its label in records and reports
+ORACLE_OPTIONS: dict[str, Any] = dict(engines.ORACLE_OPTIONS)
+ORACLE_LABEL: str = engines.ORACLE
 
 _ADAPTERS: dict[str, Any] = {}
 
@@ -33,13 +35,13 @@ class OracleTimeout(Exception):
     """The oracle spent its time budget."""
 
 
-def oracle_adapter(vocab: "Vocabulary") -> "ReferenceEngine":
-    """The reference adapter used as oracle, built once per process and vocabulary."""
-    from engines.reference import ReferenceEngine
+def oracle_adapter(vocab: "Vocabulary") -> "EngineAdapter":
+    """The oracle's adapter, built once per process and vocabulary."""
+    from harness.registry import EngineSpec
 
     a = _ADAPTERS.get(vocab.fingerprint)
     if a is None:
-        a = _ADAPTERS[vocab.fingerprint] = ReferenceEngine(vocab, "default", **ORACLE_OPTIONS)
+        a = _ADAPTERS[vocab.fingerprint] = EngineSpec(ORACLE_LABEL).build(vocab, **ORACLE_OPTIONS)
     return a
 
 

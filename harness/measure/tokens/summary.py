@@ -47,10 +47,11 @@ from typing import Any, Iterable
 
 import numpy as np
 
+import engines
 from harness.measure import outcomes
 from harness.measure.tokens.options import DEFAULTS
 
-ORACLE = "reference"
+ORACLE = engines.ORACLE
 MASK_DIFF, FUZZ = "mask-diff", "fuzz"
 
 
@@ -228,7 +229,8 @@ def fuzz_block(recs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def extend(summary: dict[str, Any], records: list[dict[str, Any]]) -> str | None:
+def summary_block(summary: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]],
+                  run_dir: Any = None) -> str | None:
     """Add the blocks above to ``summary`` (in place); return console text, or None when
     the run holds no mask-diff / fuzz records."""
     md = _md_records(records)

@@ -22,7 +22,6 @@ from harness.measure import outcomes
 from harness.report.model import Para, ReportContext, RunData, Section, Table
 from harness.report.plots import figure_png, pyplot
 from harness.report.text import plot_text
-from harness.report.registry import register_section
 
 def rows(run: RunData) -> list[dict[str, Any]]:
     """:func:`rows_from` of a loaded run."""
@@ -108,7 +107,6 @@ def _cell(r: dict[str, Any] | None) -> str:
     return r["class"].replace("_", " ")
 
 
-@register_section
 def sec_adversarial(ctx: ReportContext) -> list[Section] | None:
     out = []
     for run in ctx.runs:

@@ -15,7 +15,6 @@ import numpy as np
 from harness.analysis import conformance
 from harness.report.model import Figure, Para, ReportContext, Section, Table
 from harness.report.plots import figure_png, pyplot
-from harness.report.registry import register_section
 
 VERDICTS = ("agrees", "stricter", "looser", "mixed", "refuses")
 
@@ -50,7 +49,6 @@ def _drift_heatmap(matrix: dict[str, dict[str, str]], title: str) -> Figure:
                       "red looser, purple mixed, grey refuses", bbox_inches="tight")
 
 
-@register_section
 def sec_drift(ctx: ReportContext) -> list[Section] | None:
     out = []
     for run in ctx.runs:
@@ -84,7 +82,6 @@ def sec_drift(ctx: ReportContext) -> list[Section] | None:
     return out or None
 
 
-@register_section
 def sec_keywords(ctx: ReportContext) -> list[Section] | None:
     out = []
     for run in ctx.runs:
@@ -109,7 +106,6 @@ def sec_keywords(ctx: ReportContext) -> list[Section] | None:
     return out or None
 
 
-@register_section
 def sec_e2e(ctx: ReportContext) -> Section | None:
     rows: list[tuple[str, dict[str, Any]]] = []
     for run in ctx.runs:

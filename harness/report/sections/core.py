@@ -391,12 +391,3 @@ def sec_diff(ctx: ReportContext, limit: int = 300) -> list[Section]:
                                      "matched schemas with confidence intervals."))
         out.append(Section(f"{run.key} vs {ref.key}", blocks, level=3))
     return out
-
-
-CORE_SECTIONS = [
-    sec_metadata, sec_engines, sec_results, sec_subsets, sec_latency, sec_slow_masks,
-    sec_unfinished,
-]
-
-#: The comparison of several runs comes last.
-DIFF_SECTIONS = [sec_diff]

@@ -14,7 +14,6 @@ import numpy as np
 
 from harness.report.model import Figure, Para, ReportContext, Section, Table
 from harness.report.plots import figure_png, pyplot
-from harness.report.registry import register_section
 from harness.measure.tokens import summary as tsum
 from harness.measure.tokens.findings import run_findings
 
@@ -72,7 +71,6 @@ def _findings_table(run, recs: list[dict[str, Any]], vocab) -> list:
                   align=["l"] * 7)]
 
 
-@register_section
 def sec_mask_diff(ctx: ReportContext) -> list[Section] | None:
     out = []
     for run in ctx.runs:
@@ -158,11 +156,10 @@ def _tightness_figure(sizes: dict[str, dict], k: int) -> Figure:
     fig.tight_layout()
     return figure_png(fig, "tightness.png", "allowed-set sizes per step on the valid instances' "
                       "canonical tokenisations, each engine over the steps it reached (the "
-                      "pair table compares common steps only); 'reference' is the spec's own "
-                      "set (the oracle)")
+                      "pair table compares common steps only); "
+                      f"'{tsum.ORACLE}' is the spec's own set (the oracle)")
 
 
-@register_section
 def sec_tightness(ctx: ReportContext) -> list[Section] | None:
     out = []
     for run in ctx.runs:
@@ -201,7 +198,6 @@ def sec_tightness(ctx: ReportContext) -> list[Section] | None:
     return out or None
 
 
-@register_section
 def sec_fuzz(ctx: ReportContext) -> list[Section] | None:
     out = []
     for run in ctx.runs:

@@ -1,0 +1,250 @@
+"""One registry class for every kind of plug-in: engines, suites, report sections, commands.
+
+A :class:`Registry` maps a name to a lazy ``"module:attribute"`` target (or ``"module"`` for
+a whole module), imported on first use, so that listing names never imports an engine.
+Built-in entries come from the package that owns them (``engines.ADAPTERS``,
+``suites.SUITES``, the report's core sections, the CLI's commands); third-party packages
+add theirs through a Python entry point group, without editing this repository::
+
+    # pyproject.toml of a third-party package
+    [project.entry-points."grammar_harness.engines"]
+    myengine = "my_adapter:MyEngine"
+
+Groups: ``grammar_harness.engines`` (an :class:`engines.base.EngineAdapter` subclass),
+``grammar_harness.suites`` (a suite class, see :mod:`suites.base`),
+``grammar_harness.report_sections`` (``builder(ctx) -> Section | list[Section] | None``) and
+``grammar_harness.commands`` (a module with ``add_parser(subparsers)``). A built-in name
+wins over an entry point of the same name.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, Iterator, Mapping, TypeVar
+
+import engines
+import suites
+
+if TYPE_CHECKING:
+    from engines.base import EngineAdapter
+    from harness.vocab import Vocabulary
+
+__all__ = ["Registry", "RegistryError", "UnknownEngine", "EngineSpec", "ENGINES", "SUITES",
+           "REPORT_SECTIONS", "COMMANDS", "parse_engines", "adapter_class", "is_installed",
+           "registered", "suite_class", "build_suite", "load_target"]
+
+T = TypeVar("T")
+
+
+class RegistryError(ValueError):
+    """An unknown name, or a target that cannot be imported (one-line message)."""
+
+
+class Registry(Generic[T]):
+    """Names → lazily imported targets, in registration order.
+
+    Parameters
+    ----------
+    kind:
+        What the entries are, for messages (``"engine"``, ``"suite"``, ...).
+    group:
+        The entry point group third-party packages register under, or None.
+    builtins:
+        ``name → "module:attribute"`` (or ``"module"``) registered first.
+    """
+
+    def __init__(self, kind: str, group: str | None = None,
+                 builtins: Mapping[str, str] | None = None) -> None:
+        self.kind = kind
+        self.group = group
+        self._targets: dict[str, str] = dict(builtins or {})
+        self._loaded: dict[str, T] = {}
+        self._entry_points_read = group is None
+
+    def register(self, name: str, target: str) -> None:
+        """Add (or replace) ``name`` → ``target`` (``"module:attribute"`` or ``"module"``)."""
+        self._targets[name] = target
+        self._loaded.pop(name, None)
+
+    def _read_entry_points(self) -> None:
+        if self._entry_points_read:
+            return
+        self._entry_points_read = True
+        for ep in importlib.metadata.entry_points(group=self.group):
+            self._targets.setdefault(ep.name, ep.value)
+
+    def names(self) -> list[str]:
+        """Every registered name: built-ins first, then entry points."""
+        self._read_entry_points()
+        return list(self._targets)
+
+    def __contains__(self, name: object) -> bool:
+        self._read_entry_points()
+        return name in self._targets
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def target(self, name: str) -> str:
+        """The ``"module:attribute"`` of ``name``. Raises :class:`RegistryError` if unknown."""
+        self._read_entry_points()
+        try:
+            return self._targets[name]
+        except KeyError:
+            raise RegistryError(f"unknown {self.kind} {name!r}; known: "
+                                f"{', '.join(self._targets)}") from None
+
+    def load(self, name: str) -> T:
+        """The object ``name`` stands for, imported on first use.
+
+        Raises :class:`RegistryError` if the name is unknown or its target does not import
+        (the message names the target and the error)."""
+        if name in self._loaded:
+            return self._loaded[name]
+        target = self.target(name)
+        obj = load_target(target, f"{self.kind} {name!r}")
+        self._loaded[name] = obj
+        return obj
+
+
+def load_target(target: str, what: str = "target") -> Any:
+    """Import ``"module:attribute"`` (an attribute path may be dotted) or ``"module"``."""
+    module, _, attr = target.partition(":")
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in attr.split(".") if attr else ():
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as e:
+        raise RegistryError(f"{what}: cannot load {target!r} ({type(e).__name__}: {e})") from None
+    return obj
+
+
+#: Engine adapters (:class:`engines.base.EngineAdapter` subclasses).
+ENGINES: Registry[type[EngineAdapter]] = Registry("engine", "grammar_harness.engines",
+                                                  engines.ADAPTERS)
+#: Suites (classes taking ``data``, ``subsets``, ``sample``, ``schemas``; see :mod:`suites.base`).
+SUITES: Registry[type] = Registry("suite", "grammar_harness.suites", suites.SUITES)
+#: Sections every report tries (``builder(ctx) -> Section | list[Section] | None``): the
+#: core ones, then third-party ones; ``diff`` (several runs compared) always comes last,
+#: after the sections the runs' suites declare (``SuiteBase.report_sections``).
+REPORT_SECTIONS: Registry[Any] = Registry("report section", "grammar_harness.report_sections", {
+    name: f"harness.report.sections.core:sec_{name.replace('-', '_')}"
+    for name in ("metadata", "engines", "results", "subsets", "latency", "slow-masks",
+                 "unfinished", "diff")})
+#: ``harness`` sub-commands: modules with ``add_parser(subparsers)``.
+COMMANDS: Registry[Any] = Registry("command", "grammar_harness.commands", {
+    "run": "harness.cli.run",
+    "engines": "harness.cli.engines",
+    "summary": "harness.cli.summary",
+    "report": "harness.cli.report",
+    "gate": "harness.cli.gate",
+    "explain": "harness.cli.explain",
+})
+
+
+def suite_class(name: str | None) -> type | None:
+    """The suite class registered as ``name``, or None when there is none (or it does not
+    load: a run folder of a suite this installation lacks still reads)."""
+    if not name or name not in SUITES:
+        return None
+    try:
+        return SUITES.load(name)
+    except RegistryError:
+        return None
+
+
+def build_suite(name: str, **opts: Any) -> Any:
+    """The suite ``name`` with the selection options ``data``, ``subsets``, ``sample`` and
+    ``schemas``. Raises :class:`suites.base.SuiteError` (one line) for an unknown suite or
+    a selection it cannot make."""
+    from suites.base import SuiteError
+
+    if name not in SUITES:
+        raise SuiteError(f"unknown suite {name!r}; known: {', '.join(SUITES.names())}")
+    try:
+        cls = SUITES.load(name)
+    except RegistryError as e:
+        raise SuiteError(str(e)) from None
+    return cls(data=opts.get("data"), subsets=opts.get("subsets"), sample=opts.get("sample"),
+               schemas=opts.get("schemas"))
+
+
+class UnknownEngine(RegistryError):
+    """An engine or configuration name that is not registered."""
+
+
+def adapter_class(name: str) -> type[EngineAdapter]:
+    """The adapter class registered as ``name``. Raises :class:`UnknownEngine`."""
+    if name not in ENGINES:
+        raise UnknownEngine(f"unknown engine {name!r}; known: {', '.join(registered())} "
+                            "(`harness engines` lists them with their configurations)")
+    return ENGINES.load(name)
+
+
+def is_installed(name: str) -> bool:
+    """True iff the engine's own package can be imported here (the adapter's
+    ``requires``; an adapter that requires nothing is always installed)."""
+    req = adapter_class(name).requires
+    if req is None:
+        return True
+    try:
+        return importlib.util.find_spec(req) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def registered(include_hidden: bool = False) -> list[str]:
+    """Registered engine names; hidden ones (test doubles, e2e-only rows) only if asked."""
+    return [n for n in ENGINES.names() if include_hidden or not adapter_class(n).hidden]
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """A resolved ``name[:config]``."""
+
+    name: str
+    config: str = "default"
+
+    @property
+    def label(self) -> str:
+        """``name`` for the default configuration, else ``name:config`` (as in records)."""
+        return self.name if self.config == "default" else f"{self.name}:{self.config}"
+
+    def adapter_class(self) -> type[EngineAdapter]:
+        return adapter_class(self.name)
+
+    def installed(self) -> bool:
+        return is_installed(self.name)
+
+    def build(self, vocab: Vocabulary, **overrides: Any) -> EngineAdapter:
+        """The adapter in this configuration over ``vocab`` (imports the engine)."""
+        return self.adapter_class()(vocab, self.config, **overrides)
+
+
+def parse_engines(text: str) -> list[EngineSpec]:
+    """Parse the ``--engine`` value: ``all`` = the default configuration of every
+    registered engine that is not hidden, installed or not (the run reports the ones that
+    are not installed as not run), or ``NAME[:CONFIG],...``. Duplicates are dropped.
+
+    Raises :class:`UnknownEngine` for an unknown name or configuration, or an empty list."""
+    specs: list[EngineSpec] = []
+    for part in [p.strip() for p in text.split(",") if p.strip()]:
+        if part == "all":
+            specs.extend(EngineSpec(n) for n in registered())
+            continue
+        name, _, config = part.partition(":")
+        config = config or "default"
+        configs = adapter_class(name).configs
+        if config not in configs:
+            raise UnknownEngine(f"unknown configuration {config!r} for engine {name!r}; "
+                                f"known: {', '.join(configs)}")
+        specs.append(EngineSpec(name, config))
+    if not specs:
+        raise UnknownEngine("no engine given; try --engine all")
+    seen: dict[str, EngineSpec] = {}
+    for s in specs:
+        seen.setdefault(s.label, s)
+    return list(seen.values())
