@@ -180,7 +180,7 @@ def render(run_dirs: list[Path], recorded: str | None, today: str) -> str:
             f"- `{n['run_id']}` ({n['date']}, commit `{n['commit']}`): `{n['command']}`; "
             f"{n['machine']}; tokenizer {n['tokenizer']}; primary serialisation "
             f"{n['primary']}; limits {_num(lim.get('timeout_s'))} s and "
-            f"{_num(lim.get('memory_gib'))} GiB per job, {lim.get('jobs', '–')} jobs; "
+            f"{_num(lim.get('memory_gib'))} GiB per job, `--jobs {lim.get('jobs', '–')}`; "
             f"wall time {_num(n['wall_s'])} s.",
         ]
     out.append("")
