@@ -1,0 +1,235 @@
+"""Write docs/results.md: one generated, dated table of measured results from run folders.
+
+    python benchmarks/results_table.py RUN_DIR [RUN_DIR ...] [-o docs/results.md]
+
+Reads each run folder's ``run.json`` and ``summary.json`` as plain JSON (no harness import,
+so it works on any checkout that has the run folders) and writes one row per (run, engine):
+the run's date, commit, suite and selection, and per engine its version, schemas, outcome
+counts, TBM average / p50 / p99 (µs), the share of masks over 1 ms and TTFM p50 / p90 (ms).
+Below the table, each run's command, machine and tokenizer.
+
+A section headed ``## Whole-corpus runs (recorded)`` in the existing output file is carried
+over unchanged: figures transcribed from runs whose folders are not kept. Without ``-o`` the
+Markdown goes to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+RECORDED_HEADING = "## Whole-corpus runs (recorded)"
+SCRIPT = "benchmarks/results_table.py"
+
+
+class RunFolderError(Exception):
+    """A run folder that cannot be read (one-line message)."""
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunFolderError(f"{path}: missing (run `harness summary {path.parent}` to "
+                             "rebuild summary.json)" if path.name == "summary.json"
+                             else f"{path}: missing: not a run folder") from None
+    except (OSError, ValueError) as e:
+        raise RunFolderError(f"{path}: cannot read: {e}") from None
+    if not isinstance(data, dict):
+        raise RunFolderError(f"{path}: not a JSON object")
+    return data
+
+
+def _utc(ts: Any) -> str:
+    if not isinstance(ts, (int, float)):
+        return "–"
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _num(v: Any, digits: int = 1) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        if abs(v) >= 100:
+            return f"{v:,.0f}"
+        return f"{v:,.{digits}f}"
+    return str(v)
+
+
+def _commit(meta: dict[str, Any]) -> str:
+    c = meta.get("git_commit") or "–"
+    dirty = c.endswith("-dirty")
+    c = c[:-len("-dirty")] if dirty else c
+    return (c[:7] if len(c) >= 7 else c) + (" (dirty)" if dirty else "")
+
+
+def _selection(meta: dict[str, Any]) -> str:
+    cfg = meta.get("config", {})
+    suite = cfg.get("suite") or meta.get("suite", {}).get("suite") or "–"
+    parts = []
+    if cfg.get("subsets"):
+        parts.append("subset " + ",".join(cfg["subsets"]))
+    if cfg.get("sample"):
+        parts.append(f"sample {cfg['sample']}")
+    if cfg.get("schemas"):
+        parts.append(f"schemas {cfg['schemas']}")
+    if not parts and suite == "jsonschemabench":
+        parts.append("whole corpus")
+    return suite + (f" ({'; '.join(parts)})" if parts else "")
+
+
+def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
+    """Table rows (one per engine) and the run's details for the notes."""
+    meta = _load(run_dir / "run.json")
+    summary = _load(run_dir / "summary.json")
+    versions = {e.get("engine"): e.get("version") for e in meta.get("engines", [])}
+    date, commit, selection = _utc(meta.get("created_at")), _commit(meta), _selection(meta)
+    rows = []
+    engines = summary.get("engines", {})
+    if not engines:
+        raise RunFolderError(f"{run_dir / 'summary.json'}: no engines")
+    for label, e in engines.items():
+        head = [date, commit, selection, label, _num(e.get("version") or versions.get(label))]
+        if e.get("status") == "not_run":
+            rows.append(head + ["not run"] + ["–"] * 11)
+            continue
+        o = e.get("outcomes", {})
+        tbm, ttfm = e.get("tbm_us", {}), e.get("ttfm_ms", {})
+        died = sum(int(o.get(k, 0)) for k in ("timeout", "oom", "crash"))
+        share = tbm.get("over_1ms_share")
+        rows.append(head + [
+            _num(e.get("schemas")), _num(o.get("passing")), _num(o.get("compile_error")),
+            _num(died), _num(o.get("validation_error")), _num(o.get("invalidation_error")),
+            _num(tbm.get("avg")), _num(tbm.get("p50")), _num(tbm.get("p99")),
+            f"{100 * share:.2f}%" if isinstance(share, (int, float)) else "–",
+            _num(ttfm.get("p50")), _num(ttfm.get("p90")),
+        ])
+    machine = meta.get("machine", {})
+    tok = meta.get("tokenizer", {})
+    command = meta.get("command")
+    details = {
+        "run_id": meta.get("run_id") or run_dir.name,
+        "date": date,
+        "commit": meta.get("git_commit") or "–",
+        "command": shlex.join(command) if isinstance(command, list) else str(command or "–"),
+        "machine": ", ".join(str(x) for x in (
+            machine.get("cpu_model") or machine.get("processor"),
+            f"{machine['cpus']} CPUs" if machine.get("cpus") else None,
+            f"Python {machine['python']}" if machine.get("python") else None) if x),
+        "tokenizer": f"{tok.get('name', '–')} ({_num(tok.get('size'))} ids)",
+        "primary": summary.get("primary_serialization", "–"),
+        "limits": meta.get("limits", {}),
+        "wall_s": summary.get("wall_s"),
+    }
+    return rows, details
+
+
+HEADER = ["date of the run", "commit", "suite", "engine", "version", "schemas", "passing",
+          "compile errors", "timeout / OOM / crash", "validation errors",
+          "invalidation errors", "TBM avg (µs)", "TBM p50 (µs)", "TBM p99 (µs)",
+          "masks > 1 ms", "TTFM p50 (ms)", "TTFM p90 (ms)"]
+
+
+def _md_row(cells: list[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def render(run_dirs: list[Path], recorded: str | None, today: str) -> str:
+    rows: list[list[str]] = []
+    notes: list[dict[str, Any]] = []
+    for d in run_dirs:
+        r, det = run_rows(d)
+        rows += r
+        notes.append(det)
+    args = " ".join(shlex.quote(str(d)) for d in run_dirs)
+    out = [
+        "<!-- Generated by benchmarks/results_table.py; do not edit by hand. -->",
+        "# Measured results",
+        "",
+        f"Generated by `{SCRIPT}` on {today} from the run folders listed below; do not edit "
+        "by hand. Regenerate with",
+        "",
+        "```",
+        f"python {SCRIPT} {args} -o docs/results.md",
+        "```",
+        "",
+        "Definitions of every column: [metrics.md](metrics.md). Outcomes are counted in "
+        "schemas, each under the first that applies; TBM is per token over the primary "
+        "serialisation; TTFM is per schema. Absolute times depend on the machine and its "
+        "load: compare engines within one run.",
+        "",
+        "## Runs",
+        "",
+        _md_row(HEADER),
+        "|:--|:--|:--|:--|:--|" + "--:|" * (len(HEADER) - 5),
+        *(_md_row(r) for r in rows),
+        "",
+    ]
+    for n in notes:
+        lim = n["limits"]
+        out += [
+            f"- `{n['run_id']}` ({n['date']}, commit `{n['commit']}`): `{n['command']}`; "
+            f"{n['machine']}; tokenizer {n['tokenizer']}; primary serialisation "
+            f"{n['primary']}; limits {_num(lim.get('timeout_s'))} s and "
+            f"{_num(lim.get('memory_gib'))} GiB per job, `--jobs {lim.get('jobs', '–')}`; "
+            f"wall time {_num(n['wall_s'])} s.",
+        ]
+    out.append("")
+    text = "\n".join(out)
+    if recorded:
+        text += "\n" + recorded.rstrip() + "\n"
+    return text
+
+
+def recorded_section(path: Path) -> str | None:
+    """The ``Whole-corpus runs (recorded)`` section of an existing output file, if any."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    i = text.find(RECORDED_HEADING)
+    return text[i:] if i >= 0 else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="results_table.py",
+        description="Write the generated table of measured results (docs/results.md) from "
+                    "run folders (their run.json and summary.json).")
+    ap.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folder, e.g. results/<run-id>")
+    ap.add_argument("-o", "--output", metavar="FILE",
+                    help="write here (e.g. docs/results.md) instead of stdout; its "
+                         f"'{RECORDED_HEADING[3:]}' section is kept")
+    args = ap.parse_args(argv)
+    out = Path(args.output) if args.output else None
+    today = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+    try:
+        text = render([Path(r) for r in args.runs],
+                      recorded_section(out) if out else None, today)
+    except RunFolderError as e:
+        print(f"results_table.py: error: {e}", file=sys.stderr)
+        return 2
+    if out is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+    except OSError as e:
+        print(f"results_table.py: error: {out}: cannot write: {e.strerror or e}", file=sys.stderr)
+        return 2
+    print(f"wrote {out} ({len(text.encode())} bytes, {len(args.runs)} run(s))")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
