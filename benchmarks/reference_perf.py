@@ -113,7 +113,7 @@ def cache_figures(records: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def print_per_schema(records: list[dict[str, Any]]) -> None:
     """One line per compiled schema: cached nodes, adaptive bytes, dense-only bytes."""
-    rows = sorted(((r["schema_id"], r["engine_stats"]) for r in records
+    rows = sorted(((r["case_id"], r["engine_stats"]) for r in records
                    if r.get("engine") == "reference" and r.get("engine_stats")),
                   key=lambda x: -x[1]["dense_equiv_bytes"])
     print(f"\n{'schema':52s} {'nodes':>6s} {'adaptive KiB':>13s} {'dense KiB':>10s} {'share':>6s}")

@@ -7,7 +7,7 @@
 # Writes <dir>/screenshot.png (1280 px wide, full report height up to 16000 px) and
 # <dir>/dom.html (the DOM as Chromium built it), then fails if the DOM holds a <script>
 # element or loads anything that is not an embedded data: image. Open the screenshot
-# to look at the page (tests/test_report.py::test_renders_in_headless_chromium does the
+# to look at the page (tests/integration/test_report.py::test_renders_in_headless_chromium does the
 # same checks automatically when /usr/bin/chromium exists).
 set -euo pipefail
 target=${1:?usage: $0 REPORT_DIR_OR_HTML [HEIGHT_PX]}

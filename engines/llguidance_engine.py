@@ -1,10 +1,10 @@
 """llguidance adapter (``pip install llguidance==1.9.1``).
 
-Quirks absorbed here (see ``../shared/docs/engines.md``, checked against 1.9.1):
+Quirks absorbed here (``docs/engines.md`` lists them; checked against 1.9.1):
 
 - ``LLMatcher`` never raises for grammar errors: the matcher is built once per schema and
   ``is_error()`` / ``get_error()`` become :class:`CompileError`. Fresh matchers are
-  ``deep_copy()`` of that prototype (~10 µs instead of ~0.6 ms for a new ``LLMatcher``).
+  ``deep_copy()`` of that prototype (much cheaper than building a new ``LLMatcher``).
 - A rejected token puts the matcher in a sticky error state in which ``consume_token(EOS)``
   still returns True, the computed mask still allows the stop tokens, and neither
   ``rollback`` nor ``reset`` recovers it. The adapter tracks the state itself (dead

@@ -1,6 +1,6 @@
 """outlines-core adapter (``pip install outlines-core==0.2.14``).
 
-Quirks absorbed here (see ``../shared/docs/engines.md``, checked against 0.2.14):
+Quirks absorbed here (``docs/engines.md`` lists them; checked against 0.2.14):
 
 - ``Vocabulary(eos_id, {bytes: [ids]})`` takes one EOS id, which must not be in the map.
   Special ids are left out of the map (never allowed). Other stop ids (Llama-3's

@@ -1,6 +1,6 @@
 """xgrammar adapter (``pip install torch==2.13.0 xgrammar==0.2.9``).
 
-Quirks absorbed here (see ``../shared/docs/engines.md``, checked against 0.2.9):
+Quirks absorbed here (``docs/engines.md`` lists them; checked against 0.2.9):
 
 - Special tokens: xgrammar detects special tokens only from their text. Given their names
   (``b"<|begin_of_text|>"``) as raw bytes it detects *none* and allows them inside JSON

@@ -31,6 +31,14 @@ class Instance:
     description: str = ""
     text: str | None = None
 
+    def to_job(self) -> dict[str, Any]:
+        """The instance in a job payload: ``{"index", "data", "label"}``, and ``"text"``
+        when the instance is an exact text."""
+        out = {"index": self.index, "data": self.data, "label": self.label_valid}
+        if self.text is not None:
+            out["text"] = self.text
+        return out
+
 
 @dataclass(frozen=True)
 class Case:
@@ -62,18 +70,15 @@ class Case:
     expected_from: str = "jsonschema"
 
     def to_job(self) -> dict[str, Any]:
-        """The picklable payload a worker needs (no file access in the worker).
-
-        Instances are ``(index, data, label)``, or ``(index, data, label, text)`` when the
-        instance is an exact text."""
+        """The picklable payload a worker needs (no file access in the worker); each
+        instance as :meth:`Instance.to_job`."""
         job = {
             "suite": self.suite,
             "case_id": self.case_id,
             "subset": self.subset,
             "source": self.source,
             "schema_text": self.schema_text,
-            "instances": [(i.index, i.data, i.label_valid) if i.text is None
-                          else (i.index, i.data, i.label_valid, i.text) for i in self.instances],
+            "instances": [i.to_job() for i in self.instances],
             "resources": list(self.resources),
         }
         if self.default_draft is not None:

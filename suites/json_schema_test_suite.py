@@ -1,6 +1,6 @@
 """Suite ``json-schema-test-suite``: the official JSON Schema Test Suite, read in place.
 
-Layout (``../shared/corpora/README.md``): ``tests/<draft>/*.json``, ``tests/<draft>/optional/``,
+Layout (as the suite's repository has it): ``tests/<draft>/*.json``, ``tests/<draft>/optional/``,
 ``tests/<draft>/optional/format/`` and ``remotes/``. Each file is an array of groups
 ``{"description", "schema", "tests": [{"description", "data", "valid"}]}``; **one case per
 group**, ``case_id`` = ``<draft>/<path in the draft>#<group index>``, e.g.

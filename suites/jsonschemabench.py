@@ -20,7 +20,7 @@ from suites.base import Case, Instance, SuiteBase, SuiteError, find_corpus, roun
 
 NAME = "jsonschemabench"
 
-#: The 12 groups of the independent peer table (shared/docs/anchors.md); ``--subset core12``.
+#: The 12 groups of the independent peer table (``docs/suites.md``); ``--subset core12``.
 CORE12 = (
     "Github_trivial", "Github_easy", "Github_medium", "Github_hard", "Github_ultra",
     "Glaiveai2K", "Kubernetes", "Snowplow", "WashingtonPost", "JsonSchemaStore",

@@ -50,12 +50,12 @@ def rows_from(meta: dict[str, Any], records: list[dict[str, Any]]) -> list[dict[
     known = _case_points(meta)
     out = []
     for r in records:
-        if r.get("suite", SUITE if r["schema_id"] in known else None) != SUITE:
+        if r.get("suite", SUITE if r["case_id"] in known else None) != SUITE:
             continue
-        fam, size, unit = _point(r["schema_id"], known)
+        fam, size, unit = _point(r["case_id"], known)
         ttfm = r.get("ttfm_ns")
         out.append({
-            "engine": r["engine"], "case": r["schema_id"], "family": fam, "size": size,
+            "engine": r["engine"], "case": r["case_id"], "family": fam, "size": size,
             "unit": unit, "outcome": r["outcome"], "class": case_class(r["outcome"]),
             "ttfm_ms": ttfm / 1e6 if ttfm is not None else None,
             "mask_p50_us": mask_p50_us(r, primary), "error": r.get("error"),

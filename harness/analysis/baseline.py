@@ -82,7 +82,7 @@ def schema_latency(records: list[dict[str, Any]], primary: str,
         for eng in sdf["engine"].unique():
             e = sdf[sdf["engine"] == eng]
             vals = metrics.ttfm_values_ms(e, timeout_s)
-            for sid, v in zip(e.loc[vals.index, "schema_id"], vals):
+            for sid, v in zip(e.loc[vals.index, "case_id"], vals):
                 ttfm[(eng, sid)] = float(v)
     for r in records:
         if r["outcome"] == outcomes.BAD_INPUT:
@@ -92,9 +92,9 @@ def schema_latency(records: list[dict[str, Any]], primary: str,
         if t is not None and t["mask"].size:
             tbm = (t["mask"] + t["commit"]) / 1000.0
             entry = {"n": int(tbm.size), "q": sketch(tbm)}
-        tt = ttfm.get((r["engine"], r["schema_id"]))
+        tt = ttfm.get((r["engine"], r["case_id"]))
         entry["ttfm_ms"] = _sig(tt, 5) if tt is not None else None
-        out.setdefault(r["engine"], {})[r["schema_id"]] = entry
+        out.setdefault(r["engine"], {})[r["case_id"]] = entry
     return out
 
 
@@ -243,7 +243,7 @@ def make_baseline(run_dir: Path, command: str | None = None, comment: str | None
     summary = build_summary(meta, records)
     outs: dict[str, dict[str, str]] = {}
     for r in records:
-        outs.setdefault(r["engine"], {})[r["schema_id"]] = r["outcome"]
+        outs.setdefault(r["engine"], {})[r["case_id"]] = r["outcome"]
     lat = schema_latency(records, primary, cfg.get("timeout_s"))
     latency = {}
     for eng, per_schema in lat.items():

@@ -73,19 +73,19 @@ def drift_observations(records: Iterable[dict[str, Any]], primary: str = "ascii"
         if r.get("suite", DRIFT_SUITE) != DRIFT_SUITE:
             continue
         compiled = r["outcome"] in _COMPILED
-        axis = r.get("subset") or r["schema_id"].split("/", 1)[0]
+        axis = r.get("subset") or r["case_id"].split("/", 1)[0]
         eng = out.setdefault(r["engine"], {})
         insts = r.get("instances") or []
         if not insts:  # a death: no instances in the record; take them from the catalogue
             from suites.drift import GROUP_BY_ID
 
-            g = GROUP_BY_ID.get(r["schema_id"], {"probes": []})
+            g = GROUP_BY_ID.get(r["case_id"], {"probes": []})
             insts = [{"index": i, "expected": p["valid"], "text": p["text"]}
                      for i, p in enumerate(g["probes"])]
         for inst in insts:
-            pid = _probe_name(r["schema_id"], inst["index"])
+            pid = _probe_name(r["case_id"], inst["index"])
             eng[pid] = {
-                "axis": axis, "case": r["schema_id"], "index": inst["index"],
+                "axis": axis, "case": r["case_id"], "index": inst["index"],
                 "text": inst.get("text"), "spec": bool(inst["expected"]),
                 "compiled": compiled,
                 "accepted": _accepted(inst, primary) if compiled else None,
@@ -292,14 +292,14 @@ def keyword_table(records: Iterable[dict[str, Any]], primary: str = "ascii",
     labels = _engines(records, engines)
     table: dict[str, dict[str, dict[str, dict[str, int]]]] = {}
     for r in records:
-        if "#" not in r["schema_id"]:
+        if "#" not in r["case_id"]:
             continue  # an unreadable file (bad_input): no groups to count
-        draft, keyword, _ = split_case_id(r["schema_id"])
+        draft, keyword, _ = split_case_id(r["case_id"])
         row = table.setdefault(draft, {}).setdefault(keyword, {})
         cell = row.setdefault(r["engine"], dict.fromkeys(KEYWORD_FIELDS, 0))
         insts = r.get("instances") or []
         if r["outcome"] in outcomes.DEATHS or (r["outcome"] == outcomes.BAD_INPUT):
-            n = len(insts) or (sizes or {}).get(r["schema_id"], 0)
+            n = len(insts) or (sizes or {}).get(r["case_id"], 0)
             cell["died_groups"] += 1
             cell["died"] += n
             cell["instances"] += n

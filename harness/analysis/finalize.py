@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from harness.analysis import metrics
 from harness.registry import load_target, suite_class
@@ -41,9 +41,9 @@ def summarize_run(meta: dict[str, Any], records: list[dict[str, Any]],
     return summary, texts
 
 
-def finalize(store: RunStore) -> dict[str, Any]:
-    """Write summary.json and the Parquet tables; print the suite blocks' console text;
-    return the summary."""
+def finalize(store: RunStore, echo: Callable[[str], Any] | None = print) -> dict[str, Any]:
+    """Write summary.json and the Parquet tables; hand the suite blocks' console text to
+    ``echo`` (None: drop it); return the summary."""
     meta = store.read_meta()
     records = list(store.records())
     summary, texts = summarize_run(meta, records, store.path)
@@ -54,6 +54,6 @@ def finalize(store: RunStore) -> dict[str, Any]:
     idf = metrics.instance_frame(records)
     if len(idf):
         idf.to_parquet(store.path / "instances.parquet", index=False)
-    for text in texts:  # e.g. the drift matrix, on the console of run and summary
-        print(text + "\n")
+    for text in texts if echo is not None else ():  # e.g. the drift matrix
+        echo(text + "\n")
     return summary

@@ -110,7 +110,7 @@ class GateResult:
 
 
 def _records_by_key(records: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
-    return {(r["engine"], r["schema_id"]): r for r in records}  # a resumed job: the last wins
+    return {(r["engine"], r["case_id"]): r for r in records}  # a resumed job: the last wins
 
 
 def _one_line(text: Any, limit: int = 300) -> str:

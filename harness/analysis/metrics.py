@@ -23,6 +23,7 @@ import pandas as pd
 
 from harness.measure import outcomes
 from harness.measure.outcomes import instance_outcome
+from harness.store.run_store import SUMMARY_FORMAT
 
 TBM_PERCENTILES = (25, 50, 75, 90, 95, 99, 99.9)
 TTFM_PERCENTILES = (25, 50, 75, 90, 99)
@@ -48,7 +49,7 @@ def schema_frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
     rows = []
     for r in records:
         rows.append({
-            "engine": r["engine"], "schema_id": r["schema_id"], "subset": r.get("subset"),
+            "engine": r["engine"], "case_id": r["case_id"], "subset": r.get("subset"),
             "outcome": r["outcome"], "error": r.get("error"), "phase": r.get("phase"),
             "compile_ms": r["compile_ns"] / 1e6 if r.get("compile_ns") is not None else None,
             "ttfm_ms": r["ttfm_ns"] / 1e6 if r.get("ttfm_ns") is not None else None,
@@ -69,7 +70,7 @@ def instance_frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
         for inst in r.get("instances", ()):
             for ser, res in inst.get("results", {}).items():
                 rows.append({
-                    "engine": r["engine"], "schema_id": r["schema_id"],
+                    "engine": r["engine"], "case_id": r["case_id"],
                     "subset": r.get("subset"), "index": inst["index"],
                     "serialization": ser, "expected": inst["expected"],
                     "label": inst["label"], "truth": inst.get("truth"),
@@ -177,6 +178,7 @@ def summarize(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, 
             "segmentation": segmentation_counts(records, label, primary),
         }
     return {
+        "format": SUMMARY_FORMAT,
         "run_id": meta.get("run_id"),
         "suite": cfg.get("suite"),
         "primary_serialization": primary,

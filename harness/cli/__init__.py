@@ -23,6 +23,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _log_to_stderr() -> None:
+    """The library's warnings (engines not run, bad corpus files) as ``harness: ...``
+    lines on stderr."""
+    import logging
+    import sys
+
+    log = logging.getLogger("harness")
+    if not any(getattr(h, "_harness_cli", False) for h in log.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("harness: %(message)s"))
+        handler._harness_cli = True  # type: ignore[attr-defined]
+        log.addHandler(handler)
+        log.setLevel(logging.WARNING)
+        log.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``harness`` command line with ``argv`` (default: ``sys.argv[1:]``); returns
     the exit code."""
@@ -30,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if hasattr(signal, "SIGPIPE"):  # `harness ... | head` ends quietly
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    _log_to_stderr()
     args = build_parser().parse_args(argv)
     return args.handler(args)
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import sys
 
-from harness.store.run_store import PROJECT_ROOT
+from harness.api import default_reports, default_results
 
-RESULTS_DEFAULT = PROJECT_ROOT / "results"
-REPORTS_DEFAULT = PROJECT_ROOT / "reports"
+#: ``--results`` and ``--reports`` when not given: ``results/`` and ``reports/`` in the
+#: current directory (or ``$HARNESS_RESULTS`` / ``$HARNESS_REPORTS``).
+RESULTS_DEFAULT = default_results()
+REPORTS_DEFAULT = default_reports()
 
 
 def fail(msg: str) -> int:

@@ -63,9 +63,9 @@ def cmd_explain(args) -> int:
         records = list(store.records())
     except StoreError as e:
         return fail(str(e))
-    mine = [r for r in records if r["schema_id"] == args.case]
+    mine = [r for r in records if r["case_id"] == args.case]
     if not mine:
-        ids = sorted({r["schema_id"] for r in records})
+        ids = sorted({r["case_id"] for r in records})
         return fail(f"{args.run}: no record of case {args.case!r} "
                      f"({len(ids)} cases, e.g. {', '.join(ids[:3]) or 'none'})")
     if args.kind and args.kind not in KINDS:
@@ -120,7 +120,7 @@ def _hand_picked(records, engine: str | None, index: int, step: int) -> list[dic
                 continue
             if not 0 <= step <= len(md["tokens"]):
                 return f"--step {step}: instance {index} has steps 0..{len(md['tokens'])}"
-            return [{"engine": r["engine"], "case": r["schema_id"], "suite": r.get("suite"),
+            return [{"engine": r["engine"], "case": r["case_id"], "suite": r.get("suite"),
                      "kind": "step", "instance": index, "text": inst.get("text"),
                      "serialization": md.get("serialization"), "step": step, "token": None,
                      "tokens": md["tokens"], "why": None}]

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from harness.cli.common import REPORTS_DEFAULT, RESULTS_DEFAULT, fail
+from harness.config import ConfigError, RunConfig, suite_defaults
 
 
 def add_parser(sub) -> None:
@@ -40,7 +41,7 @@ def add_parser(sub) -> None:
     p.add_argument("--ray-address",
                    help="Ray cluster to join with --executor ray, e.g. HOST:6379 (default: "
                         "start a local Ray instance)")
-    from harness.run.session import suite_option_modules
+    from harness.execution.session import suite_option_modules
 
     for mod in suite_option_modules():  # each suite's own options
         mod.add_run_arguments(p)
@@ -59,7 +60,7 @@ def config_from_args(args) -> dict:
         given["subsets"] = [s.strip() for x in args.subsets for s in x.split(",") if s.strip()]
     if args.serializations:
         given["serializations"] = [s.strip() for s in args.serializations.split(",") if s.strip()]
-    from harness.run.session import suite_option_modules
+    from harness.execution.session import suite_option_modules
 
     for mod in suite_option_modules():
         given.update(mod.config_from_args(args))
@@ -67,60 +68,62 @@ def config_from_args(args) -> dict:
 
 
 def cmd_run(args) -> int:
-    from harness.registry import UnknownEngine
-    from harness.run import session as benchmark
-    from harness.analysis import finalize as derive
-    from harness.report import console as table
-    from harness.report.html import write_reports
-    from harness.measure.replay import SERIALIZATIONS
-    from harness.run.executor import ExecutorError
+    from harness.api import run
+    from harness.execution.executor import ExecutorError
+    from harness.report import console
     from harness.store.run_store import RunStore, StoreError
     from harness.vocab import VocabularyError
     from suites.base import SuiteError
 
     given = config_from_args(args)
     resume = Path(args.resume) if args.resume else None
-    if resume is not None:
-        try:
-            stored = RunStore.open(resume).read_meta()["config"]
-        except StoreError as e:
-            return fail(str(e))
-        diff = {k: (v, stored.get(k)) for k, v in given.items() if stored.get(k) != v}
-        if diff:
-            return fail("--resume continues the stored run; these options differ from it: "
-                         + ", ".join(f"{k}={v!r} (stored {s!r})" for k, (v, s) in diff.items()))
-        config = stored
-    else:
-        config = {**benchmark.default_config(), **given}
-    bad = [s for s in config["serializations"] if s not in SERIALIZATIONS]
-    if bad or config["primary"] not in config["serializations"]:
-        return fail(f"serialisations must be among {', '.join(SERIALIZATIONS)} and include "
-                     f"the primary ({config['primary']}); got {config['serializations']}")
-    if config["jobs"] < 1 or config["timeout_s"] <= 0:
-        return fail("--jobs must be ≥ 1 and --timeout > 0")
-    results_root = Path(args.results) if args.results else RESULTS_DEFAULT
+    config = None
     try:
-        if args.executor == "ray":  # before any run folder exists
-            from harness.run.ray_cluster import require_ray
-
-            require_ray()
-        elif args.ray_address:
-            raise ExecutorError("--ray-address needs --executor ray")
-        store = benchmark.run(config, results_root, resume=resume, argv=sys.argv,
-                              progress=not args.no_progress, executor=args.executor,
-                              ray_address=args.ray_address)
-    except (SuiteError, UnknownEngine, VocabularyError, StoreError, ExecutorError) as e:
+        if resume is not None:
+            stored = RunStore.open(resume).read_meta()["config"]
+            diff = {k: (v, stored.get(k)) for k, v in given.items() if stored.get(k) != v}
+            if diff:
+                return fail("--resume continues the stored run; these options differ from it: "
+                            + ", ".join(f"{k}={v!r} (stored {s!r})" for k, (v, s) in diff.items()))
+        else:
+            config = config_of(given)
+        handle = run(config, results=Path(args.results) if args.results else RESULTS_DEFAULT,
+                     reports=Path(args.reports) if args.reports else REPORTS_DEFAULT,
+                     resume=resume, executor=args.executor, ray_address=args.ray_address,
+                     progress=not args.no_progress, argv=sys.argv, echo=print)
+    except (ConfigError, SuiteError, VocabularyError, StoreError, ExecutorError) as e:
         return fail(str(e))
     except KeyboardInterrupt:
         print("\nharness: interrupted; finished jobs are saved. Continue with "
               f"--resume {resume or 'results/<run-id>'}", file=sys.stderr)
         return 130
-    summary = derive.finalize(store)
-    reports_root = Path(args.reports) if args.reports else REPORTS_DEFAULT
-    html_report, report = write_reports([store.path], reports_root / store.path.name)
-    print(table.render_text(summary))
+    summary = handle.summary()
+    print(console.render_text(summary))
     eff = summary.get("parallel_efficiency")
-    print(f"\nrun folder: {store.path}\nreport:     {report} (and {html_report.name})"
-          + (f"\nparallel efficiency: {eff:.1%} ({config['jobs']} jobs, wall {summary['wall_s']:.1f} s)"
+    jobs = handle.meta()["config"]["jobs"]
+    print(f"\nrun folder: {handle.path}\nreport:     {handle.reports / 'report.md'} "
+          "(and report.html)"
+          + (f"\nparallel efficiency: {eff:.1%} ({jobs} jobs, wall {summary['wall_s']:.1f} s)"
              if eff is not None else ""))
     return 0
+
+
+def config_of(given: dict) -> RunConfig:
+    """The :class:`~harness.config.RunConfig` of the options given on the command line
+    (core keys as fields, the suite's own options as ``options``). Raises ConfigError."""
+    import dataclasses
+
+    from harness.registry import suite_class
+
+    fields = {f.name for f in dataclasses.fields(RunConfig)} - {"options"}
+    core = {k: v for k, v in given.items() if k in fields}
+    suite = suite_class(core.get("suite", RunConfig.suite))
+    if suite is None:
+        return RunConfig(**core)  # raises ConfigError naming the suite
+    known = suite_defaults(suite)
+    others = {k: v for k, v in given.items() if k not in fields}
+    foreign = sorted(k for k in others if k not in known)
+    if foreign:
+        raise ConfigError(f"--{foreign[0].replace('_', '-')} is not an option of suite "
+                          f"{core.get('suite', RunConfig.suite)!r}")
+    return RunConfig(**core, options={k: v for k, v in others.items() if k in known})

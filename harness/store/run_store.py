@@ -11,6 +11,12 @@
 Writes are single-writer (the runner process) and one ``write`` per line, so a run
 killed at any moment leaves at most one torn last line; :meth:`RunStore.open` skips it
 with a warning and truncates it away before appending again.
+
+Formats: ``run.json`` and each record carry a ``format`` number (:data:`RUN_FORMAT`,
+:data:`RECORD_FORMAT`; ``summary.json`` carries :data:`SUMMARY_FORMAT`). Files without one
+are version 1, as written before versions existed; a reader refuses a version it does not
+know with a one-line error. Record version 1 kept the case id under ``schema_id``; it is
+read as ``case_id``.
 """
 
 from __future__ import annotations
@@ -28,9 +34,35 @@ from typing import Any, Iterator
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
+#: ``run.json``'s format version.
+RUN_FORMAT = 1
+#: Each record's format version (2: the case id under ``case_id``; 1: ``schema_id``).
+RECORD_FORMAT = 2
+#: ``summary.json``'s format version.
+SUMMARY_FORMAT = 1
+
 
 class StoreError(Exception):
     """A run folder that cannot be created, read or written (one-line message)."""
+
+
+def check_format(version: Any, known: int, path: Path | str) -> None:
+    """Raise :class:`StoreError` unless ``version`` is an integer from 1 to ``known``."""
+    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= known:
+        raise StoreError(f"{path}: format version {version!r} is not one this harness reads "
+                         f"(1 to {known}); read it with the harness version that wrote it")
+
+
+def upgrade_record(record: dict[str, Any], path: Path | str = "records.jsonl") -> dict[str, Any]:
+    """A record in the current format (:data:`RECORD_FORMAT`); version 1 kept the case id
+    under ``schema_id``."""
+    version = record.get("format", 1)
+    check_format(version, RECORD_FORMAT, path)
+    if version == 1:
+        record = {"format": RECORD_FORMAT, **record}
+        if "schema_id" in record and "case_id" not in record:
+            record["case_id"] = record.pop("schema_id")
+    return record
 
 
 def new_run_id(suite: str) -> str:
@@ -116,16 +148,21 @@ class RunStore:
         return store
 
     def read_meta(self) -> dict[str, Any]:
+        """``run.json``. Raises :class:`StoreError` if it is unreadable or of a format
+        version this harness does not know."""
         try:
-            return json.loads(self.meta_path.read_text())
+            meta = json.loads(self.meta_path.read_text())
         except (OSError, json.JSONDecodeError) as e:
             raise StoreError(f"{self.meta_path}: unreadable run metadata: {e}") from None
+        check_format(meta.get("format", 1) if isinstance(meta, dict) else None, RUN_FORMAT,
+                     self.meta_path)
+        return meta
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         """Replace ``run.json`` atomically (a full disk leaves the old one in place)."""
         tmp = self.meta_path.with_suffix(".json.tmp")
         try:
-            tmp.write_text(json.dumps(meta, indent=2, default=str))
+            tmp.write_text(json.dumps({"format": RUN_FORMAT, **meta}, indent=2, default=str))
             os.replace(tmp, self.meta_path)
         except OSError as e:
             tmp.unlink(missing_ok=True)
@@ -166,21 +203,26 @@ class RunStore:
         return bad
 
     def records(self) -> Iterator[dict[str, Any]]:
-        """All complete records, in the order they finished."""
+        """All complete records, in the order they finished, in the current format
+        (version 1 records read as version 2). Raises :class:`StoreError` on a record of a
+        format version this harness does not know."""
         with open(self.records_path, "rb") as f:
             for line in f:
                 if line.endswith(b"\n"):
                     try:
-                        yield json.loads(line)
+                        record = json.loads(line)
                     except ValueError:
                         continue
+                    yield upgrade_record(record, self.records_path)
 
     def finished(self) -> set[tuple[str, str]]:
-        """(engine label, schema_id) of every job already recorded."""
-        return {(r["engine"], r["schema_id"]) for r in self.records()}
+        """(engine label, case id) of every job already recorded."""
+        return {(r["engine"], r["case_id"]) for r in self.records()}
 
     def append(self, record: dict[str, Any]) -> None:
-        """Append one record durably (one write, flush, fsync)."""
+        """Append one record durably (one write, flush, fsync), stamped with
+        :data:`RECORD_FORMAT`."""
+        record = {"format": RECORD_FORMAT, **record}
         line = (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode()
         start = None
         try:

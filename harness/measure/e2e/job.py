@@ -89,7 +89,7 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
         from harness.measure.e2e.vllm_job import run_vllm_job
 
         return run_vllm_job(job, o, phase)
-    record: dict[str, Any] = {"engine": eng["label"], "schema_id": case["case_id"],
+    record: dict[str, Any] = {"engine": eng["label"], "case_id": case["case_id"],
                               "suite": case["suite"], "subset": case["subset"]}
     t_busy = time.perf_counter_ns()
     phase("setup")

@@ -96,8 +96,8 @@ class LlamaCppRuntime:
         llama_cpp = import_llama_cpp()
         self.shape = shape(model)
         self.quant, self.seed, self.threads = quant, seed, int(threads or 1)
-        # the loop's apply and sampling run on torch CPU ops: same thread count (with two
-        # OpenMP threads on a busy 2-core machine one masked_fill_ took ~30 ms instead of 0.2)
+        # the loop's apply and sampling run on torch CPU ops: same thread count (more
+        # OpenMP threads than free cores make a masked_fill_ wait on the busy ones)
         torch.set_num_threads(self.threads)
         t0 = time.perf_counter()
         self.path = ensure_gguf(model, quant, seed, vocab)

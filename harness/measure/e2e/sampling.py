@@ -146,9 +146,9 @@ class Sampler:
 
     def _draw(self, probs: torch.Tensor) -> list[int]:
         # Inverse CDF with one seeded uniform per row: torch.multinomial (and exponential_)
-        # draw a random number per vocabulary entry, ~15 ms per step for 128,256 ids on
-        # this CPU, more than the forward pass of the tiny model. side="right" never lands
-        # on a zero-probability (masked) id.
+        # draw a random number per vocabulary entry, which at 128,256 ids costs more than
+        # the forward pass of the tiny model. side="right" never lands on a
+        # zero-probability (masked) id.
         cdf = torch.cumsum(probs, dim=-1)
         u = torch.rand((probs.shape[0], 1), generator=self.gen, device=probs.device,
                        dtype=cdf.dtype)

@@ -22,7 +22,7 @@ def run_server_job(job: dict[str, Any], o: dict[str, Any], phase) -> dict[str, A
     from harness.measure.groundtruth import GroundTruth
 
     case, eng = job["case"], job["engine"]
-    record: dict[str, Any] = {"engine": eng["label"], "schema_id": case["case_id"],
+    record: dict[str, Any] = {"engine": eng["label"], "case_id": case["case_id"],
                               "suite": case["suite"], "subset": case["subset"]}
     t_busy = time.perf_counter_ns()
     phase("setup")

@@ -52,7 +52,7 @@ KINDS = tuple(DESCRIPTIONS)
 def record_findings(r: dict[str, Any]) -> list[dict[str, Any]]:
     """The findings of one record (mask-diff or fuzz job), most severe first."""
     out: list[dict[str, Any]] = []
-    base = {"engine": r["engine"], "case": r["schema_id"], "suite": r.get("suite")}
+    base = {"engine": r["engine"], "case": r["case_id"], "suite": r.get("suite")}
     for inst in r.get("instances") or ():
         md = inst.get("mask_diff")
         if md is None:
@@ -138,7 +138,7 @@ def run_findings(records: Iterable[dict[str, Any]], case: str | None = None,
     """Findings of every record (or of one case / engine), most severe first."""
     out = []
     for r in records:
-        if case is not None and r["schema_id"] != case:
+        if case is not None and r["case_id"] != case:
             continue
         if engine is not None and r["engine"] != engine:
             continue

@@ -34,7 +34,7 @@ def run_fuzz_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[s
 
     case, eng = job["case"], job["engine"]
     o = resolve(job.get("options"))
-    record: dict[str, Any] = {"engine": eng["label"], "schema_id": case["case_id"],
+    record: dict[str, Any] = {"engine": eng["label"], "case_id": case["case_id"],
                               "suite": case["suite"], "subset": case["subset"],
                               "schema_text": case["schema_text"], "token_options": o,
                               "instances": []}

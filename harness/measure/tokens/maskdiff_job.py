@@ -74,8 +74,8 @@ def _pick_instances(case: dict[str, Any], truth, primary: str, k: int) -> list[d
 
     out = []
     for item in case["instances"]:
-        index, data = item[0], item[1]
-        exact = item[3] if len(item) > 3 else None
+        index, data = item["index"], item["data"]
+        exact = item.get("text")
         if exact is not None:
             from harness.measure.groundtruth import parse_instance_text
 
@@ -89,7 +89,7 @@ def _pick_instances(case: dict[str, Any], truth, primary: str, k: int) -> list[d
             text = exact if exact is not None else SERIALIZATIONS[primary](data)
         except (TypeError, ValueError):
             continue
-        out.append({"index": index, "label": item[2], "truth": True, "expected": True,
+        out.append({"index": index, "label": item["label"], "truth": True, "expected": True,
                     "text": text, "ser": "text" if exact is not None else primary})
         if len(out) >= k:
             break
@@ -105,7 +105,7 @@ def run_mask_diff_job(job: dict[str, Any], phase=lambda p, info=None: None) -> d
     case, eng = job["case"], job["engine"]
     o = resolve(job.get("options"))
     primary = job.get("primary", "ascii")
-    record: dict[str, Any] = {"engine": eng["label"], "schema_id": case["case_id"],
+    record: dict[str, Any] = {"engine": eng["label"], "case_id": case["case_id"],
                               "suite": case["suite"], "subset": case["subset"],
                               "schema_text": case["schema_text"], "token_options": o}
     t_busy = time.perf_counter_ns()

@@ -1,7 +1,7 @@
 """``harness run`` flags of the ``mask-diff`` and ``fuzz`` suites.
 
 The values live in the run's configuration (run.json) and reach each job as
-``payload["tokens"]``, so ``--resume`` continues with the same settings.
+``payload["options"]``, so ``--resume`` continues with the same settings.
 """
 
 from __future__ import annotations

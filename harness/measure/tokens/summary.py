@@ -146,7 +146,7 @@ def sizes_by(records: list[dict[str, Any]]) -> dict[str, dict[tuple[str, int, in
         for inst in r["instances"]:
             md = inst["mask_diff"]
             for s, (n, on) in enumerate(zip(md["sizes"], md["oracle_sizes"])):
-                key = (r["schema_id"], inst["index"], s)
+                key = (r["case_id"], inst["index"], s)
                 eng[key] = (r["subset"], n)
                 if on is not None:
                     ref.setdefault(key, (r["subset"], on))
@@ -197,7 +197,7 @@ def no_oracle_pairs(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             md = inst["mask_diff"]
             for s, (d, on) in enumerate(zip(md["digests"], md["oracle_sizes"])):
                 if on is None:
-                    dig.setdefault(r["engine"], {})[(r["schema_id"], inst["index"], s)] = d
+                    dig.setdefault(r["engine"], {})[(r["case_id"], inst["index"], s)] = d
     out = []
     for a, b in combinations(sorted(dig), 2):
         common = dig[a].keys() & dig[b].keys()

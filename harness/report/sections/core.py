@@ -124,7 +124,7 @@ def _subset_counts(run: RunData):
     if not len(sdf):
         return None
     sdf["subset"] = sdf["subset"].fillna("?").astype(str)
-    return sdf.pivot_table(index=["subset", "engine"], columns="outcome", values="schema_id",
+    return sdf.pivot_table(index=["subset", "engine"], columns="outcome", values="case_id",
                            aggfunc="count", fill_value=0)
 
 
@@ -277,7 +277,7 @@ def _worst_schemas(run: RunData, engine: str, top: int = 3) -> str:
                 t = np.asarray(res["mask_ns"], np.int64) + np.asarray(res["commit_ns"], np.int64)
                 n = int((t > 1_000_000).sum())
                 if n:
-                    count[r["schema_id"]] += n
+                    count[r["case_id"]] += n
     return "; ".join(f"{s} ({n})" for s, n in count.most_common(top)) or "–"
 
 
@@ -292,9 +292,9 @@ def sec_unfinished(ctx: ReportContext, limit: int = 200) -> Section | None:
     more = 0
     for run in ctx.runs:
         bad = [r for r in run.records if r["outcome"] in NOT_FINISHED]
-        bad.sort(key=lambda r: (r["outcome"] == outcomes.COMPILE_ERROR, r["engine"], r["schema_id"]))
+        bad.sort(key=lambda r: (r["outcome"] == outcomes.COMPILE_ERROR, r["engine"], r["case_id"]))
         for r in bad[:limit]:
-            key = (r["engine"], r["schema_id"], r["outcome"], short(r.get("error"), 240))
+            key = (r["engine"], r["case_id"], r["outcome"], short(r.get("error"), 240))
             seen.setdefault(key, []).append(run.key)
         more += max(0, len(bad) - limit)
     if not seen:
@@ -320,7 +320,7 @@ DIFF_TTFM = ("p50", "p90", "p99")
 
 
 def _outcome_map(run: RunData) -> dict[tuple[str, str], dict[str, Any]]:
-    return {(r["engine"], r["schema_id"]): r for r in run.records}
+    return {(r["engine"], r["case_id"]): r for r in run.records}
 
 
 def sec_diff(ctx: ReportContext, limit: int = 300) -> list[Section]:

@@ -15,7 +15,7 @@ import reference_helpers as H
 from harness import registry
 from engines.base import allocate_bitmask
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PERSON = json.dumps({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
                      "required": ["name", "age"], "additionalProperties": False})
 EOT, END_OF_TEXT, BOS = 128009, 128001, 128000
@@ -136,7 +136,7 @@ print("ok")
 def test_mask_cache_stats_land_in_the_job_record():
     """The worker stores the adapter's ``stats()`` as ``engine_stats``: the adaptive
     cache's bytes against one dense 16 KiB bitmask per cached node, and the split."""
-    from harness.run.worker import run_job
+    from harness.execution.worker import run_job
     from suites.base import Case, Instance
 
     schema = json.loads(PERSON)

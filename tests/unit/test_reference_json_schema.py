@@ -24,7 +24,7 @@ import reference_helpers as H
 from engines.base import CompileError, allocate_bitmask
 from harness.measure.groundtruth import GroundTruth, offline_registry
 
-CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora" / "jsonschemabench"
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "jsonschemabench"
 
 #: (name, schema, instances); the expected verdicts come from jsonschema.
 CASES = [

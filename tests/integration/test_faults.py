@@ -5,10 +5,10 @@ GIL, ended by the wall limit; a full disk while records are written (a real, sma
 a complete but corrupt last line in ``records.jsonl`` skipped with a warning on resume.
 
 Covered elsewhere, not repeated: the whole run SIGKILLed and resumed, with a torn last
-line (``tests/test_runner.py::test_resume_after_sigkill_loses_and_duplicates_nothing``);
+line (``tests/integration/test_runner.py::test_resume_after_sigkill_loses_and_duplicates_nothing``);
 a killed runner leaves no hung worker behind
-(``tests/test_runner.py::test_killed_runner_leaves_no_hung_worker``); a worker that
-crashes, exits, runs out of memory or loops in Python (``tests/test_runner.py::
+(``tests/integration/test_runner.py::test_killed_runner_leaves_no_hung_worker``); a worker that
+crashes, exits, runs out of memory or loops in Python (``tests/integration/test_runner.py::
 test_each_outcome_class``).
 """
 
@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, harness, write_case
+from harness.store.run_store import RECORD_FORMAT
 
 ONLY_VALID = [{"description": "valid", "valid": True, "data": {"a": 1}}]
 
@@ -78,7 +79,7 @@ def test_worker_sigkilled_mid_job_is_a_crash_and_the_run_goes_on(tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, err
-    by_id = {r["schema_id"]: r for r in _records(results)}
+    by_id = {r["case_id"]: r for r in _records(results)}
     killed = by_id["B---long.json"]
     assert killed["outcome"] == "crash" and killed["phase"] == "compile"
     assert killed["error"] == "worker killed by SIGKILL during compile"
@@ -98,7 +99,7 @@ def test_native_call_holding_the_gil_is_ended_by_the_wall_limit(tmp_path):
                   "--no-progress", timeout=120)
     elapsed = time.monotonic() - t0
     assert out.returncode == 0, out.stderr
-    by_id = {r["schema_id"]: r for r in _records(results)}
+    by_id = {r["case_id"]: r for r in _records(results)}
     hang = by_id["A---gil_hang.json"]
     assert hang["outcome"] == "timeout" and hang["phase"] == "compile", hang
     assert "wall-clock limit 2s passed during compile" in hang["error"]
@@ -147,7 +148,7 @@ def test_full_disk_while_writing_records_is_one_line_and_resumable(tmp_path):
         assert out.returncode == 0, out.stderr
         after = [json.loads(l) for l in (run / "records.jsonl").read_text().splitlines()]
         assert after[: len(before)] == before
-        assert sorted(r["schema_id"] for r in after) == [f"Big---{i:02d}.json" for i in range(n)]
+        assert sorted(r["case_id"] for r in after) == [f"Big---{i:02d}.json" for i in range(n)]
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
@@ -160,8 +161,8 @@ def test_corrupt_last_line_is_skipped_with_a_warning_on_resume(tmp_path):
     from harness.store.run_store import RunStore
 
     store = RunStore.create(tmp_path, "run", {"config": {}, "sessions": []})
-    recs = [{"engine": "null", "schema_id": f"Ok---{i}.json", "outcome": "passing"}
-            for i in range(3)]
+    recs = [{"format": RECORD_FORMAT, "engine": "null", "case_id": f"Ok---{i}.json",
+             "outcome": "passing"} for i in range(3)]
     for r in recs:
         store.append(r)
     store.close()

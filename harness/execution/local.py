@@ -19,7 +19,7 @@ from multiprocessing.connection import wait
 from typing import Any, Callable, Iterable
 
 from harness.measure import outcomes
-from harness.run.executor import SETUP_ALLOWANCE_S, Job
+from harness.execution.executor import SETUP_ALLOWANCE_S, Job
 from harness.store.run_store import RunStore
 
 _OOM_MARKERS = ("memory allocation of", "bad_alloc", "MemoryError", "Cannot allocate memory",
@@ -67,7 +67,7 @@ class LocalExecutor:
 
     # -- worker lifecycle -----------------------------------------------------------
     def _start(self, slot: _Slot) -> None:
-        from harness.run.worker import worker_main
+        from harness.execution.worker import worker_main
 
         parent, child = self._ctx.Pipe()
         proc = self._ctx.Process(
@@ -115,7 +115,7 @@ class LocalExecutor:
 
     # -- records ----------------------------------------------------------------------
     def _base(self, job: Job) -> dict[str, Any]:
-        return {"engine": job.engine, "schema_id": job.schema_id, "subset": job.subset}
+        return {"engine": job.engine, "case_id": job.case_id, "subset": job.subset}
 
     def _finish(self, slot: _Slot, record: dict[str, Any], death: bool = False) -> None:
         job = slot.job

@@ -124,7 +124,7 @@ def test_no_engine_and_no_ground_truth_opens_a_connection(hostile_run):
     out = hostile_run["out"]
     assert out.returncode == 0, out.stderr
     _, recs = read_records(hostile_run["results"])
-    by = {(r["engine"], r["schema_id"]): r for r in recs}
+    by = {(r["engine"], r["case_id"]): r for r in recs}
     for eng in ENGINES:
         for sid in ("Remote---ref.json", "Remote---schema_and_id.json"):
             rec = by[(eng, sid)]
@@ -138,7 +138,7 @@ def test_no_engine_and_no_ground_truth_opens_a_connection(hostile_run):
 
 def test_schema_content_is_never_evaluated(hostile_run):
     _, recs = read_records(hostile_run["results"])
-    assert {r["engine"] for r in recs if r["schema_id"] == "Hostile---code.json"} == set(ENGINES)
+    assert {r["engine"] for r in recs if r["case_id"] == "Hostile---code.json"} == set(ENGINES)
     assert not hostile_run["marker"].exists()
 
 
@@ -221,8 +221,8 @@ def test_files_only_under_results_and_reports_with_the_umask(hostile_run):
 
 def test_a_schema_id_cannot_escape_the_results_folder(tmp_path):
     from harness.report.html import write_reports
-    from harness.run.executor import Job
-    from harness.run.local import LocalExecutor
+    from harness.execution.executor import Job
+    from harness.execution.local import LocalExecutor
     from harness.store.run_store import RunStore
 
     results, reports = tmp_path / "a" / "b" / "results", tmp_path / "a" / "b" / "reports"
@@ -231,7 +231,7 @@ def test_a_schema_id_cannot_escape_the_results_folder(tmp_path):
         "sessions": []})
     evil = "../../etc/x"
     case = {"suite": "jsonschemabench", "case_id": evil, "subset": "../../../tmp/y",
-            "source": evil, "schema_text": '{"type": "object"}', "instances": [(0, {}, True)],
+            "source": evil, "schema_text": '{"type": "object"}', "instances": [{"index": 0, "data": {}, "label": True}],
             "resources": []}
     payload = {"engine": {"name": "null", "config": "default", "label": "null"},
                "case": case, "tokenizer": "llama3", "serializations": ["ascii"],
@@ -242,7 +242,7 @@ def test_a_schema_id_cannot_escape_the_results_folder(tmp_path):
     store.close()
     write_reports([store.path], reports / "rep")
     recs = list(store.records())
-    assert [r["schema_id"] for r in recs] == [evil, "../../bad"]
+    assert [r["case_id"] for r in recs] == [evil, "../../bad"]
     assert recs[0]["outcome"] == "passing"
     made = _files(tmp_path)
     assert all(p.is_relative_to(results) or p.is_relative_to(reports) for p in made), made

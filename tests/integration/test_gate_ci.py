@@ -10,7 +10,7 @@ preemptions), which no honest threshold separates from a regression.
 
 Refresh the baseline after an intended change (writes the file, then gates against it):
 
-    HARNESS_REFRESH_CI_BASELINE=1 .venv/bin/python -m pytest -q tests/test_gate_ci.py
+    HARNESS_REFRESH_CI_BASELINE=1 .venv/bin/python -m pytest -q tests/integration/test_gate_ci.py
 
 The sample: 29 files from 15 subsets (no Github_hard: every one there takes outlines
 more than 4 s to compile), each compiling in under ~3 s with every engine, with passing,
@@ -62,11 +62,11 @@ CI_SCHEMAS = (
 )
 
 COMMENT = (
-    "CI gate baseline of tests/test_gate_ci.py: the 29 corpus files listed there (CI_SCHEMAS, "
+    "CI gate baseline of tests/integration/test_gate_ci.py: the 29 corpus files listed there (CI_SCHEMAS, "
     "linked into a temporary corpus folder) run with `harness run --data <that folder> "
     f"--engine {CI_ENGINES} --jobs {CI_JOBS}`, then `harness baseline <run> -o "
     "results/baselines/ci-sample.json`. Refresh after an intended change with: "
-    f"{REFRESH_ENV}=1 .venv/bin/python -m pytest -q tests/test_gate_ci.py. "
+    f"{REFRESH_ENV}=1 .venv/bin/python -m pytest -q tests/integration/test_gate_ci.py. "
     "The test gates with --latency warn (latency printed, never failing: see the test's docstring)."
 )
 
@@ -89,7 +89,7 @@ def test_ci_sample_passes_the_gate(tmp_path):
     for engine in CI_ENGINES.split(","):
         assert sorted(baseline["outcomes"][engine]) == sorted(CI_SCHEMAS), (
             f"{BASELINE} does not hold the CI sample of this test; refresh it: "
-            f"{REFRESH_ENV}=1 .venv/bin/python -m pytest -q tests/test_gate_ci.py")
+            f"{REFRESH_ENV}=1 .venv/bin/python -m pytest -q tests/integration/test_gate_ci.py")
     junit = tmp_path / "gate.xml"
     gate = harness("gate", "--baseline", str(BASELINE.relative_to(ROOT)), str(run_dir),
                    "--latency", "warn", "--junit", str(junit))
@@ -97,7 +97,7 @@ def test_ci_sample_passes_the_gate(tmp_path):
     assert gate.returncode == 0, (
         f"the CI gate failed (exit {gate.returncode}):\n{gate.stdout}{gate.stderr}\n"
         f"If the change is intended (e.g. an engine upgrade), refresh the baseline with "
-        f"{REFRESH_ENV}=1 .venv/bin/python -m pytest -q tests/test_gate_ci.py and commit it.")
+        f"{REFRESH_ENV}=1 .venv/bin/python -m pytest -q tests/integration/test_gate_ci.py and commit it.")
     assert "GATE PASSED" in gate.stdout
     for engine in CI_ENGINES.split(","):
         for stat in ("TBM p50", "TBM p99", "TTFM p50"):

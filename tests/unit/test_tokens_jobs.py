@@ -16,6 +16,7 @@ from harness.measure.tokens.fuzz_job import run_fuzz_job
 from harness.measure.tokens.maskdiff_job import run_mask_diff_job
 from harness.measure.tokens.summary import no_oracle_pairs, summary_block
 from harness.measure import adapters
+from suites.base import Instance
 
 STRING_SCHEMA = {"type": "object", "properties": {"s": {"type": "string", "maxLength": 20}},
                  "required": ["s"],
@@ -27,8 +28,11 @@ def _installed(name: str) -> bool:
 
 
 def _job(engine: str, schema, instances, suite="mask-diff", **opts):
+    """A job payload; ``instances`` as ``(index, data, label[, text])``."""
+    insts = [Instance(i[0], i[1], i[2], text=i[3] if len(i) > 3 else None).to_job()
+             for i in instances]
     case = {"suite": suite, "case_id": f"test/{engine}", "subset": "test", "source": "-",
-            "schema_text": json.dumps(schema), "instances": instances, "resources": []}
+            "schema_text": json.dumps(schema), "instances": insts, "resources": []}
     job = {"case": case, "engine": {"name": engine, "config": "default", "label": engine},
            "tokenizer": "llama3", "primary": "ascii", "options": opts}
     return (run_mask_diff_job if suite == "mask-diff" else run_fuzz_job)(job)
@@ -128,7 +132,7 @@ def test_no_oracle_falls_back_to_comparing_engines():
         assert r["oracle"]["status"] == "timeout"
         md = r["instances"][0]["mask_diff"]
         assert md["diffs"] == [] and set(md["oracle_sizes"]) == {None}
-        r["schema_id"] = "same"  # both engines' records of one case
+        r["case_id"] = "same"  # both engines' records of one case
     pairs = no_oracle_pairs(recs)
     assert len(pairs) == 1 and pairs[0]["engines"] == ["llguidance", "xgrammar"]
     assert pairs[0]["steps"] == len(recs[0]["instances"][0]["mask_diff"]["sizes"])

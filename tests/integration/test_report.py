@@ -41,7 +41,7 @@ def runs(tmp_path_factory):
                   "--no-progress")
     assert out.returncode == 0, out.stderr
     run_a, recs = read_records(results)
-    assert {r["schema_id"]: r["outcome"] for r in recs}[EVIL_FILE] == "compile_error"
+    assert {r["case_id"]: r["outcome"] for r in recs}[EVIL_FILE] == "compile_error"
     # B: a copy where one schema regressed, one got an evil name, timings doubled
     run_b = tmp_path_factory.mktemp("runs") / "run-b"
     run_b.mkdir()
@@ -51,11 +51,11 @@ def runs(tmp_path_factory):
     lines = []
     for r in recs:
         r = json.loads(json.dumps(r))
-        if r["schema_id"] == "Plain---passing.json":
+        if r["case_id"] == "Plain---passing.json":
             r["outcome"], r["error"] = "crash", "worker died: SIGSEGV <b>bold</b>"
             r.pop("instances", None)
-        if r["schema_id"] == "Plain---reject.json":
-            r["schema_id"] = EVIL_ID
+        if r["case_id"] == "Plain---reject.json":
+            r["case_id"] = EVIL_ID
             r["outcome"], r["error"] = "timeout", "</table><script>alert(4)</script>"
             r.pop("instances", None)
         for inst in r.get("instances", ()):

@@ -56,7 +56,7 @@ def test_each_outcome_class(faulty_run):
     out, results, _ = faulty_run
     assert out.returncode == 0, out.stderr
     run_dir, recs = read_records(results)
-    by_id = {r["schema_id"]: r for r in recs}
+    by_id = {r["case_id"]: r for r in recs}
     for name, (outcome, fragment) in EXPECTED.items():
         rec = by_id[name]
         assert rec["outcome"] == outcome, (name, rec)
@@ -69,7 +69,7 @@ def test_each_outcome_class(faulty_run):
 def test_hang_is_ended_at_the_limit(faulty_run):
     out, results, elapsed = faulty_run
     _, recs = read_records(results)
-    hang = next(r for r in recs if r["schema_id"] == "Faulty---hang.json")
+    hang = next(r for r in recs if r["case_id"] == "Faulty---hang.json")
     assert 3.0 <= hang["wall_ns"] / 1e9 < 20.0
     assert elapsed < 120
 
@@ -77,7 +77,7 @@ def test_hang_is_ended_at_the_limit(faulty_run):
 def test_malformed_files_give_one_line_errors_and_the_run_goes_on(faulty_run):
     out, results, _ = faulty_run
     _, recs = read_records(results)
-    bad = {r["schema_id"]: r for r in recs if r["outcome"] == "bad_input"}
+    bad = {r["case_id"]: r for r in recs if r["outcome"] == "bad_input"}
     assert set(bad) == {"Broken---truncated.json", "Broken---list.json"}
     assert "malformed JSON" in bad["Broken---truncated.json"]["error"]
     assert "not a MaskBench case" in bad["Broken---list.json"]["error"]
@@ -90,7 +90,7 @@ def test_malformed_files_give_one_line_errors_and_the_run_goes_on(faulty_run):
 def test_every_job_recorded_once_and_summary_written(faulty_run):
     out, results, _ = faulty_run
     run_dir, recs = read_records(results)
-    keys = [(r["engine"], r["schema_id"]) for r in recs]
+    keys = [(r["engine"], r["case_id"]) for r in recs]
     assert len(keys) == len(set(keys))
     summary = json.loads((run_dir / "summary.json").read_text())
     eng = summary["engines"]["faulty"]
@@ -136,13 +136,13 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tmp_path):
     assert 3 <= len(before) < 20
     # a crash mid-write leaves a torn last line: resume must skip it, with a warning
     with open(records, "ab") as f:
-        f.write(b'{"engine": "faulty", "schema_id": "Sleep---s0')
+        f.write(b'{"engine": "faulty", "case_id": "Sleep---s0')
     out = harness("run", "--resume", str(records.parent), "--no-progress",
                   "--reports", str(tmp_path / "rep"))
     assert out.returncode == 0, out.stderr
     assert "corrupt line" in out.stderr
     recs = [json.loads(l) for l in records.read_text().splitlines()]
-    keys = [(r["engine"], r["schema_id"]) for r in recs]
+    keys = [(r["engine"], r["case_id"]) for r in recs]
     assert len(keys) == len(set(keys)) == 20
     assert all(r["outcome"] == "passing" for r in recs)
     # the records written before the kill are kept as they were

@@ -6,55 +6,32 @@ Thin glue; each step lives in its own module. The configuration of a run is stor
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from harness.run.executor import EXECUTORS, Executor, ExecutorError, Job
+from harness.config import RunConfig
+from harness.execution.executor import EXECUTORS, Executor, ExecutorError, Job
 from harness.store.run_store import RunStore, StoreError, git_commit, machine_info, new_run_id
 from harness.vocab import load_vocabulary
 from harness.registry import (SUITES, EngineSpec, build_suite, load_target, parse_engines,
                               suite_class)
 
-DEFAULT_CONFIG: dict[str, Any] = {
-    "suite": "jsonschemabench",
-    "engines": "all",
-    "tokenizer": "llama3",
-    "data": None,
-    "subsets": None,
-    "sample": None,
-    "schemas": None,
-    "timeout_s": 60.0,
-    "memory_gib": 8.0,
-    "jobs": 1,
-    "serializations": ["ascii", "unicode", "compact"],
-    "primary": "ascii",
-    #: K extra replays of each valid instance's primary serialisation with seeded
-    #: non-canonical tokenisations (harness/segment.py); 0 = none.
-    "segmentations": 0,
-}
+log = logging.getLogger("harness")
 
 
 def suite_option_modules() -> list[Any]:
-    """The options modules every registered suite declares (``SuiteBase.run_options``), each
-    once, in registration order."""
+    """The run-options modules every registered suite declares (``SuiteBase.run_options``),
+    each once, in registration order (the CLI adds their flags)."""
     mods: dict[str, Any] = {}
     for name in SUITES.names():
         target = getattr(suite_class(name), "run_options", None)
         if target and target not in mods:
             mods[target] = load_target(target, f"suite {name!r} options")
     return list(mods.values())
-
-
-def default_config() -> dict[str, Any]:
-    """The configuration of a run nothing was given for: the core keys above and every
-    suite's own options (``DEFAULTS`` of its options module)."""
-    config = dict(DEFAULT_CONFIG)
-    for mod in suite_option_modules():
-        config.update(mod.DEFAULTS)
-    return config
 
 
 def suite_options(suite: Any, config: dict[str, Any]) -> dict[str, Any]:
@@ -94,8 +71,8 @@ def _jobs(suite, specs: list[EngineSpec], config: dict[str, Any],
                     yield Job(spec.label, case.case_id, case.subset, None, case.load_error)
                     continue
                 told.add(case.case_id)  # one line per file, however many engines
-                print(f"harness: {case.load_error}; skipped as bad_input (fix or remove "
-                      "it; the run goes on)", file=sys.stderr)
+                log.warning("%s; skipped as bad_input (fix or remove it; the run goes on)",
+                            case.load_error)
                 yield Job(spec.label, case.case_id, case.subset, None, case.load_error)
                 continue
             yield Job(spec.label, case.case_id, case.subset, {
@@ -111,7 +88,7 @@ def _jobs(suite, specs: list[EngineSpec], config: dict[str, Any],
 
 
 class BadInstanceWarnings:
-    """One stderr line per corpus instance that could not be serialised (e.g. ``NaN``,
+    """One warning per corpus instance that could not be serialised (e.g. ``NaN``,
     which ``json.loads`` accepts and JSON forbids), once per (case, instance) whatever
     the number of engines: the case's other instances still ran."""
 
@@ -120,13 +97,12 @@ class BadInstanceWarnings:
 
     def __call__(self, record: dict[str, Any]) -> None:
         for inst in record.get("instances") or ():
-            key = (record["schema_id"], inst.get("index", -1))
+            key = (record["case_id"], inst.get("index", -1))
             if "bad_instance" in inst and key not in self.seen:
                 self.seen.add(key)
-                print(f"harness: {record['schema_id']}: instance #{key[1]} is not "
-                      f"JSON-serialisable ({inst['bad_instance']}); not replayed: fix or "
-                      "remove it in the corpus file (the case's other instances ran)",
-                      file=sys.stderr)
+                log.warning("%s: instance #%s is not JSON-serialisable (%s); not replayed: "
+                            "fix or remove it in the corpus file (the case's other instances "
+                            "ran)", record["case_id"], key[1], inst["bad_instance"])
 
 
 class Progress:
@@ -153,18 +129,23 @@ class Progress:
             self.bar.close()
 
 
-def run(config: dict[str, Any], results_root: Path, resume: Path | None = None,
+def run(config: RunConfig | None, results_root: Path, resume: Path | None = None,
         argv: list[str] | None = None, progress: bool = True, executor: str = "local",
         ray_address: str | None = None) -> RunStore:
     """Run (or resume) a benchmark; returns the store holding its records.
 
-    ``executor`` (``local`` or ``ray``, :mod:`harness.run.executor`) and ``ray_address`` say
-    where this session's jobs run; they are recorded in the session, not the config, so
-    a run may be resumed with another executor."""
+    ``config`` is ignored when ``resume`` names a run folder: its stored configuration is
+    continued. ``executor`` (``local`` or ``ray``, :mod:`harness.execution.executor`) and
+    ``ray_address`` say where this session's jobs run; they are recorded in the session,
+    not the config, so a run may be resumed with another executor."""
     if resume is not None:
         store = RunStore.open(resume)
         meta = store.read_meta()
         config = meta["config"]
+    else:
+        if config is None:
+            raise ValueError("a run needs a configuration or a run folder to resume")
+        config = config.to_dict()
     suite = build_suite(config["suite"], data=config["data"], subsets=config["subsets"],
                         sample=config["sample"], schemas=config["schemas"])
     specs = parse_engines(config["engines"])
@@ -172,7 +153,7 @@ def run(config: dict[str, Any], results_root: Path, resume: Path | None = None,
     statuses = [engine_status(s) for s in specs]
     for st in statuses:
         if st["status"] == "not_run":
-            print(f"harness: engine {st['engine']} not run: {st['reason']}", file=sys.stderr)
+            log.warning("engine %s not run: %s", st["engine"], st["reason"])
     if resume is None:
         run_id = new_run_id(config["suite"])
         meta = {
@@ -228,14 +209,14 @@ def make_executor(name: str, store: RunStore, *, jobs: int, timeout_s: float,
     """The executor called ``name`` with ``jobs`` parallel slots, ``timeout_s`` seconds
     of wall clock per job and ``memory_gib`` GiB of address space per worker process."""
     if name == "local":
-        from harness.run.local import LocalExecutor
+        from harness.execution.local import LocalExecutor
 
         if ray_address:
             raise ExecutorError("--ray-address needs --executor ray")
         return LocalExecutor(store, jobs=jobs, timeout_s=timeout_s, memory_gib=memory_gib,
                              on_record=on_record)
     if name == "ray":
-        from harness.run.ray_cluster import RayExecutor
+        from harness.execution.ray_cluster import RayExecutor
 
         return RayExecutor(store, jobs=jobs, timeout_s=timeout_s, memory_gib=memory_gib,
                            on_record=on_record, address=ray_address)

@@ -1,7 +1,7 @@
 """The ``ray`` executor: a run's jobs spread over a Ray cluster, isolation unchanged.
 
 ``--jobs N`` Ray actors (one CPU each) are started anywhere in the cluster. Each actor
-holds a one-slot :class:`harness.run.local.LocalExecutor`: the job runs in a spawned worker process
+holds a one-slot :class:`harness.execution.local.LocalExecutor`: the job runs in a spawned worker process
 on the actor's node, under the run's wall-clock limit (SIGKILL from the actor, so a hung
 native call ends even when it holds the GIL) and address-space limit, and a death is
 classified exactly as on a local run. The worker stays up between jobs (its vocabulary
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from harness.measure import outcomes
-from harness.run.executor import SETUP_ALLOWANCE_S, ExecutorError, Job
-from harness.run.local import LocalExecutor
+from harness.execution.executor import SETUP_ALLOWANCE_S, ExecutorError, Job
+from harness.execution.local import LocalExecutor
 from harness.store.run_store import RunStore
 
 INSTALL_HINT = ("--executor ray needs Ray, which is not installed: "
@@ -142,7 +142,7 @@ class RayExecutor:
                         more = False
                         break
                     if job.payload is None:  # bad input: recorded, never run
-                        self._record({"engine": job.engine, "schema_id": job.schema_id,
+                        self._record({"engine": job.engine, "case_id": job.case_id,
                                       "subset": job.subset, "outcome": outcomes.BAD_INPUT,
                                       "error": job.load_error})
                         continue
@@ -179,7 +179,7 @@ class RayExecutor:
 
     @staticmethod
     def _lost(job: Job, error: str, outcome: str = outcomes.CRASH) -> dict[str, Any]:
-        return {"engine": job.engine, "schema_id": job.schema_id, "subset": job.subset,
+        return {"engine": job.engine, "case_id": job.case_id, "subset": job.subset,
                 "outcome": outcome, "error": error, "phase": "ray"}
 
     def _shutdown(self, actors: list[Any], graceful: bool = True) -> None:

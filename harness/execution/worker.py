@@ -34,7 +34,7 @@ def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, A
     eng = job["engine"]
     record: dict[str, Any] = {
         "engine": eng["label"],
-        "schema_id": case["case_id"],
+        "case_id": case["case_id"],
         "suite": case["suite"],
         "subset": case["subset"],
     }
@@ -49,8 +49,7 @@ def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, A
     trust_label = case.get("expected_from") == "label"
     instances: list[dict[str, Any]] = []
     for item in case["instances"]:
-        index, data, label = item[:3]
-        text = item[3] if len(item) > 3 else None
+        index, data, label, text = item["index"], item["data"], item["label"], item.get("text")
         if text is not None:  # an exact text: ground truth on its strict parse
             data, why = parse_instance_text(text)
             verdict, why = (None, why) if why else truth.verdict(data)
@@ -95,8 +94,8 @@ def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, A
     n_seg = int(job.get("segmentations") or 0)
     stop_ids = vocab.stop_ids
     for inst, item in zip(instances, case["instances"]):
-        data = item[1]
-        exact = item[3] if len(item) > 3 else None
+        data = item["data"]
+        exact = item.get("text")
         results: dict[str, Any] = {}
         seen: dict[str, str] = {}
         for ser in (("text",) if exact is not None else sers):

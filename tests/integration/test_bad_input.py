@@ -1,7 +1,7 @@
 """Bad input (issue #7, part 3): one stderr line naming the thing and what to do, and the
 run goes on where it can.
 
-Already covered in ``tests/test_runner.py``: malformed JSON and a file that is not a
+Already covered in ``tests/integration/test_runner.py``: malformed JSON and a file that is not a
 MaskBench case (``test_malformed_files_give_one_line_errors_and_the_run_goes_on``); an
 unknown engine, an unknown configuration, a missing corpus folder, a tokenizer file that
 does not load, an unknown subset (``test_bad_input_is_one_line``). Here: a corpus file
@@ -42,7 +42,7 @@ def test_bad_files_and_instances_are_one_line_each_and_the_run_goes_on(tmp_path)
         assert what in lines[0], lines[0]
         assert "fix or remove it" in lines[0], lines[0]
     _, recs = read_records(results)
-    by = {(r["engine"], r["schema_id"]): r for r in recs}
+    by = {(r["engine"], r["case_id"]): r for r in recs}
     assert len(by) == len(recs) == 8
     for eng in ("null", "llguidance"):
         assert by[(eng, "Bad---not_a_schema.json")]["outcome"] == "bad_input"

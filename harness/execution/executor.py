@@ -4,9 +4,9 @@ An executor takes the jobs of a run (consumed lazily, in order) and makes sure e
 as exactly one record appended to the run's store, by the driver, as it finishes. Two
 exist:
 
-``local`` (default)  :class:`harness.run.local.LocalExecutor`: ``--jobs`` spawned worker processes
+``local`` (default)  :class:`harness.execution.local.LocalExecutor`: ``--jobs`` spawned worker processes
                      on this machine.
-``ray``              :class:`harness.run.ray_cluster.RayExecutor`: ``--jobs`` Ray actors
+``ray``              :class:`harness.execution.ray_cluster.RayExecutor`: ``--jobs`` Ray actors
                      spread over a Ray cluster (``--ray-address``; none = start a local
                      Ray instance). Each actor holds a one-slot :class:`LocalExecutor`, so every
                      job still runs in its own spawned worker process on the Ray node
@@ -37,7 +37,7 @@ class Job:
     """One (case, engine) pair; ``payload`` is what the worker receives."""
 
     engine: str  # label, e.g. "xgrammar:compliant"
-    schema_id: str
+    case_id: str
     subset: str
     payload: dict[str, Any] | None  # None: bad input, recorded without running
     load_error: str | None = None

@@ -18,7 +18,8 @@ import sys
 import pytest
 
 from conftest import ROOT, harness, link_real, write_case
-from harness.run import session as benchmark
+from harness.execution import session as benchmark
+from harness.config import RunConfig
 
 ONLY_VALID = [{"description": "valid", "valid": True, "data": {"a": 1}}]
 REAL = ("Github_easy---o43998.json",)
@@ -44,15 +45,15 @@ def corpus(tmp_path_factory):
     return data
 
 
-def _config(data) -> dict:
-    return {**benchmark.default_config(), "engines": "llguidance,faulty", "data": str(data),
-            "timeout_s": TIMEOUT_S, "memory_gib": 2.0, "jobs": 2}
+def _config(data) -> RunConfig:
+    return RunConfig(engines="llguidance,faulty", data=str(data), timeout_s=TIMEOUT_S,
+                     memory_gib=2.0, jobs=2)
 
 
 def test_ray_resumes_a_local_run_to_the_same_records(corpus, tmp_path):
     ray = pytest.importorskip("ray", reason="Ray is the optional extra [ray]; setup.sh installs it")
     local = benchmark.run(_config(corpus), tmp_path / "local", progress=False)
-    want = {(r["engine"], r["schema_id"]): r for r in local.records()}
+    want = {(r["engine"], r["case_id"]): r for r in local.records()}
     assert len(want) == 2 * (len(REAL) + len(FAULTY))
     assert want[("faulty", "Faulty---gil_hang.json")]["outcome"] == "timeout"
     assert want[("faulty", "Faulty---crash.json")]["outcome"] == "crash"
@@ -62,16 +63,16 @@ def test_ray_resumes_a_local_run_to_the_same_records(corpus, tmp_path):
     shutil.copytree(local.path, cut)
     lines = (cut / "records.jsonl").read_text().splitlines(keepends=True)
     (cut / "records.jsonl").write_text("".join(lines[:2]))
-    kept = {(json.loads(l)["engine"], json.loads(l)["schema_id"]) for l in lines[:2]}
+    kept = {(json.loads(l)["engine"], json.loads(l)["case_id"]) for l in lines[:2]}
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        store = benchmark.run({}, tmp_path / "unused", resume=cut, progress=False,
+        store = benchmark.run(None, tmp_path / "unused", resume=cut, progress=False,
                               executor="ray")
     finally:
         ray.shutdown()
     recs = list(store.records())
-    got = {(r["engine"], r["schema_id"]): r for r in recs}
+    got = {(r["engine"], r["case_id"]): r for r in recs}
     assert len(recs) == len(got) == len(want)  # nothing lost, nothing run twice
     ran_on_ray = [k for k in got if k not in kept]
     assert len(ran_on_ray) == len(want) - 2

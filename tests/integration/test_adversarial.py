@@ -87,7 +87,7 @@ def test_run_classifies_every_case_and_reports_cost_against_size(tmp_path):
     assert out.returncode == 0, out.stderr
     run_dir, recs = read_records(results)
     cases = Adversarial(subsets=["nesting_oneof"]).case_ids()
-    assert sorted((r["engine"], r["schema_id"]) for r in recs) == sorted(
+    assert sorted((r["engine"], r["case_id"]) for r in recs) == sorted(
         (e, c) for e in ("xgrammar", "llguidance") for c in cases)
     from harness.analysis.adversarial import CLASSES, case_class, class_counts
     from harness.report.sections.adversarial import rows

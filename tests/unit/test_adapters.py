@@ -405,7 +405,7 @@ def test_modules_import_lazily():
 
 # --------------------------------------------------------------------------- test doubles
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_registry_hides_doubles():

@@ -62,7 +62,7 @@ def copy_run(src: Path, dst: Path, edit) -> Path:
 
 
 def outcomes_of(run: Path) -> dict[str, str]:
-    return {json.loads(l)["schema_id"]: json.loads(l)["outcome"]
+    return {json.loads(l)["case_id"]: json.loads(l)["outcome"]
             for l in (run / "records.jsonl").read_text().splitlines()}
 
 
@@ -86,7 +86,7 @@ def test_same_engine_twice_does_not_fire(two_runs, tmp_path):
 
 
 def _plant(rec: dict, sids: dict[str, str]) -> dict | None:
-    sid = rec["schema_id"]
+    sid = rec["case_id"]
     if sid == sids["fail"]:  # a valid instance now rejected
         rec["outcome"] = "validation_error"
         inst = next(i for i in rec["instances"] if i["expected"])

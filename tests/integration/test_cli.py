@@ -9,7 +9,7 @@ import pytest
 from conftest import REAL_FILES, harness, link_real, read_records
 from engines.testing import NullEngine
 from harness.registry import ENGINES, EngineSpec, is_installed
-from harness.run import session as benchmark
+from harness.execution import session as benchmark
 from harness.analysis import metrics
 from harness.report import console as table
 
@@ -31,7 +31,7 @@ def test_all_engines_ran_on_every_file(real_run):
     assert out.returncode == 0, out.stderr
     run_dir, recs = read_records(results)
     engines = {"xgrammar", "llguidance", "outlines", "xgrammar:compliant"}
-    assert {(r["engine"], r["schema_id"]) for r in recs} == {
+    assert {(r["engine"], r["case_id"]) for r in recs} == {
         (e, f) for e in engines for f in REAL_FILES}
     for r in recs:
         assert r["outcome"] in ("passing", "validation_error", "invalidation_error",

@@ -223,7 +223,7 @@ def test_e2e_suite_cases(tmp_path):
 
 
 def test_vllm_row_not_run_without_vllm():
-    from harness.run.session import engine_status
+    from harness.execution.session import engine_status
 
     st = engine_status(EngineSpec("vllm", "xgrammar"))
     if is_installed("vllm"):

@@ -1,0 +1,155 @@
+"""The configuration of a run: a frozen, validated :class:`RunConfig`.
+
+The same object backs ``harness run`` and :func:`harness.run`; it is stored as the ``config``
+of ``run.json`` (:meth:`RunConfig.to_dict`) so that ``--resume`` continues exactly the same
+run (:meth:`RunConfig.from_dict`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+__all__ = ["ConfigError", "RunConfig", "SERIALIZATION_NAMES"]
+
+#: The serialisations of an instance a replay can use (see :mod:`harness.measure.replay`).
+SERIALIZATION_NAMES = ("ascii", "unicode", "compact")
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot run (one-line message naming the option)."""
+
+
+def _names(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """``"a,b"`` or ``["a", "b"]`` → ``("a", "b")``; None stays None."""
+    if value is None:
+        return None
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return tuple(s.strip() for s in items if str(s).strip())
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What to run: a suite's cases against engines, under limits.
+
+    Parameters
+    ----------
+    suite:
+        A registered suite name (``harness.registry.SUITES``).
+    engines:
+        ``"all"`` (each visible engine's default configuration) or ``NAME[:CONFIG]`` names,
+        as a list or a comma-separated string.
+    tokenizer:
+        ``llama3``, ``tekken``, ``qwen2`` or a path to a Hugging Face ``tokenizer.json``.
+    data:
+        The corpus folder (None: ``$HARNESS_DATA`` or ``../shared/corpora/<suite>``).
+    subsets, sample, schemas:
+        Case selection: subsets by name, a deterministic stratified sample of N cases, a
+        glob on case ids.
+    timeout_s:
+        Wall-clock limit per job, seconds (> 0).
+    memory_gib:
+        Address-space limit per worker process, GiB (0 = none).
+    jobs:
+        Worker processes (≥ 1).
+    serializations, primary:
+        The serialisations replayed, and the one that decides outcomes and TBM.
+    segmentations:
+        Extra seeded non-canonical tokenisations replayed per valid instance (≥ 0).
+    options:
+        The suite's own options (its ``run_options`` module's keys; unset keys take its
+        defaults).
+
+    Raises
+    ------
+    ConfigError
+        On construction, for any value that cannot run (unknown suite, engine,
+        configuration, serialisation or option; a limit out of range).
+    """
+
+    suite: str = "jsonschemabench"
+    engines: str | Sequence[str] = "all"
+    tokenizer: str = "llama3"
+    data: str | None = None
+    subsets: Sequence[str] | None = None
+    sample: int | None = None
+    schemas: str | None = None
+    timeout_s: float = 60.0
+    memory_gib: float = 8.0
+    jobs: int = 1
+    serializations: Sequence[str] = SERIALIZATION_NAMES
+    primary: str = "ascii"
+    segmentations: int = 0
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from harness.registry import RegistryError, parse_engines, suite_class
+
+        engines = ",".join(_names(self.engines) or ())
+        object.__setattr__(self, "engines", engines)
+        object.__setattr__(self, "subsets", _names(self.subsets) or None)
+        object.__setattr__(self, "serializations", _names(self.serializations) or ())
+        if self.data is not None:
+            object.__setattr__(self, "data", str(self.data))
+        cls = suite_class(self.suite)
+        if cls is None:
+            from harness.registry import SUITES
+
+            raise ConfigError(f"unknown suite {self.suite!r}; known: {', '.join(SUITES.names())}")
+        try:
+            parse_engines(engines)
+        except RegistryError as e:
+            raise ConfigError(str(e)) from None
+        bad = [s for s in self.serializations if s not in SERIALIZATION_NAMES]
+        if bad or self.primary not in self.serializations:
+            raise ConfigError(f"serialisations must be among {', '.join(SERIALIZATION_NAMES)} "
+                              f"and include the primary ({self.primary}); got "
+                              f"{list(self.serializations)}")
+        if self.jobs < 1 or self.timeout_s <= 0:
+            raise ConfigError("--jobs must be ≥ 1 and --timeout > 0")
+        if self.memory_gib < 0 or self.segmentations < 0:
+            raise ConfigError("--memory and --segmentations must be ≥ 0")
+        if self.sample is not None and self.sample < 1:
+            raise ConfigError(f"--sample must be ≥ 1, got {self.sample}")
+        defaults = suite_defaults(cls)
+        unknown = sorted(set(self.options) - set(defaults))
+        if unknown:
+            raise ConfigError(f"suite {self.suite!r} has no option {', '.join(unknown)}"
+                              + (f"; its options: {', '.join(defaults)}" if defaults else ""))
+        object.__setattr__(self, "options", {**defaults, **{k: v for k, v in self.options.items()
+                                                             if v is not None}})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``config`` of ``run.json``: the keys above with the suite's options inline."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+               if f.name != "options"}
+        out["subsets"] = list(self.subsets) if self.subsets else None
+        out["serializations"] = list(self.serializations)
+        return {**out, **self.options}
+
+    @classmethod
+    def from_dict(cls, config: Mapping[str, Any]) -> "RunConfig":
+        """The configuration stored in ``run.json`` (:meth:`to_dict`'s form); keys that are
+        not fields are the suite's options."""
+        names = {f.name for f in dataclasses.fields(cls)} - {"options"}
+        core = {k: v for k, v in config.items() if k in names}
+        from harness.registry import suite_class
+
+        known = suite_defaults(suite_class(core.get("suite", cls.suite)))
+        options = {k: v for k, v in config.items() if k not in names and k in known}
+        return cls(**core, options=options)
+
+    def replace(self, **changes: Any) -> "RunConfig":
+        """A copy with ``changes`` applied (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+
+def suite_defaults(suite_cls: Any) -> dict[str, Any]:
+    """The defaults of a suite's own options (its ``run_options`` module's ``DEFAULTS``)."""
+    target = getattr(suite_cls, "run_options", None)
+    if not target:
+        return {}
+    from harness.registry import load_target
+
+    return dict(load_target(target, "suite options").DEFAULTS)

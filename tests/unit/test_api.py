@@ -1,0 +1,95 @@
+"""The library API: a validated RunConfig, harness.run → Run, versioned formats."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import harness
+from conftest import link_real
+from harness.config import ConfigError, RunConfig
+from harness.store.run_store import RECORD_FORMAT, RunStore, StoreError
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"suite": "nope"}, "unknown suite 'nope'"),
+    ({"engines": "nope"}, "unknown engine 'nope'"),
+    ({"engines": "xgrammar:nope"}, "unknown configuration 'nope' for engine 'xgrammar'"),
+    ({"serializations": ["ascii", "ebcdic"]}, "serialisations must be among"),
+    ({"serializations": ["ascii"], "primary": "unicode"}, "include the primary (unicode)"),
+    ({"jobs": 0}, "--jobs must be ≥ 1"),
+    ({"timeout_s": 0}, "--timeout > 0"),
+    ({"sample": 0}, "--sample must be ≥ 1"),
+    ({"options": {"walks": 3}}, "suite 'jsonschemabench' has no option walks"),
+])
+def test_config_refuses_what_cannot_run(kwargs, message):
+    with pytest.raises(ConfigError) as e:
+        RunConfig(**kwargs)
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_config_is_frozen_and_round_trips_through_run_json():
+    c = RunConfig(suite="fuzz", engines=["llguidance", "xgrammar"], subsets="a,b",
+                  options={"walks": 3})
+    with pytest.raises(Exception):
+        c.jobs = 2  # type: ignore[misc]
+    assert c.engines == "llguidance,xgrammar" and c.subsets == ("a", "b")
+    assert c.options["walks"] == 3 and c.options["walk_tokens"] == 384  # defaults filled
+    d = c.to_dict()
+    assert d["walks"] == 3 and d["subsets"] == ["a", "b"] and "options" not in d
+    assert RunConfig.from_dict(d) == c
+    # an older run.json held every suite's options: the other suites' keys are dropped
+    assert RunConfig.from_dict({**RunConfig().to_dict(), "walks": 8, "model": "tiny"}) == RunConfig()
+
+
+def _run_folder(tmp_path, meta_extra=None, records=()):
+    run = tmp_path / "r1"
+    (run / "workers").mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"run_id": "r1", "config": RunConfig().to_dict(),
+                                              "engines": [], **(meta_extra or {})}))
+    (run / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return run
+
+
+def test_unversioned_files_read_as_version_1(tmp_path):
+    old = {"engine": "null", "schema_id": "a.json", "subset": "x", "outcome": "passing"}
+    store = RunStore.open_readonly(_run_folder(tmp_path, records=[old]))
+    assert store.read_meta()["run_id"] == "r1"
+    (rec,) = list(store.records())
+    assert rec["case_id"] == "a.json" and "schema_id" not in rec
+    assert rec["format"] == RECORD_FORMAT
+
+
+@pytest.mark.parametrize("where", ["run.json", "records.jsonl", "summary.json"])
+def test_unknown_format_versions_are_refused_in_one_line(tmp_path, where):
+    rec = {"engine": "null", "case_id": "a.json", "subset": "x", "outcome": "passing",
+           "format": 99 if where == "records.jsonl" else RECORD_FORMAT}
+    run = _run_folder(tmp_path, {"format": 99} if where == "run.json" else None, [rec])
+    if where == "summary.json":
+        (run / "summary.json").write_text(json.dumps({"format": 99, "engines": {}}))
+    with pytest.raises(StoreError) as e:
+        r = harness.Run(run)
+        r.meta()
+        r.summary()
+        list(r._store.records())
+    assert where in str(e.value) and "format version 99" in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_run_in_process(tmp_path):
+    data = tmp_path / "corpus"
+    link_real(data)
+    r = harness.run(harness.RunConfig(engines=["null"], data=str(data)),
+                    results=tmp_path / "results", reports=tmp_path / "reports")
+    assert isinstance(r, harness.Run) and r.path.parent == tmp_path / "results"
+    s = r.summary()
+    assert s["format"] == 1 and s["engines"]["null"]["status"] == "run"
+    assert sum(s["engines"]["null"]["outcomes"].values()) == 3
+    df = r.records()
+    assert len(df) == 3 and set(df["case_id"]) == {p.name for p in data.iterdir()}
+    assert len(r.instances()) > 0
+    assert r.report().read_text().startswith("# Run ")
+    recs = [json.loads(line) for line in (r.path / "records.jsonl").read_text().splitlines()]
+    assert {x["format"] for x in recs} == {RECORD_FORMAT}
+    assert json.loads((r.path / "run.json").read_text())["format"] == 1
