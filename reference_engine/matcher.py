@@ -42,6 +42,7 @@ from collections import OrderedDict
 import numpy as np
 
 from reference_engine import keys as jkeys
+from reference_engine.dupkeys import DuplicateKeyFilter
 from reference_engine.encoding import START, json_string_end
 from reference_engine.maskcache import (SORT_PACK_MAX, Census, NodeMask, WordSet, clear_ids,
                                         node_mask, node_mask_of_ids, node_mask_of_words,
@@ -70,8 +71,6 @@ CONTEXT_WALK_MEMO = 4_000_000
 #: and at least DERIVE_RATIO times as many as the first bytes that differ.
 DERIVE_MIN = 20_000
 DERIVE_RATIO = 4
-#: Key-tracker states whose per-token duplicate-key verdicts are kept.
-KEY_CACHE_SIZE = 256
 #: a split near a ``maxLength`` is derived from its unwindowed twin when at most this
 #: many of the twin's tokens need reading byte by byte (a few microseconds each in
 #: Python; a full walk costs ~10 ms), else walked (:meth:`MaskComputer._near_windowed`)
@@ -158,26 +157,11 @@ class MaskComputer:
             v = 1 << (t & 31)
             self._stop_words.append((t >> 5, v - (1 << 32) if v >= 1 << 31 else v))
         self.json_keys = json_keys
-        self._close_only = False
-        if json_keys:
-            self._quote, commas, self._maxq = jkeys.candidates(trie)
-            self._near = np.union1d(self._quote[(True, True)], commas)
-            self._risky = jkeys.risky_tokens(trie)
-            self._close_only = jkeys.repeats_only_close(pda.grammar)
-            self._cindex = jkeys.close_index(trie)
-            self._risky_w = self._risky >> 5
-            self._risky_b = (np.ones_like(self._risky) << (self._risky & 31)).astype(np.uint32)
         #: objects holding this many keys may have run out of fresh ones (see
         #: :func:`~reference_engine.keys.fewest_extra_keys`); None: never
         self.key_floor = key_floor
-        self._kcache: OrderedDict = OrderedDict()
-        self._frames: dict[int, tuple[int, ...]] = {}
-        self._risky_at: dict[int, bool] = {}
-        self._last_nek: tuple = (None, None, False)
-        self._writers_of: OrderedDict = OrderedDict()
-        #: (automaton node, tracker frames) -> no token of the node's mask writes a
-        #: seen key (where that node's own entry is the whole mask)
-        self._no_writer: OrderedDict = OrderedDict()
+        #: the duplicate-key rule (None without ``json_keys``)
+        self.keys = DuplicateKeyFilter(pda, trie, self._nodes, key_floor) if json_keys else None
         #: the caches above, the automaton's lazy rows and its stack pool are shared by
         #: every matcher of the grammar: matchers used from several threads (a batch
         #: filled on a thread pool) take this lock around each mask and commit
@@ -185,8 +169,6 @@ class MaskComputer:
         self.precomputed = 0  # nodes built by precompute (stats)
         self.warmed = 0  # contexts precompute walked past a key's end (stats)
         self.precompute_s = 0.0  # seconds it took
-        self.key_checks = 0  # tokens run through the key tracker for masks (stats)
-        self.key_cleared = 0  # of them, cleared as duplicate keys
         self.derived = 0  # nodes whose split was derived from _reference's state (stats)
         self.windowed = 0  # nodes whose split was derived by a window's budget (stats)
         self.unwindowed = 0  # nodes whose split is their unwindowed twin's (stats)
@@ -1299,7 +1281,8 @@ class MaskComputer:
     def fill(self, configs: tuple, accept: bool, out: np.ndarray,
              kstate: tuple | None = None) -> None:
         """Write the mask of a configuration set (and EOS if ``accept``) into ``out``;
-        with the duplicate-key tracker's state ``kstate``, after :meth:`key_filter`."""
+        with the duplicate-key tracker's state ``kstate``, less the tokens the duplicate-key
+        rule refuses (:meth:`~reference_engine.dupkeys.DuplicateKeyFilter.filter_mask`)."""
         if len(configs) == 1:
             # one configuration without context-dependent tokens: the node's own entry
             # is the mask (a memset and one store; not worth a composed copy)
@@ -1312,7 +1295,7 @@ class MaskComputer:
                     for w, v in self._stop_words:
                         out[w] |= v
                 if kstate is not None:
-                    self.key_filter(configs, kstate, out)
+                    self.keys.filter_mask(configs, kstate, out)
                 return
         key = (configs, accept, kstate)
         hit = self._final.get(key)
@@ -1339,224 +1322,17 @@ class MaskComputer:
             for w, v in self._stop_words:
                 out[w] |= v
         if kstate is not None:
-            self.key_filter(configs, kstate, out)
+            self.keys.filter_mask(configs, kstate, out)
         fc = self._final
         fc[key] = out.copy()
         if len(fc) > FINAL_CACHE_SIZE:
             fc.popitem(last=False)
 
-    def frames(self, stack: int) -> tuple[int, ...]:
-        """The object frames' parameters on ``stack``, innermost first (cached)."""
-        got = self._frames.get(stack)
-        if got is None:
-            pool = self.pda.stacks
-            out = []
-            st = stack
-            while st != EMPTY:
-                r = pool.ret[st]
-                if r < -1:
-                    out.append(frame_param(r))
-                st = pool.parent[st]
-            got = self._frames[stack] = tuple(out)
-        return got
-
-    def no_extra_keys(self, configs: tuple, kstate: tuple) -> bool:
-        """Does the innermost open container hold no key outside its object's declared
-        members, in every configuration (or is it an array)? Then only a token that
-        leaves the container (a ``}`` or ``]`` with a ``"``) or writes a key and then
-        repeats it or begins it again (three quotes or more, :func:`risky`) can repeat
-        a key: declared members are tracked exactly by the object frames (a frame's
-        parameter is its set of members seen, compared here with the tracker's keys of
-        the same object), and an extra key never equals a declared name of its object."""
-        if not self.pda.frames_count_members:
-            return False
-        frames = kstate[0]
-        if not frames or frames[-1] is None:
-            return True
-        last = self._last_nek
-        if last[0] is configs and last[1] is frames:
-            return last[2]  # the mask and the commit of one step ask alike
-        objs = sum(1 for f in frames if f is not None)
-        n = len(frames[-1])
-        ok = True
-        for _, st in configs:
-            fr = self.frames(st)
-            if len(fr) != objs or n != bin(fr[0]).count("1"):
-                ok = False  # (a length mismatch: an object spelled literally, enum/const)
-                break
-        self._last_nek = (configs, frames, ok)
-        return ok
-
     def key_allows(self, configs: tuple, kstate: tuple, data: bytes, after=None) -> bool:
-        """The duplicate-key rule for ``data`` read from ``(configs, kstate)`` (the
-        automaton is assumed to accept it; ``after``: its configurations after, if
-        known): it closes no key already in its object, and leaves no key that every
-        completion would make a repeat (:mod:`reference_engine.keys`)."""
-        if (self.key_floor is None and not jkeys.risky(data)
-                and self.no_extra_keys(configs, kstate)):
-            return True
-        ks = jkeys.step(kstate, data)
-        if ks is None:
-            return False
-        if self._close_only:
-            return True  # no dead ends to look for (repeats_only_close)
-        fresh = jkeys.has_fresh_completion
-        if not jkeys.suspect(ks):
-            floor = self.key_floor
-            if (floor is None or ks[2] != jkeys.OUT or not jkeys.key_reachable(ks)
-                    or len(ks[0][-1]) < floor):
-                return True
-            fresh = jkeys.has_fresh_key
-        if after is None:
-            res = self.pda.advance(configs, data)
-            if res is None:
-                return True  # the automaton refuses it anyway
-            after = res[0]
-        return fresh(self.pda, after, ks)
-
-    def _writers(self, kstate: tuple) -> np.ndarray:
-        """Tokens that may write (open and close) a key some open object already holds:
-        such a token holds it between two of its quotes
-        (:func:`~reference_engine.keys.inner_keys`; the tokens it cannot read too)."""
-        frames = kstate[0]
-        got = self._writers_of.get(frames)
-        if got is not None:
-            return got
-        by_inner, unsafe = self._cindex[3]
-        parts = [unsafe]
-        for f in frames:
-            if f:
-                for k in f:
-                    ids = by_inner.get(k)
-                    if ids is not None:
-                        parts.append(ids)
-        got = np.concatenate(parts) if len(parts) > 1 else unsafe
-        self._writers_of[frames] = got
-        if len(self._writers_of) > 1024:
-            self._writers_of.popitem(last=False)
-        return got
-
-    def _closing(self, kstate: tuple) -> tuple[np.ndarray | None, np.ndarray]:
-        """``(refused, to check)``: token ids that repeat a key whatever else they hold,
-        and a superset of the others that may, when only closing a key can
-        (:func:`~reference_engine.keys.repeats_only_close`). Inside an unescaped key
-        prefix, a token whose part before its first ``"`` (unescaped, so its bytes are
-        the key's) completes the prefix to a seen key closes that key again: refused
-        (None when there are none); so does one with an escape there whose decoded
-        text completes it so (those whose text does not decode alone are checked);
-        anywhere, the :meth:`_writers`."""
-        index, escaped = self._cindex[0], self._cindex[1]
-        if kstate[3]:  # the token starts inside an escape: read it whole
-            return None, self._quote[(True, True)]
-        writers = self._writers(kstate)
-        if kstate[2] != jkeys.KEY:
-            return None, writers
-        raw = kstate[4]
-        if b"\\" in raw:
-            return None, self._quote[(True, True)]
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:  # the prefix ends inside a character
-            text = None
-        closes, odd = self._cindex[4]
-        ids: list[int] = []
-        for k in kstate[0][-1]:
-            kb = k.encode("utf-8", "surrogatepass")
-            if kb.startswith(raw):
-                ids.extend(index.get(kb[len(raw):], ()))
-            # a token with an escape before its closing quote adds the text it decodes
-            # to (the prefix has no escape, so the key is the prefix's text plus that)
-            if text is not None and len(k) > len(text) and k.startswith(text):
-                ids.extend(closes.get(k[len(text):], ()))
-        refused = np.array(ids, dtype=np.int64) if ids else None
-        return refused, (np.concatenate([odd, writers]) if text is not None
-                         else np.concatenate([escaped, writers]))
-
-    def key_filter(self, configs: tuple, kstate: tuple, out: np.ndarray) -> None:
-        """Clear from the mask ``out`` (computed from ``configs``) the tokens the
-        duplicate-key rule refuses (:meth:`key_allows`). Only three kinds of tokens can
-        be refused: those with a ``"`` (:func:`~reference_engine.keys.quote_counts`
-        narrows them by the tracker state); inside a key whose decoded prefix begins a
-        seen key, those that keep it so
-        (:func:`~reference_engine.keys.continuation_tokens`); and, once an object may
-        hold ``key_floor`` keys after the token, those with a ``,`` (they may end where a
-        key must start). Where the innermost container holds no extra key
-        (:meth:`no_extra_keys`), only the :func:`~reference_engine.keys.risky` tokens
-        are checked. Verdicts are cached per ``(configs, tracker state)``."""
-        floor = self.key_floor
-        if self._close_only and not kstate[3] and self.no_extra_keys(configs, kstate):
-            # no dead ends to fear and no extra key here: only a token writing a whole
-            # key some open object holds can repeat one
-            fixed = None
-            if len(configs) == 1:
-                nm = self._nodes.get(configs[0][0])
-                if nm is not None and not nm.pops and not nm.guards:
-                    fixed = (configs[0][0], kstate[0])
-                    if fixed in self._no_writer:
-                        return
-            cands = self._writers(kstate)
-            if cands.size <= 16:  # usually a handful: cheaper one by one than in numpy
-                hit = [t for t in cands.tolist() if (int(out[t >> 5]) >> (t & 31)) & 1]
-                if not hit:
-                    if fixed is not None:
-                        self._no_writer[fixed] = True
-                        if len(self._no_writer) > 4096:
-                            self._no_writer.popitem(last=False)
-                    return
-                cands = np.array(hit, dtype=np.int64)
-        elif floor is None and self.no_extra_keys(configs, kstate):
-            # whether the mask holds a risky token at all is fixed per automaton node
-            # when one node's own entry is the mask (see fill)
-            one = configs[0][0] if len(configs) == 1 else -1
-            has = self._risky_at.get(one)
-            if has is None:
-                has = bool((out.view(np.uint32)[self._risky_w] & self._risky_b).any())
-                nm = self._nodes.get(one)
-                if nm is not None and not nm.pops and not nm.guards:
-                    self._risky_at[one] = has
-            if not has:
-                return
-            cands = self._risky
-        elif self._close_only:
-            refused, cands = self._closing(kstate)
-            if refused is not None:
-                self.key_cleared += clear_ids(out, refused)
-        else:
-            near = floor is not None and max(
-                (len(f) for f in kstate[0] if f is not None), default=0) + self._maxq >= floor
-            if near:  # every token with a quote or a comma (a token closes < _maxq keys)
-                cands = self._near
-            else:
-                cands = self._quote[(jkeys.has_keys(kstate), jkeys.key_reachable(kstate))]
-            if jkeys.suspect(kstate):
-                more = np.array(jkeys.continuation_tokens(self.trie, kstate), dtype=np.int64)
-                if more.size:
-                    cands = np.unique(np.concatenate([cands, more]))
-        if not cands.size:
-            return
-        on = (out[cands >> 5] >> (cands & 31)) & 1
-        ids = cands[on.astype(bool)]
-        if not ids.size:
-            return
-        kc = self._kcache
-        ck = (configs, kstate)
-        verdict = kc.get(ck)
-        if verdict is None:
-            verdict = kc[ck] = {}
-            if len(kc) > KEY_CACHE_SIZE:
-                kc.popitem(last=False)
-        tokens = self.trie.token_bytes
-        ov = None
-        for t in ids.tolist():
-            ok = verdict.get(t)
-            if ok is None:
-                self.key_checks += 1
-                ok = verdict[t] = self.key_allows(configs, kstate, tokens[t])
-            if not ok:
-                if ov is None:
-                    ov = out.view(np.uint32)
-                ov[t >> 5] &= np.uint32(~(1 << (t & 31)) & 0xFFFFFFFF)
-                self.key_cleared += 1
+        """The duplicate-key rule for ``data`` read from ``(configs, kstate)``
+        (:meth:`~reference_engine.dupkeys.DuplicateKeyFilter.allows`; True without
+        ``json_keys``)."""
+        return True if self.keys is None else self.keys.allows(configs, kstate, data, after)
 
     def _walk_memo_bytes(self) -> int:
         """Bytes of the arrays the walk memos hold (the subtrees below first bytes, the
@@ -1586,6 +1362,7 @@ class MaskComputer:
             fmt[nm.kind] += 1
         n = len(nodes)
         vocab = self.trie.vocab_size
+        kf = self.keys
         return {
             "nodes": n,
             "states_sharing_an_entry": self._shared,
@@ -1619,9 +1396,9 @@ class MaskComputer:
             "pair_walked_nodes": self.pair_walked,
             "precomputed_key_ends": self.warmed,
             "precompute_s": round(self.precompute_s, 4),
-            "key_states": len(self._kcache),
-            "key_checks": self.key_checks,
-            "key_cleared": self.key_cleared,
+            "key_states": kf.states_cached() if kf is not None else 0,
+            "key_checks": kf.key_checks if kf is not None else 0,
+            "key_cleared": kf.key_cleared if kf is not None else 0,
         }
 
 
@@ -1684,8 +1461,9 @@ class GrammarMatcher:
                 kstate = self._keys[-1]
                 ks = jkeys.step(kstate, data)
                 # (where no dead end can arise, not repeating a key is all the rule asks)
-                if ks is None or (not self.masks._close_only
-                                  and not self.masks.key_allows(configs, kstate, data, res[0])):
+                kf = self.masks.keys
+                if ks is None or (not kf.close_only
+                                  and not kf.allows(configs, kstate, data, res[0])):
                     self._dead = True  # repeats a key, or leaves only repeats to complete one
                     return False
                 self._keys.append(ks)
