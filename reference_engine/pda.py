@@ -513,7 +513,7 @@ class _FragClass:
     def any_char_window(self) -> bool:
         """A ``maxLength`` on JSON string content that any character may fill (a
         one-state automaton): the splits inside it are derived from the window's
-        minimum (:meth:`~reference_engine.matcher.MaskComputer._window_reference`)."""
+        minimum (:meth:`~reference_engine.derive.Derivations.window_reference`)."""
         return self.hi is not None and self.enc == "json" and self.dfa.n == 1
 
     @property
@@ -1092,7 +1092,7 @@ class PDA:
         decoder, rule and exit; made on first use, entered by no grammar path).
 
         A state whose counters are all far from their bounds (see
-        :meth:`~reference_engine.matcher.MaskComputer.mask_key`) has the mask of the
+        :meth:`~reference_engine.splits.Splits.mask_key`) has the mask of the
         state with each such fragment item moved to the twin at count 0; a walk from
         that state keeps no counter, where one from the state itself makes a new state
         per count it reads (a ``maxLength: 300`` string read in a pattern of several
