@@ -28,7 +28,8 @@ from typing import Callable
 import numpy as np
 
 from reference_engine.maskcache import NodeMask, WordSet, word_set
-from reference_engine.pda import PDA, FrameReads, frame_ret
+from reference_engine.frames import FrameReads, frame_ret
+from reference_engine.pda import PDA
 from reference_engine.stack import EMPTY
 from reference_engine.trie import TokenTrie, group_exits
 from reference_engine.trie_walk import walk_roots

@@ -224,9 +224,10 @@ class Derivations:
         """``(twin state, budget, reach)`` for a position inside a JSON string under a
         length window, past the window's minimum but too near its maximum for
         :meth:`~reference_engine.splits.Splits.mask_key` to share it, read by an
-        automaton of several states (one state: :meth:`window_reference`); else None. The twin is the position with
-        the fragment's :meth:`~reference_engine.pda.PDA.unwindowed` twin, the budget
-        the characters left (``hi - cnt``), the reach the fragment's
+        automaton of several states (one state: :meth:`window_reference`); else None.
+        The twin is the position with the fragment's
+        :meth:`~reference_engine.pda.PDA.unwindowed` twin, the budget the characters
+        left (``hi - cnt``), the reach the fragment's
         :attr:`~reference_engine.pda._FragClass.reach`."""
         got = self.string_item(state)
         if got is None:

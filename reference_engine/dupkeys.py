@@ -28,7 +28,8 @@ import numpy as np
 
 from reference_engine import keys as jkeys
 from reference_engine.maskcache import NodeMask, clear_ids
-from reference_engine.pda import PDA, frame_param
+from reference_engine.frames import frame_param
+from reference_engine.pda import PDA
 from reference_engine.stack import EMPTY
 from reference_engine.trie import TokenTrie
 

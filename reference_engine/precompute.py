@@ -34,7 +34,7 @@ from typing import Iterator
 
 from reference_engine.contexts import Contexts
 from reference_engine.encoding import START
-from reference_engine.pda import frame_ret
+from reference_engine.frames import frame_ret
 from reference_engine.splits import Splits
 from reference_engine.stack import EMPTY
 

@@ -23,7 +23,8 @@ import numpy as np
 
 from reference_engine.maskcache import (SORT_PACK_MAX, Census, NodeMask, node_mask,
                                         node_mask_of_ids)
-from reference_engine.pda import PDA, any_passes, frame_param, frame_ret
+from reference_engine.frames import any_passes, frame_param, frame_ret
+from reference_engine.pda import PDA
 from reference_engine.trie import TokenTrie, group_exits
 from reference_engine.trie_walk import walk_roots
 
