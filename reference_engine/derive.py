@@ -228,7 +228,7 @@ class Derivations:
         The twin is the position with the fragment's
         :meth:`~reference_engine.pda.PDA.unwindowed` twin, the budget the characters
         left (``hi - cnt``), the reach the fragment's
-        :attr:`~reference_engine.pda._FragClass.reach`."""
+        :attr:`~reference_engine.fragments.FragClass.reach`."""
         got = self.string_item(state)
         if got is None:
             return None

@@ -51,7 +51,7 @@ class Splits:
         one token (at most ``trie.maxlen`` bytes, so at most that many characters) a
         counter with ``cnt >= lo`` and ``hi - cnt >= trie.maxlen + reach`` never meets
         the bound nor changes a feasibility answer (no live DFA state needs more than
-        :attr:`~reference_engine.pda._FragClass.reach` characters to acceptance), so
+        :attr:`~reference_engine.fragments.FragClass.reach` characters to acceptance), so
         all such counters behave alike. Without this, a ``maxLength: 2048`` string
         costs one trie walk per position."""
         pda = self.pda
