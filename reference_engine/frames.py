@@ -1,7 +1,7 @@
 """Object frames: how an object's members seen ride on the stack, and who reads them.
 
 An object body's parameter (which declared members it has seen, and where needed
-extra-member counts: see :class:`~reference_engine.pda._ObjectLogic`) is kept in a
+extra-member counts: see :class:`~reference_engine.nfa._ObjectLogic`) is kept in a
 *frame* entry on the configuration's stack, not in the automaton's states, so the
 states of a body are shared by every set of members seen. This module holds the
 frame's encoding (:func:`frame_ret` / :func:`frame_param`: frames are the stack entries
