@@ -12,10 +12,10 @@ Invariants:
 - An entry depends on the split's context-dependent groups (``pops`` and ``guards``)
   and on the stack only: states with equal groups share entries (``groups id``).
 - It depends on the stack only down to the deepest stack node the computation touched
-  (:meth:`~reference_engine.pda.PDA.closure_low`): any stack with the same top entries
-  down to there gets the same entry; stacks whose top entries differ only in object
-  frames get it too where those frames give the same outcome to every read the
-  computation made of them (:class:`~reference_engine.pda.FrameReads`).
+  (:meth:`~reference_engine.closure.Configurations.closure_low`): any stack with the
+  same top entries down to there gets the same entry; stacks whose top entries differ
+  only in object frames get it too where those frames give the same outcome to every
+  read the computation made of them (:class:`~reference_engine.pda.FrameReads`).
 - The walks it makes depend on (state, trie nodes) only, not on the stack: they are
   memoised apart from the entries (within :data:`CONTEXT_WALK_MEMO`), so a new object
   frame (a new stack per member read) leads back into walks already made.
@@ -106,7 +106,8 @@ class Contexts:
         ``guards``: all the computation reads of the state; the counts of a
         ``maxLength`` string far from its bounds share one split), and with every
         stack whose top entries are the same down to the deepest stack node the
-        computation touched (:meth:`~reference_engine.pda.PDA.closure_low`): below it
+        computation touched
+        (:meth:`~reference_engine.closure.Configurations.closure_low`): below it
         nothing was read, so the same computation would follow (the same object
         nested at another place, or reached with other frames further down). Stacks
         whose top entries differ only in object frames share it too where those
@@ -165,11 +166,12 @@ class Contexts:
                 st = parent[st]
             work.setdefault((sg, st, STOP), []).append(ns)
         # what the walks read of the live stack's frames (see FrameReads)
-        rec = pda.frame_reads = FrameReads(pool, stack)
+        cf = pda.configs
+        rec = cf.frame_reads = FrameReads(pool, stack)
         try:
             low = self._context_waves(work, parts, low)
         finally:
-            pda.frame_reads = None
+            cf.frame_reads = None
         ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         got = word_set(ids, self.words)
         self._ctx[key] = self._ctx_groups[gkey] = got

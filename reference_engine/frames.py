@@ -81,10 +81,10 @@ class FrameReads:
     """What one computation from a live stack read of that stack's object frames.
 
     The automaton reads a frame's parameter in two places only: a guard passed with
-    the frame on top (:meth:`~reference_engine.pda.PDA.pass_guard`) and a stop's
-    viability (:meth:`~reference_engine.pda.PDA.viable`);
-    :meth:`~reference_engine.pda.PDA.closure` reports each read (its memo keeps them
-    with its entries). Each read of a frame of the live stack is kept as ``(index from
+    the frame on top (:meth:`~reference_engine.closure.Configurations.pass_guard`)
+    and a stop's viability (:meth:`~reference_engine.closure.Configurations.viable`);
+    :meth:`~reference_engine.closure.Configurations.closure` reports each read (its
+    memo keeps them with its entries). Each read of a frame of the live stack is kept as ``(index from
     the top, guard or guards tuple) -> outcome``. A frame pushed inside the computation
     (an ``open`` guard, and what follows from it) is the same whatever the live stack
     holds. A frame a guard rewrites from a live one (``add``: a derived frame) holds a

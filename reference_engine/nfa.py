@@ -539,7 +539,7 @@ class NFA:
         """``a`` -open-> body -close-> ``b``; the member guards sit at the end of each
         key (after its closing quote), so that the states reading a key do not depend
         on which members were seen: a key whose completions are all blocked is dead
-        through :meth:`~reference_engine.pda.PDA.viable`."""
+        through :meth:`~reference_engine.closure.Configurations.viable`."""
         logic = _ObjectLogic(ob)
         if ob.extras and (logic.ordered or logic.counting):
             self.frames_count_members = False

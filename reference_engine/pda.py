@@ -29,12 +29,13 @@ pops the frame. The automaton states of a body therefore do not depend on the me
 seen: a 50-member object has a few hundred states, visited by every order of its
 members, not a new set per member added. A state whose byte-reading items can only
 go on through guards (a key prefix that only declared, maybe seen, members
-complete) is alive only if one of those guards passes (:meth:`PDA.viable`); a guard
-that never blocks (adding an extra member where nothing bounds their number) makes no
-such state: the bytes of an unknown key live whatever the frame holds.
+complete) is alive only if one of those guards passes
+(:meth:`~reference_engine.closure.Configurations.viable`); a guard that never blocks
+(adding an extra member where nothing bounds their number) makes no such state: the
+bytes of an unknown key live whatever the frame holds.
 
-Run time (:meth:`PDA.closure`): a *configuration* is ``(state, stack)``, the stack a
-persistent linked list of return states and object frames
+Run time (:mod:`reference_engine.closure`): a *configuration* is ``(state, stack)``,
+the stack a persistent linked list of return states and object frames
 (:mod:`reference_engine.stack`). The closure of a configuration follows calls (push),
 guards (against the frame on top) and rule ends (pop) until it reaches states that
 consume bytes; reaching the end of the start rule with an empty stack means
@@ -49,6 +50,8 @@ from array import array
 import numpy as np
 
 from reference_engine import ir
+# (PLAIN_RUN_CACHE is importable from here too, as before)
+from reference_engine.closure import PLAIN_RUN_CACHE, Configurations
 from reference_engine.encoding import START
 # (FrameReads, Guard and the frame helpers are importable from here too, as before)
 from reference_engine.frames import FrameReads, Guard, any_passes, frame_param, frame_ret
@@ -57,11 +60,8 @@ from reference_engine.fragments import FragClass
 # too, as before)
 from reference_engine.nfa import (INLINE_BUDGET, MAX_NFA_NODES, NFA, RUN_RULE_MIN,
                                   GrammarError, strong_components)
-from reference_engine.stack import EMPTY, StackPool
+from reference_engine.stack import StackPool
 
-
-#: (state, token bytes) runs of plain bytes kept by :meth:`PDA.advance`.
-PLAIN_RUN_CACHE = 200_000
 
 
 # --------------------------------------------------------------------------- pruning
@@ -183,7 +183,11 @@ _ALL_BYTES = (1 << 256) - 1
 # --------------------------------------------------------------------------- the PDA
 
 class PDA:
-    """A compiled grammar: NFA, lazy DFA table, rules, stacks."""
+    """A compiled grammar: its NFA (:class:`~reference_engine.nfa.NFA`), the lazy DFA
+    over it (here: other modules read its arrays directly, and :meth:`_grow` replaces
+    the numpy ones), its stacks, and its run time
+    (:class:`~reference_engine.closure.Configurations`, whose methods it binds as its
+    own)."""
 
     def __init__(self, grammar: ir.Grammar):
         grammar.check()
@@ -212,16 +216,6 @@ class PDA:
         self.unwindowed = nfa.unwindowed
         self._init_dfa()
         self.stacks = StackPool()
-        self._plain_run: dict[tuple[int, bytes], tuple[int, int]] = {}
-        self._pclosure_memo: dict[tuple[int, int], tuple[tuple, bool]] = {}
-        self._pclosure_low: dict[tuple[int, int], int] = {}  # see closure_low
-        #: (state, stack) -> the frame reads of its closure, where it made any
-        self._pclosure_reads: dict[tuple[int, int], tuple] = {}
-        #: the :class:`FrameReads` of the computation running, if one is recorded
-        self.frame_reads: FrameReads | None = None
-        #: (id of a guards tuple, frame entry) -> does one pass (see viable); the tuples
-        #: live in ``vguards`` as long as the automaton
-        self._viable_memo: dict[tuple[int, int], bool] = {}
         self.entry_state = [self._intern(self._closure([(self.rule_entry[r], 0)]))
                             for r in range(len(self.rule_names))]
         self.start_state = self.entry_state[self.rule_index[self.grammar.start]]
@@ -229,6 +223,12 @@ class PDA:
         #: states interned while compiling (rule entries, the return states and guard
         #: targets they list): the grammar's entry points, which decodes pass through
         self.entry_points = self.n_states
+        # The run time, bound once: these are called per token byte and per closure,
+        # so the PDA adds no lookup of its own on the way.
+        cf = self.configs = Configurations(self)
+        self.closure, self.closure_low = cf.closure, cf.closure_low
+        self.pass_guard, self.viable, self.viable_entry = cf.pass_guard, cf.viable, cf.viable_entry
+        self.initial, self.advance = cf.initial, cf.advance
 
     def _unique_returns(self) -> list[int]:
         """Per rule, the DFA state every one of its frames returns to, or -1.
@@ -576,182 +576,6 @@ class PDA:
         if t is None:
             t = self._goto[seed] = self._intern(self._closure(seed))
         return t
-
-    # ---------------------------------------------------------------- configurations
-    def closure(self, sid: int, stack: int) -> tuple[tuple, bool]:
-        """Configurations that consume bytes reachable from ``(sid, stack)`` through
-        calls and rule ends, and whether the document may end here. The frames it
-        reads go to :attr:`frame_reads` when one is recorded (see :class:`FrameReads`)."""
-        vg = self.vguards[sid]
-        if vg is not None and not self.state_calls[sid] and not self.state_guards[sid] \
-                and not self.final[sid]:
-            # a key prefix that lives iff the frame lets a declared key complete (most
-            # stops inside keys): itself or nothing, not worth a memo entry per stack
-            ok = self.viable(vg, stack)
-            if self.frame_reads is not None:
-                self.frame_reads.note(stack, vg, ok)
-            return (((sid, stack),) if ok else ()), False
-        key = (sid, stack)
-        got = self._pclosure_memo.get(key)
-        if got is not None:
-            rec = self.frame_reads
-            if rec is not None:
-                for e in self._pclosure_reads.get(key, ()):
-                    rec.note(*e)
-            return got
-        out = []
-        accept = False
-        seen = {key}
-        work = [key]
-        pool = self.stacks
-        depth = pool.depth
-        low = depth[stack]
-        reads = []  # (stack, guard or guards tuple, outcome): see FrameReads.note
-        while work:
-            s, st = work.pop()
-            if depth[st] < low:
-                low = depth[st]
-            if self.has_bytes[s]:
-                vg = self.vguards[s]
-                if vg is None:
-                    out.append((s, st))
-                else:
-                    ok = self.viable(vg, st)
-                    reads.append((st, vg, ok))
-                    if ok:
-                        out.append((s, st))
-            for r, ret in self.state_calls[s]:
-                new = (self.entry_state[r], pool.push(ret, st))
-                if new not in seen:
-                    seen.add(new)
-                    work.append(new)
-            for g, t in self.state_guards[s]:
-                new = self.pass_guard(g, t, st)
-                if g.kind != "open":
-                    reads.append((st, g, None if new is None else new[1]))
-                if new is not None and new not in seen:
-                    seen.add(new)
-                    work.append(new)
-            if self.final[s]:
-                if st == EMPTY:
-                    accept = True
-                else:
-                    new = (pool.ret[st], pool.parent[st])
-                    if new not in seen:
-                        seen.add(new)
-                        work.append(new)
-        got = (tuple(out), accept)
-        self._pclosure_memo[key] = got
-        self._pclosure_low[key] = low
-        if reads:
-            self._pclosure_reads[key] = reads = tuple(reads)
-            rec = self.frame_reads
-            if rec is not None:
-                for e in reads:
-                    rec.note(*e)
-        return got
-
-    def closure_low(self, sid: int, stack: int) -> int:
-        """The depth of the deepest stack node :meth:`closure` of ``(sid, stack)``
-        touched (read its entry, popped to it or tested it for the empty stack; after
-        that call): the closure depends on the entries of ``stack`` down to that
-        depth and on nothing below."""
-        got = self._pclosure_low.get((sid, stack))
-        return self.stacks.depth[stack] if got is None else got
-
-    def pass_guard(self, g: Guard, target: int, stack: int) -> tuple[int, int] | None:
-        """The configuration after guard ``g`` (to state ``target``) with the object
-        frame on top of ``stack``; None if the guard blocks."""
-        pool = self.stacks
-        if g.kind == "open":
-            return target, pool.push(frame_ret(0), stack)
-        entries = g.after(frame_param(pool.ret[stack]))
-        if entries is None:
-            return None
-        st = pool.parent[stack]
-        for e in entries:
-            st = pool.push(e, st)
-        return target, st
-
-    def viable(self, vguards: tuple, stack: int) -> bool:
-        """Does one of ``vguards`` pass with the object frame on top of ``stack``?
-        (memoised: guards are pure functions of the frame's parameter)"""
-        return self.viable_entry(vguards, self.stacks.ret[stack])
-
-    def viable_entry(self, vguards: tuple, ret: int) -> bool:
-        """:meth:`viable` for the frame entry ``ret``."""
-        key = (id(vguards), ret)
-        got = self._viable_memo.get(key)
-        if got is None:
-            got = self._viable_memo[key] = any_passes(vguards, frame_param(ret))
-        return got
-
-    def initial(self) -> tuple[tuple, bool]:
-        if self.empty:
-            return (), False
-        return self.closure(self.start_state, EMPTY)
-
-    def advance(self, configs: tuple, data: bytes) -> tuple[tuple, bool] | None:
-        """Feed ``data`` from a configuration set; None if every path dies."""
-        rows = self.rows
-        exitflag = self.exit_list
-        start = 0
-        if len(configs) == 1:
-            # one configuration that reads plain bytes (no call, rule end or guard on
-            # the way): no sets to build, and the run of plain bytes depends on the
-            # state alone (cached per state and token); hand over to the general loop
-            # where it meets a call, a rule end or a guard
-            s, st = configs[0]
-            key = (s, data)
-            hit = self._plain_run.get(key)
-            if hit is None:
-                for b in data:
-                    row = rows[s]
-                    if row is None:
-                        row = self.materialise(s)
-                    t = row[b]
-                    if t < 0:
-                        start = -1
-                        break
-                    if exitflag[t]:
-                        break
-                    s = t
-                    start += 1
-                if len(self._plain_run) < PLAIN_RUN_CACHE:
-                    self._plain_run[key] = (s, start)
-            else:
-                s, start = hit
-            if start < 0:
-                return None
-            if start == len(data):
-                return ((s, st),), False
-            configs = ((s, st),)
-        cur = configs
-        accept = False
-        last = len(data) - 1
-        for i in range(start, len(data)):
-            b = data[i]
-            nxt: dict = {}
-            accept = False
-            for s, st in cur:
-                row = rows[s]
-                if row is None:
-                    row = self.materialise(s)
-                t = row[b]
-                if t < 0:
-                    continue
-                if exitflag[t]:
-                    confs, acc = self.closure(t, st)
-                    for c in confs:
-                        nxt[c] = None
-                    if acc and i == last:
-                        accept = True
-                else:
-                    nxt[(t, st)] = None
-            cur = tuple(nxt)
-            if not cur and not (accept and i == last):
-                return None
-        return cur, accept
 
     def accepts(self, data: bytes) -> bool:
         """Is ``data`` a complete sentence of the grammar (for tests and tools)."""
