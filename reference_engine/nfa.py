@@ -34,7 +34,7 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Hashable, Iterable, Iterator
 
 from reference_engine import ir
 from reference_engine.automata import DFA
@@ -44,7 +44,6 @@ from reference_engine.frames import OPEN, Guard
 
 class GrammarError(Exception):
     """The grammar cannot be compiled (left recursion, too large, empty language)."""
-
 
 
 #: A rule used in several places is kept as a separate PDA rule (not inlined) when
@@ -71,8 +70,9 @@ def _bounded_run(e: ir.Expr) -> bool:
                                            and max(hi for _, hi in x.cs) < 0x80)
 
 
-
-def strong_components(roots, succ, done=None):
+def strong_components(roots: Iterable[Hashable], succ: Callable[[Hashable], Iterable[Hashable]],
+                      done: Callable[[Hashable], bool] | None = None
+                      ) -> Iterator[list[Hashable]]:
     """The strongly connected components (lists of nodes) of the graph reachable from
     ``roots`` along ``succ(node)``, by Tarjan's algorithm without recursion, each
     yielded as soon as it is complete: after every component it reaches (reverse
