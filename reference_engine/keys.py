@@ -183,7 +183,7 @@ _RISKY: dict[bytes, bool] = {}
 def risky(data: bytes) -> bool:
     """Can ``data`` touch a key outside the innermost container it starts in, or write
     a key and then repeat or begin it again? (three ``"``, or a ``"`` after a ``}`` or
-    ``]``; see :meth:`~reference_engine.matcher.MaskComputer.no_extra_keys`)"""
+    ``]``; see :meth:`~reference_engine.dupkeys.DuplicateKeyFilter.no_extra_keys`)"""
     got = _RISKY.get(data)
     if got is None:
         got = _RISKY[data] = _risky(data)

@@ -2,27 +2,30 @@
 
 :class:`MaskComputer` (one per compiled grammar and vocabulary, shared by its
 matchers) computes exact token masks with an **adaptive token mask cache**
-(:mod:`reference_engine.maskcache` stores it):
+(:mod:`reference_engine.maskcache` stores it). It composes four parts, one idea each:
 
-- For each DFA state (an automaton node), the vocabulary is split once into tokens
-  accepted whatever the stack holds (*context-independent accepted*), rejected whatever
-  it holds (*context-independent rejected*) and the *context-dependent* rest. The split
-  is one trie walk from the state (:meth:`~reference_engine.trie.TokenTrie.walk`)
-  extended through calls (a push needs no stack: the walk follows it with a local
-  stack of the return states it pushed) and through rule ends whose return state is
-  known: a local frame, the single return state of a rule called from one place
-  (:attr:`~reference_engine.pda.PDA.unique_return`), or the end of the document after
-  a start rule nothing calls (the *context expansion*). Only a
-  rule end that must pop a frame of the live stack leaves tokens context-dependent:
-  those strictly below that trie node.
-- At run time a configuration ``(state, stack)`` starts from the cached accepted set
-  and checks only the context-dependent tokens against the live stack: pop the frame,
-  walk the rest of those subtrees from the configurations found there
-  (:meth:`MaskComputer.context`, cached per ``(context-dependent groups, stack)``).
-- A single configuration whose node has no context-dependent tokens is written
-  straight from the node's entry; any other composed mask (several configurations,
-  or context-dependent tokens settled) is kept in a small LRU of dense bitmasks, so a
-  revisited step is a dict lookup and a 16 KiB copy.
+- :mod:`reference_engine.splits` (with :mod:`~reference_engine.split_walk` and
+  :mod:`~reference_engine.derive`): for each DFA state (an automaton node), the
+  vocabulary split once into tokens accepted whatever the stack holds
+  (*context-independent accepted*), rejected whatever it holds (*context-independent
+  rejected*) and the *context-dependent* rest: one trie walk from the state extended
+  through calls, local frames and statically known returns (the *context
+  expansion*), or derived from another state's split. Only a rule end that must pop a
+  frame of the live stack, or an object guard that needs the live frame, leaves tokens
+  context-dependent.
+- :mod:`reference_engine.contexts`: at run time a configuration ``(state, stack)``
+  starts from the cached accepted set and checks only the context-dependent tokens
+  against the live stack (:meth:`MaskComputer.context`, cached per
+  ``(context-dependent groups, stack)`` and shared between stacks alike in what the
+  computation read).
+- :mod:`reference_engine.dupkeys`: the duplicate-key rule, applied to a finished mask.
+- :mod:`reference_engine.precompute`: the entries most decodes need, built at compile
+  time within a budget.
+
+:meth:`MaskComputer.fill` writes a single configuration whose node has no
+context-dependent tokens straight from the node's entry; any other composed mask
+(several configurations, or context-dependent tokens settled) is kept in a small LRU
+of dense bitmasks, so a revisited step is a dict lookup and a 16 KiB copy.
 
 This is exact by construction (every token is either walked byte by byte through the
 automaton or pruned because a prefix is dead); the tests re-derive masks token by
@@ -34,7 +37,6 @@ committed token, so ``rollback(n)`` just drops entries (no recomputation).
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections import OrderedDict
@@ -42,72 +44,17 @@ from collections import OrderedDict
 import numpy as np
 
 from reference_engine import keys as jkeys
-from reference_engine.encoding import START, json_string_end
-from reference_engine.maskcache import (SORT_PACK_MAX, Census, NodeMask, WordSet, clear_ids,
-                                        node_mask, node_mask_of_ids, node_mask_of_words,
-                                        or_pairs, pack_flags, sorted_pairs, word_set)
-from reference_engine.pda import PDA, FrameReads, any_passes, frame_param, frame_ret
-from reference_engine.stack import EMPTY
-from reference_engine.trie import TokenTrie, group_exits
-from reference_engine.trie_walk import pair_differences, walk_roots
+from reference_engine.contexts import Contexts
+from reference_engine.dupkeys import DuplicateKeyFilter
+from reference_engine.maskcache import Census, NodeMask, WordSet, or_pairs
+from reference_engine.pda import PDA
+from reference_engine.precompute import build_nodes, warm_key_ends
+from reference_engine.splits import Splits
+from reference_engine.trie import TokenTrie
 
-#: Frames the split may pop statically in a row (a guard: chains of single-site
-#: rules are as deep as the grammar's nesting, far below this).
-MAX_STATIC_POPS = 64
 #: Composed masks of whole configuration sets (after the duplicate-key check, per tracker
 #: state) kept (dense, 16 KiB each at 128k tokens).
 FINAL_CACHE_SIZE = 512
-#: Trie nodes (plus exits) the shared-subtree memo may hold per compiled grammar
-#: (int32: 4 bytes each).
-SUBTREE_MEMO_NODES = 8_000_000
-#: Marks a context work item at a *stop* node (see :meth:`MaskComputer.context`).
-STOP = 2
-#: Token ids, exits and nodes (about 8 bytes each) the memo of :meth:`MaskComputer.context`'s
-#: walks may hold per compiled grammar.
-CONTEXT_WALK_MEMO = 4_000_000
-#: A state's split is derived from another state's (see :meth:`MaskComputer._reference`)
-#: when the first bytes they lead alike carry at least this many trie nodes below them
-#: and at least DERIVE_RATIO times as many as the first bytes that differ.
-DERIVE_MIN = 20_000
-DERIVE_RATIO = 4
-#: Key-tracker states whose per-token duplicate-key verdicts are kept.
-KEY_CACHE_SIZE = 256
-#: a split near a ``maxLength`` is derived from its unwindowed twin when at most this
-#: many of the twin's tokens need reading byte by byte (a few microseconds each in
-#: Python; a full walk costs ~10 ms), else walked (:meth:`MaskComputer._near_windowed`)
-NEAR_BAND_MAX = 2_000
-#: A split inside a string is derived from the split of a state of the same string
-#: that no string of up to this many characters tells apart from it (see
-#: :meth:`MaskComputer._pair_reference`) ...
-PAIR_MIN_DIST = 2
-#: ... when the walk of the two states side by side reads at most this many trie
-#: nodes (a full walk of a string's content reads ~270,000), else walked in full
-PAIR_WALK_MAX = 60_000
-#: ... and from the reference of :meth:`MaskComputer._reference`, at most this many
-#: (then its first bytes' subtrees are walked, :meth:`MaskComputer._derived`)
-PAIR_REF_WALK_MAX = 20_000
-#: Levels of bounded equivalence computed per string automaton: the pair walk prunes
-#: subtrees up to this height by them (1,800 of the 275,000 nodes of Llama-3's trie
-#: are taller; each level costs a pass over the automaton)
-MOORE_LEVELS = 32
-#: Entries of :meth:`MaskComputer.context` kept per (groups, top entries that are no
-#: frames), each with the outcomes of the frame reads it was computed from
-FRAME_SHAPE_ENTRIES = 8
-#: a frame entry in those top entries (frame parameters left out)
-_FRAME = frame_ret(0)
-#: what the pair walk gets for two states of no common string family (no prune by
-#: levels, family arrays never read)
-NO_LEVELS = np.zeros((1, 1), dtype=np.int32)
-_NO_FAMILY = np.zeros(1, dtype=np.int32)
-
-
-def _no_families() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return _NO_FAMILY, _NO_FAMILY, _NO_FAMILY
-
-
-def _frame_shape(entries: tuple) -> tuple:
-    """Stack ``entries`` with each object frame's parameter left out (see FrameReads)."""
-    return tuple([e if e >= -1 else _FRAME for e in entries])
 
 
 def words_for(vocab_size: int) -> int:
@@ -116,7 +63,8 @@ def words_for(vocab_size: int) -> int:
 
 
 class MaskComputer:
-    """Exact masks for one compiled grammar and one vocabulary (shared by matchers)."""
+    """Exact masks for one compiled grammar and one vocabulary (shared by matchers): the
+    split cache, the contexts and the duplicate-key filter composed into :meth:`fill`."""
 
     def __init__(self, pda: PDA, trie: TokenTrie, stop_ids=(), json_keys: bool = False,
                  key_floor: int | None = None):
@@ -124,60 +72,25 @@ class MaskComputer:
         self.trie = trie
         self.words = words_for(trie.vocab_size)
         self.stop_ids = tuple(stop_ids)
-        self._nodes: dict[int, NodeMask] = {}
-        self._census: dict[int, Census] = {}
-        self._by_key: dict[frozenset, NodeMask] = {}
-        self._shared = 0  # states served by another state's entry (see mask_key)
-        self._ctx: dict[tuple[int, int], WordSet] = {}
-        #: per state, the id of its split's context-dependent groups (equal groups,
-        #: equal ids: :meth:`context` reads nothing else of the state)
-        self._groups_id: dict[int, int] = {}
-        self._groups_ids: dict[tuple, int] = {}
-        #: (groups id, stack) -> the entry of :meth:`context`
-        self._ctx_groups: dict[tuple[int, int], WordSet] = {}
-        #: groups id -> entries read -> those top entries -> the entry of :meth:`context`
-        self._ctx_tops: dict[int, dict[int, dict[tuple, WordSet]]] = {}
-        #: groups id -> entries read -> those top entries with their frames left out ->
-        #: [(frame reads and their outcomes, the entry of :meth:`context`)]
-        self._ctx_frames: dict[int, dict[int, dict[tuple, list]]] = {}
-        self.ctx_frame_shared = 0  # of ctx_shared, served by another frame's entry
-        self.ctx_shared = 0  # contexts served by another stack's entry (stats)
-        #: walks of :meth:`context` (see _walk_tokens) and token ids at stop nodes
-        #: (see _ids_at), within one budget of stored entries
-        self._cwalk: dict[tuple, tuple] = {}
-        self._cids: dict[tuple, np.ndarray] = {}
-        self._cwalk_budget = CONTEXT_WALK_MEMO
+        #: the compile-time half: a split per automaton state
+        self.splits = Splits(pda, trie, self.words)
+        # (the cache dict and node() bound once: fill reads them per configuration)
+        self._nodes: dict[int, NodeMask] = self.splits.nodes
+        self._node = self.splits.node
+        #: the run-time half: context-dependent tokens settled against the live stack
+        self.contexts = Contexts(pda, trie, self.words, self._node)
+        self._context = self.contexts.context
         self._final: OrderedDict = OrderedDict()
-        self._lclosure: dict[tuple, tuple] = {}
-        #: subtrees below the first byte, shared by the states that reach them
-        #: (:meth:`~reference_engine.trie.TokenTrie.walk_root`), within a node budget
-        self._sub: dict[tuple[int, int], tuple] = {}
-        self._sub_budget = [SUBTREE_MEMO_NODES]
         self._stop_words: list[tuple[int, int]] = []
         for t in self.stop_ids:
             v = 1 << (t & 31)
             self._stop_words.append((t >> 5, v - (1 << 32) if v >= 1 << 31 else v))
         self.json_keys = json_keys
-        self._close_only = False
-        if json_keys:
-            self._quote, commas, self._maxq = jkeys.candidates(trie)
-            self._near = np.union1d(self._quote[(True, True)], commas)
-            self._risky = jkeys.risky_tokens(trie)
-            self._close_only = jkeys.repeats_only_close(pda.grammar)
-            self._cindex = jkeys.close_index(trie)
-            self._risky_w = self._risky >> 5
-            self._risky_b = (np.ones_like(self._risky) << (self._risky & 31)).astype(np.uint32)
         #: objects holding this many keys may have run out of fresh ones (see
         #: :func:`~reference_engine.keys.fewest_extra_keys`); None: never
         self.key_floor = key_floor
-        self._kcache: OrderedDict = OrderedDict()
-        self._frames: dict[int, tuple[int, ...]] = {}
-        self._risky_at: dict[int, bool] = {}
-        self._last_nek: tuple = (None, None, False)
-        self._writers_of: OrderedDict = OrderedDict()
-        #: (automaton node, tracker frames) -> no token of the node's mask writes a
-        #: seen key (where that node's own entry is the whole mask)
-        self._no_writer: OrderedDict = OrderedDict()
+        #: the duplicate-key rule (None without ``json_keys``)
+        self.keys = DuplicateKeyFilter(pda, trie, self._nodes, key_floor) if json_keys else None
         #: the caches above, the automaton's lazy rows and its stack pool are shared by
         #: every matcher of the grammar: matchers used from several threads (a batch
         #: filled on a thread pool) take this lock around each mask and commit
@@ -185,1134 +98,65 @@ class MaskComputer:
         self.precomputed = 0  # nodes built by precompute (stats)
         self.warmed = 0  # contexts precompute walked past a key's end (stats)
         self.precompute_s = 0.0  # seconds it took
-        self.key_checks = 0  # tokens run through the key tracker for masks (stats)
-        self.key_cleared = 0  # of them, cleared as duplicate keys
-        self.derived = 0  # nodes whose split was derived from _reference's state (stats)
-        self.windowed = 0  # nodes whose split was derived by a window's budget (stats)
-        self.unwindowed = 0  # nodes whose split is their unwindowed twin's (stats)
-        self.near_windowed = 0  # nodes derived from their twin near the maximum (stats)
-        #: per budget, the packed tokens that begin at most that many string characters
-        self._within: dict[int, np.ndarray] = {}
-        #: (budget - reach, budget) -> token ids beginning more characters than the
-        #: first and at most the second (:meth:`_near_windowed`)
-        self._band: dict[tuple[int, int], np.ndarray] = {}
-        self._near_twin: dict[int, int] = {}  # state -> the twin its split derives from
-        self.pair_derived = 0  # nodes derived from a state of the same string (stats)
-        self.pair_walked = 0  # of the pair walks tried, those too wide: walked in full
-        #: per state, its string family (see _family_of): id and DFA state, or None
-        self._family: dict[int, tuple[int, int] | None] = {}
-        self._family_ids: dict[tuple, int] = {}
-        self._family_frag: list[int] = []  # family id -> its fragment
-        #: family id -> ([DFA state], [automaton state]) of the states split so far
-        self._family_refs: dict[int, tuple[list[int], list[int]]] = {}
-        self._levels: dict[int, np.ndarray] = {}  # fragment -> DFA.moore_levels
-        #: the family arrays of the pair walk over every state so far (see _families)
-        self._fam_arrays = (np.full(1024, -1, dtype=np.int32), np.zeros(1024, dtype=np.int32))
-        self._fam_n = 0
-        self._deriving = False
-        kids = np.arange(trie.child_start[0], trie.child_start[0] + trie.child_count[0])
-        self._root_kids = kids  # the trie's first-byte nodes
-        self._root_bytes = trie.node_byte[kids]
-        self._root_weight = trie.subtree[kids] + 1  # trie nodes at and below each
 
-    # ------------------------------------------------------------ compile-time split
-    def _local_closure(self, t: int, lst: tuple, k: int):
-        """Byte-consuming configurations reachable from state ``t`` with the *local*
-        stack ``lst`` (entries pushed inside the current token, top last: return states,
-        and object frames as negative numbers) after ``k`` statically known frames of
-        the real stack were popped; the final states from which a rule end must pop the
-        real stack, and the states whose object guards need the frame on the real stack
-        (both context-dependent); and whether a return was known statically."""
-        key = (t, lst, k)
-        got = self._lclosure.get(key)
-        if got is not None:
-            return got
-        pda = self.pda
-        confs: list[tuple[int, tuple, int]] = []
-        pops: list[tuple[int, int]] = []
-        guards: list[tuple[int, int]] = []
-        moved = False
-        seen = {key}
-        work = [key]
-        while work:
-            s, l, kk = work.pop()
-            local = bool(l) and l[-1] < -1  # the object frame is on the local stack
-            if pda.has_bytes[s]:
-                vg = pda.vguards[s]
-                if vg is None:
-                    confs.append((s, l, kk))
-                elif local:
-                    if any_passes(vg, frame_param(l[-1])):
-                        confs.append((s, l, kk))
-                else:
-                    guards.append((s, kk))
-            for r, ret in pda.state_calls[s]:
-                new = (pda.entry_state[r], l + (ret,), kk)
-                if new not in seen:
-                    seen.add(new)
-                    work.append(new)
-            for g, tg in pda.state_guards[s]:
-                if g.kind == "open":
-                    new = (tg, l + (frame_ret(0),), kk)
-                elif local:
-                    entries = g.after(frame_param(l[-1]))
-                    if entries is None:
-                        continue
-                    new = (tg, l[:-1] + entries, kk)
-                else:
-                    if (s, kk) not in guards:
-                        guards.append((s, kk))
-                    continue
-                if new not in seen:
-                    seen.add(new)
-                    work.append(new)
-            if pda.final[s]:
-                if l:
-                    new = (l[-1], l[:-1], kk)
-                else:
-                    r = pda.state_rule[s]
-                    if r == 0 and not pda.call_sites[0]:
-                        # the end of a start rule nothing calls: the stack is empty, the
-                        # document ends here and nothing may follow (known statically)
-                        moved = True
-                        continue
-                    u = pda.unique_return[r]
-                    if u < 0 or kk >= MAX_STATIC_POPS:
-                        pops.append((s, kk))
-                        continue
-                    moved = True
-                    new = (u, (), kk + 1)
-                if new not in seen:
-                    seen.add(new)
-                    work.append(new)
-        # tuples: the memo lives as long as the grammar, and tuples of numbers drop out
-        # of the cyclic collector's passes (three lists per entry were traversed each time)
-        got = (tuple(confs), tuple(pops), tuple(guards), moved)
-        self._lclosure[key] = got
-        return got
-
-    def mask_key(self, state: int):
-        """A key equal for states whose masks are equal: the state's NFA items with
-        each length counter that is far from its bound replaced by ``-1``.
-
-        A counter ``cnt`` of a code-point fragment with window ``[lo, hi]`` only matters
-        through the checks ``cnt >= lo`` and the remaining budget ``hi - cnt``. Within
-        one token (at most ``trie.maxlen`` bytes, so at most that many characters) a
-        counter with ``cnt >= lo`` and ``hi - cnt >= trie.maxlen + reach`` never meets
-        the bound nor changes a feasibility answer (no live DFA state needs more than
-        :attr:`~reference_engine.pda._FragClass.reach` characters to acceptance), so
-        all such counters behave alike. Without this, a ``maxLength: 2048`` string
-        costs one trie walk per position."""
-        pda = self.pda
-        far = self.trie.maxlen
-        changed = False
-        items = []
-        for it in pda.items[state]:
-            if len(it) == 5:
-                f, d, dec, cnt, p = it
-                fc = pda.frag_class[f]
-                if fc.hi is not None and cnt >= fc.lo and fc.hi - cnt >= far + fc.reach:
-                    it = (f, d, dec, -1, p)
-                    changed = True
-            items.append(it)
-        return frozenset(items) if changed else state
-
-    def _unwindowed_state(self, mkey: frozenset) -> int:
-        """The state of :meth:`mask_key`'s items with each far counter's fragment item
-        moved to the fragment's :meth:`~reference_engine.pda.PDA.unwindowed` twin at
-        count 0 (or -1 for none: a key fragment's counter, left to its own walk).
-
-        It has the same mask: with ``cnt >= lo`` both leave the string at the same
-        bytes (the window's minimum is met), and no token reaches the maximum or
-        changes a feasibility answer (see :meth:`mask_key`); the item set stays
-        closed, since a far counter may end the string exactly where its twin may."""
-        pda = self.pda
-        items = []
-        for it in mkey:
-            if len(it) == 5 and it[3] == -1:
-                f, d, dec, _, p = it
-                if f in pda.key_frags:
-                    return -1
-                it = (pda.unwindowed(f), d, dec, 0, p)
-            items.append(it)
-        return pda._intern(frozenset(items))
-
+    # ------------------------------------------------------------ compile time
     def node(self, state: int) -> NodeMask:
-        """The cached three-way split of the vocabulary at ``state`` (built on first use)."""
-        got = self._nodes.get(state)
-        if got is not None:
-            return got
-        mkey = self.mask_key(state)
-        if mkey != state:
-            got = self._by_key.get(mkey)
-            if got is not None:
-                self._nodes[state] = got
-                self._shared += 1
-                return got
-            twin = self._unwindowed_state(mkey)
-            if twin >= 0:
-                got = self.node(twin)
-                self._nodes[state] = self._by_key[mkey] = got
-                self.unwindowed += 1
-                return got
-        got = self._split(state)
-        self._nodes[state] = got
-        if mkey != state:
-            self._by_key[mkey] = got
-        fam = self._family_of(state)
-        if fam is not None:
-            ds, ss = self._family_refs.setdefault(fam[0], ([], []))
-            ds.append(fam[1])
-            ss.append(state)
-        return got
+        """The cached three-way split of the vocabulary at ``state`` (built on first use;
+        :meth:`~reference_engine.splits.Splits.node`)."""
+        return self._node(state)
+
+    def mask_key(self, state: int) -> int | frozenset:
+        """A key equal for states whose masks are equal
+        (:meth:`~reference_engine.splits.Splits.mask_key`)."""
+        return self.splits.mask_key(state)
+
+    def census(self, state: int) -> Census:
+        """The :class:`Census` of ``state``'s split, for statistics
+        (:meth:`~reference_engine.splits.Splits.census`)."""
+        return self.splits.census(state)
 
     def precompute(self, budget_s: float) -> None:
-        """Build ahead, at compile time, cache entries that nearly every decode of the
-        grammar needs and that cost most on a first visit, for about ``budget_s``
+        """Build ahead, at compile time, the cache entries nearly every decode of the
+        grammar needs (:mod:`reference_engine.precompute`), for about ``budget_s``
         seconds at most (checked between entries, after the first; 0 builds nothing).
-        In order: the first mask's nodes; the content state of each string (or other
-        code-point fragment) that is not an object key, a wide node whose first walk
-        covers most of the trie; each object's key position (after ``{"`` or ``, "``),
-        wide where the object takes extra keys; the states the grammar's entry points
-        lead to (rule entries, their return states and guard targets); the states past
-        each object guard (after ``{``, a key, a separator); the key fragments alone
-        (the key position of a one-key object); the states one and two JSON
-        punctuation bytes on from all these (``":``, ``": "``, ``[{``, ...); then the
-        positions inside each object's declared keys (``"first`` of ``firstName``,
-        where a token often ends; wide where the object takes extra keys, and most of
-        them derived from one reference split, see :meth:`_reference`); last, the
-        walks past each built key's end into its value (:meth:`_warm_key_ends`).
-
-        Masks are unchanged: each entry is what :meth:`node` would build on first
-        use; only where its cost lands moves, from the first mask that needs it to
-        the compile (TTFM). XGrammar precomputes every node at compile time; here
-        the byte-level states a decode may reach (length counters, whitespace runs,
-        partial characters, key prefixes) are too many to enumerate, so only these
-        are. ``precomputed_nodes``, ``precomputed_key_ends`` and ``precompute_s`` (in
-        :meth:`stats`) say what it did."""
+        Masks are unchanged; ``precomputed_nodes``, ``precomputed_key_ends`` and
+        ``precompute_s`` (in :meth:`stats`) say what it did."""
         if budget_s <= 0:
             return
         t0 = time.perf_counter()
         deadline = t0 + budget_s
-        pda = self.pda
-        if any(fc.any_char_window for fc in pda.frag_class):
-            self.trie.json_chars()  # for _windowed (once per vocabulary, ~0.1 s)
-        entry_points = pda.entry_points
-        built = 0
-
-        def candidates():
-            configs, _ = pda.initial()
-            for s, _ in configs:
-                yield s
-            for f in range(len(pda.frag_class)):
-                if f not in pda.key_frags:
-                    yield pda.state_of((f, 0, START, 0, 0))
-            # each object's key position (past a key's opening quote: every key's
-            # first mask; wide where the object takes extra keys)
-            key_positions = []
-            for c in pda.key_choices:
-                s = pda.state_of((c, 0))
-                if s >= 0 and pda.has_bytes[s]:
-                    t = pda.materialise(s)[0x22]
-                    # (the state itself where only declared keys remain: its entry does
-                    # not depend on the frame that decides whether it lives)
-                    for kp in ((t,) if t >= 0 and pda.has_bytes[t] else self._through(t)):
-                        key_positions.append(kp)
-                        yield kp
-            # past each object guard: the body after ``{`` or a separator, a member's
-            # ``: value`` tail (past its key), the object's end
-            after_guard = []
-            for n in range(len(pda.eps)):
-                if pda._guarded[n]:
-                    for t, act in pda.eps[n]:
-                        if act is not None:
-                            after_guard.append(pda.state_of((t, 0)))
-            yield from range(entry_points)
-            yield from after_guard
-            for f in sorted(pda.key_frags):  # a key position of an object with one key
-                yield pda.state_of((f, 0, START, 0, 0))
-            # then one and two JSON punctuation bytes on from what was built (after
-            # ``{``, ``{"``, ``":``, ``, "``, ...), through calls and object guards
-            frontier = list(self._nodes)
-            seen = set(frontier)
-            for _ in range(2):
-                nxt = []
-                for s in frontier:
-                    row = pda.materialise(s)
-                    for b in b'{}[],:" ':
-                        for u in self._through(row[b]):
-                            if u not in seen:
-                                seen.add(u)
-                                nxt.append(u)
-                                yield u
-                frontier = nxt
-            # then the positions inside each object's declared keys, from its key
-            # positions (a token often ends inside a key: ``"first`` + ``Name":``):
-            # first their rows (walks below a key position go along the names, in
-            # splits and, where the object's frame decides, in contexts), then entries
-            inside: dict[int, None] = {}
-            for kp in dict.fromkeys(key_positions):
-                names = set()
-                for it in pda.items[kp]:
-                    if len(it) == 5:
-                        names.update(pda.key_names.get(it[0], ()))
-                for name in sorted(names):
-                    if time.perf_counter() >= deadline:
-                        return
-                    u = kp
-                    for b in json.dumps(name, ensure_ascii=False)[1:-1].encode():
-                        u = pda.materialise(u)[b]
-                        if u < 0:
-                            break
-                        inside[u] = None
-            for u in inside:
-                pda.materialise(u)
-            yield from inside
-
+        if any(fc.any_char_window for fc in self.pda.frag_class):
+            self.trie.json_chars()  # for window derivations (once per vocabulary, ~0.1 s)
         with self.lock:
-            for s in candidates():
-                if built and time.perf_counter() >= deadline:
-                    break
-                if s >= 0 and pda.has_bytes[s] and s not in self._nodes:
-                    had = len(self._nodes)
-                    self.node(s)
-                    built += len(self._nodes) - had  # with a reference it derived from
-            self._warm_key_ends(deadline)
+            built = build_nodes(self.splits, deadline)
+            self.warmed += warm_key_ends(self.splits, self.contexts, deadline)
         self.precomputed = built
         self.precompute_s = time.perf_counter() - t0
 
-    def _warm_key_ends(self, deadline: float) -> None:
-        """Walk, before the deadline, past the object guard of each built node whose
-        context-dependent tokens all wait on its own object's frame (a key's end: ``"``,
-        ``":``, ``": "``, ``":{"`` ... pass the member's guard and go on into its value):
-        one :meth:`context` per node with a fresh frame (parameter 0, nothing below).
-
-        That context itself is rarely asked for again, but the walks it makes (and the
-        rows they build) depend on the states and trie nodes only (:meth:`_walk_tokens`
-        memoises them so), and the live frames of a decode lead into the same ones.
-        Without this, the first time each key ends in a decode builds them: the largest
-        share of a decode's new contexts' cost. The fresh stack is a real stack of the
-        automaton (an object frame where the node expects one), so the entry cached for
-        it is exact like any other."""
-        pool = self.pda.stacks
-        fresh = pool.push(frame_ret(0), EMPTY)
-        for s, nm in list(self._nodes.items()):
-            if time.perf_counter() >= deadline:
-                break
-            if nm.guards and not nm.pops and all(k == 0 for k, _, _ in nm.guards):
-                self.context(s, fresh)
-                self.warmed += 1
-
-    def _through(self, t: int) -> tuple[int, ...]:
-        """The byte-reading states a byte leading to state ``t`` leaves the walk in,
-        through calls and object guards (a frame pushed within the token), as far as
-        they are known without the live stack."""
-        if t < 0:
-            return ()
-        if not self.pda.exit_list[t]:
-            return (t,)
-        return tuple(c[0] for c in self._local_closure(t, (), 0)[0])
-
-    def census(self, state: int) -> Census:
-        """The :class:`Census` of ``state``'s split (for statistics; memoised). A split
-        derived from an unwindowed twin near a ``maxLength`` reports the twin's (a walk
-        from the state itself would make a state per count it reads, for statistics)."""
-        got = self._census.get(state)
-        if got is None:
-            twin = self._near_twin.get(state)
-            got = self._census[state] = (self.census(twin) if twin is not None
-                                         else self._split(state, census=True))
-        return got
-
-    def _split(self, state: int, census: bool = False):
-        """Split the vocabulary at ``state``: its :class:`NodeMask`, or with ``census``
-        its :class:`Census` (the same walks, which by then hit the memos)."""
-        if not census and not self._deriving:
-            win = self._window_reference(state)
-            if win is not None:
-                return self._windowed(state, *win)
-            near = self._near_window(state)
-            if near is not None:
-                return self._near_windowed(state, *near)
-            ref = self._reference(state)
-            if ref is not None:
-                # the two walks side by side part only where a byte leads them apart
-                # (along a declared key, say), usually well inside the first bytes'
-                # subtrees; else those subtrees are walked whole
-                got = self._pair_derived(state, ref[0], PAIR_REF_WALK_MAX)
-                if got is None:
-                    return self._derived(state, *ref)
-                self.derived += 1
-                return got
-            q = self._pair_reference(state)
-            if q is not None:
-                got = self._pair_derived(state, q, PAIR_WALK_MAX)
-                if got is not None:
-                    return got
-        got = self._walk_split(state, None, census)
-        if census:
-            return got
-        return self._node_of_walk(*got)
-
-    def _split_walked(self, state: int) -> NodeMask:
-        """The split of ``state`` walked in full, derived from no other (for tests)."""
-        return self._node_of_walk(*self._walk_split(state, None, False))
-
-    def _node_of_walk(self, alive_nodes: np.ndarray, pops: tuple, guards: tuple) -> NodeMask:
-        """The :class:`NodeMask` of a walked split (see :meth:`_walk_split`)."""
-        if alive_nodes.size <= SORT_PACK_MAX:
-            # a narrow position (most structural ones): its few tokens, not a pass over
-            # the whole vocabulary
-            return node_mask_of_ids(self.trie.tokens_at(np.unique(alive_nodes)), self.words,
-                                    pops, guards)
-        return node_mask(self.trie.token_flags(alive_nodes), self.words, pops, guards)
-
-    def _string_item(self, state: int):
-        """``(item, fragment class)`` of a position between characters inside a string
-        (not an object key) whose state holds one fragment item: every other item only
-        reads the string's closing quote, and nothing leaves the state but bytes (no
-        rule end, call or guard); else None. (Callers check, last, that the state is
-        that item's closure: ``state_of`` may make a state.)"""
-        pda = self.pda
-        if pda.final[state] or pda.state_calls[state] or pda.state_guards[state]:
-            return None  # some way on does not go through the closing quote
-        frag = None
-        for it in pda.items[state]:
-            if len(it) == 5:
-                if frag is not None:
-                    return None
-                frag = it
-            elif any(m != 1 << 0x22 for m, _ in pda.byte_edges[it[0]]):
-                return None  # not the string's closing quote alone
-        if frag is None or frag[2] != START or frag[0] in pda.key_frags:
-            return None
-        return frag, pda.frag_class[frag[0]]
-
-    def _window_reference(self, state: int):
-        """``(reference state, budget)`` for a position inside a JSON string under a
-        length window that any character may fill (``maxLength`` on a plain string),
-        with more characters read than the window's minimum; else None.
-
-        From such a position a token lives iff it lives from the same position with
-        the minimum's count (the reference) and the characters it begins inside the
-        string, up to its closing quote, fit in the ``budget`` left
-        (:meth:`~reference_engine.trie.TokenTrie.json_chars`): with a one-state
-        automaton the count is all the window reads, and past the closing quote both
-        positions go on alike. Without this, each count is its own full walk (a
-        ``maxLength: 50`` string costs fifty, each about as dear as the string's
-        first)."""
-        got = self._string_item(state)
-        if got is None:
-            return None
-        (f, d, _, cnt, p), fc = got
-        pda = self.pda
-        if not fc.any_char_window or cnt <= fc.lo or pda.state_of(got[0]) != state:
-            return None  # (the last: the state holds more than the string's own items)
-        q = pda.state_of((f, d, START, fc.lo, p))
-        return (q, fc.hi - cnt) if q >= 0 else None
-
-    def _windowed(self, state: int, q: int, budget: int) -> NodeMask:
-        """The split of ``state`` from its :meth:`_window_reference` ``q``: ``q``'s
-        accepted tokens and context-dependent groups, less those that begin more than
-        ``budget`` characters in the string (a group's tokens all begin as many as
-        its node's path, the string having ended above it)."""
-        nq = self.node(q)
-        trie = self.trie
-        self.windowed += 1
-        if budget >= trie.maxlen:
-            return nq  # no token begins more characters than it has bytes
-        within = self._within.get(budget)
-        if within is None:
-            within = self._within[budget] = pack_flags(trie.json_chars() <= budget, self.words)
-        w = np.empty(self.words, dtype=np.int32)
-        nq.write(w)
-        w &= within
-
-        def keep(ns: tuple) -> tuple:
-            return tuple(n for n in ns if trie.json_chars_node(n) <= budget)
-
-        pops = tuple((k, x) for k, x in ((k, keep(ns)) for k, ns in nq.pops) if x)
-        guards = tuple((k, sg, x) for k, sg, x in ((k, sg, keep(ns)) for k, sg, ns in nq.guards)
-                       if x)
-        return node_mask_of_words(w, pops, guards)
-
-    def _near_window(self, state: int):
-        """``(twin state, budget, reach)`` for a position inside a JSON string under a
-        length window, past the window's minimum but too near its maximum for
-        :meth:`mask_key` to share it, read by an automaton of several states (one
-        state: :meth:`_window_reference`); else None. The twin is the position with
-        the fragment's :meth:`~reference_engine.pda.PDA.unwindowed` twin, the budget
-        the characters left (``hi - cnt``), the reach the fragment's
-        :attr:`~reference_engine.pda._FragClass.reach`."""
-        got = self._string_item(state)
-        if got is None:
-            return None
-        (f, d, _, cnt, p), fc = got
-        pda = self.pda
-        if (fc.hi is None or fc.enc != "json" or fc.any_char_window or cnt < fc.lo
-                or pda.state_of(got[0]) != state):
-            return None
-        t = pda.state_of((pda.unwindowed(f), d, START, 0, p))
-        return (t, fc.hi - cnt, fc.reach) if t >= 0 else None
-
-    def _near_windowed(self, state: int, t: int, budget: int, reach: int) -> NodeMask:
-        """The split of ``state`` from its twin ``t``'s (see :meth:`_near_window`).
-
-        A token lives from ``state`` only if it lives from the twin (the same string
-        without the maximum; the minimum is met), and then iff every prefix of what it
-        reads in the string, ``k`` characters begun (a partial one counts) into DFA
-        state ``q``, fits: ``k + shortest(q) <= budget``. Past the closing quote both
-        go on alike, from one and the same state. So a token of the twin that begins
-        at most ``budget - reach`` characters lives, one that begins more than
-        ``budget`` dies, and the few between are read byte by byte from ``state``;
-        likewise the trie nodes of the twin's context-dependent groups (walked in
-        full instead where more than :data:`NEAR_BAND_MAX` tokens would be read).
-        Without this, each count near a ``maxLength`` of a patterned string is its own
-        full walk (making a new state per count it reads)."""
-        nt = self.node(t)
-        trie, words = self.trie, self.words
-        chars = trie.json_chars()
-        w = np.empty(words, dtype=np.int32)
-        nt.write(w)
-        sure = budget - reach
-        band = self._band.get((sure, budget))
-        if band is None:
-            band = self._band[(sure, budget)] = np.flatnonzero((chars > sure) & (chars <= budget))
-        if band.size:
-            band = band[((w[band >> 5] >> (band & 31)) & 1).astype(bool)]
-        if band.size > NEAR_BAND_MAX:
-            # a small budget in free text: thousands of short tokens to read one by one
-            return self._node_of_walk(*self._walk_split(state, None, False))
-        self.near_windowed += 1
-        self._near_twin[state] = t
-        if sure < trie.maxlen:
-            within = self._within.get(sure)
-            if within is None:
-                within = self._within[sure] = pack_flags(chars <= sure, words)
-            w &= within
-        tb = trie.token_bytes
-        live = [i for i in band.tolist() if self._lives_in_string(state, tb[i])]
-        if live:
-            idx, val, _ = sorted_pairs(np.array(live, dtype=np.int64), words)
-            w[idx] |= val
-
-        def keep(ns: tuple) -> tuple:
-            out = []
-            for n in ns:
-                c = trie.json_chars_node(n)
-                if c <= sure or (c <= budget and self._lives_in_string(state, trie.node_path(n))):
-                    out.append(n)
-            return tuple(out)
-
-        pops = tuple((k, x) for k, x in ((k, keep(ns)) for k, ns in nt.pops) if x)
-        guards = tuple((k, sg, x) for k, sg, x in ((k, sg, keep(ns)) for k, sg, ns in nt.guards)
-                       if x)
-        return node_mask_of_words(w, pops, guards)
-
-    def _lives_in_string(self, state: int, data: bytes) -> bool:
-        """Whether the part of ``data`` read inside the JSON string (its closing quote
-        included) keeps ``state``, a position in the string, alive."""
-        got = self._string_item(state)
-        if got is not None and self.pda.state_of(got[0]) == state:
-            # the string's own item alone: read off its fragment's rows
-            (_, d, dec, cnt, _), fc = got
-            return fc.lives(d, dec, cnt, data[:json_string_end(data)])
-        pda = self.pda
-        rows = pda.rows
-        s = state
-        for b in data[:json_string_end(data)]:
-            row = rows[s]
-            if row is None:
-                row = pda.materialise(s)
-            s = row[b]
-            if s < 0:
-                return False
-        return True
-
-    def _reference(self, state: int):
-        """``(reference state, first-byte trie nodes that differ)``, or None.
-
-        Tokens beginning with byte ``b`` meet the same fate from two states whose rows
-        send ``b`` to the same state: the same walk below it, the same exits, the same
-        context-dependent groups. A key prefix of an object that takes extra keys
-        (``"first`` where ``firstName`` is declared) sends nearly every first byte where
-        the extra keys' content state does, and its split is that state's except below
-        the few bytes that go on along a declared key or end it; likewise other states
-        whose row agrees with the state most of their bytes lead to. The reference is
-        that state, when the first bytes on which the rows agree carry most of the trie
-        (:data:`DERIVE_MIN`, :data:`DERIVE_RATIO`)."""
-        pda = self.pda
-        if pda.rows[state] is None:
-            pda.materialise(state)
-        t = pda.table[state][self._root_bytes]
-        live = t >= 0
-        w = self._root_weight
-        if int(w[live].sum()) < DERIVE_MIN:
-            return None
-        vals, inv = np.unique(t[live], return_inverse=True)
-        q = int(vals[np.argmax(np.bincount(inv, weights=w[live]))])
-        if q == state or not pda.has_bytes[q]:
-            return None
-        if pda.rows[q] is None:
-            pda.materialise(q)
-        differ = t != pda.table[q][self._root_bytes]
-        same = int(w[live & ~differ].sum())
-        if same < DERIVE_MIN or same < DERIVE_RATIO * int(w[live & differ].sum()):
-            return None
-        return q, self._root_kids[differ]
-
-    def _derived(self, state: int, q: int, differ: np.ndarray) -> NodeMask:
-        """The split of ``state`` from the split of ``q``, the reference
-        :meth:`_reference` chose, and a walk of the tokens beginning with the first
-        bytes ``differ`` (their trie nodes) only: ``q``'s accepted set and
-        context-dependent groups outside those subtrees, this walk's inside them."""
-        self._deriving = True  # the reference gets a split of its own
-        try:
-            nq = self.node(q)
-        finally:
-            self._deriving = False
-        trie, words = self.trie, self.words
-        only = set(trie.node_byte[differ].tolist())
-        alive_nodes, pops, guards = self._walk_split(state, only, False)
-        w = np.empty(words, dtype=np.int32)
-        nq.write(w)
-        if differ.size:
-            gone = np.concatenate([trie.tokens_under(int(c)) for c in differ])
-            clear_ids(w, gone)
-        self.derived += 1
-        return self._merged(nq, w, differ, alive_nodes, pops, guards)
-
-    def _merged(self, nq: NodeMask, w: np.ndarray, parted: np.ndarray,
-                alive_nodes: np.ndarray, pops: tuple, guards: tuple) -> NodeMask:
-        """A derived split: the reference's ``nq`` (its accepted set in ``w``, the
-        tokens at and below the ``parted`` trie nodes cleared from it) with the walk
-        of those subtrees from the state itself (``alive_nodes``, ``pops``,
-        ``guards``): the walk's accepted tokens added, the reference's
-        context-dependent groups kept outside those subtrees and the walk's own
-        added."""
-        trie, words = self.trie, self.words
-        if alive_nodes.size > SORT_PACK_MAX:  # (a wide walk: no sort of its ids)
-            w |= pack_flags(trie.token_flags(alive_nodes), words)
-        elif alive_nodes.size:
-            idx, val, _ = sorted_pairs(trie.tokens_at(np.unique(alive_nodes)), words)
-            w[idx] |= val
-        lo, hi = trie.sub_lo[parted], trie.sub_hi[parted]
-
-        def outside(ns: tuple) -> tuple:
-            a = np.array(ns, dtype=np.int64)
-            x = trie.sub_lo[a]
-            inside = ((x[:, None] >= lo) & (x[:, None] < hi)).any(axis=1)
-            return tuple(a[~inside].tolist()) if inside.any() else ns
-
-        pops = tuple((k, ns) for k, ns in ((k, outside(ns)) for k, ns in nq.pops) if ns) + pops
-        guards = tuple((k, sg, ns) for k, sg, ns in
-                       ((k, sg, outside(ns)) for k, sg, ns in nq.guards) if ns) + guards
-        return node_mask_of_words(w, pops, guards)
-
-    def _family_of(self, state: int) -> tuple[int, int] | None:
-        """``(family id, DFA state)`` of a position inside a string (a value's, not a
-        key's) read by a DFA without a length window still to meet (no ``maxLength``;
-        ``minLength`` met): one fragment item ``(f, d, dec, cnt, p)``, ``d`` a DFA
-        state, with whatever other items (those reading the closing quote). States
-        alike in all but ``d`` are one family: a string's language from them is the
-        DFA's from ``d``, then the same continuation. Else None."""
-        got = self._family.get(state, False)
-        if got is not False:
-            return got
-        pda = self.pda
-        frag = None
-        for it in pda.items[state]:
-            if len(it) == 5:
-                if frag is not None:
-                    frag = None
-                    break
-                frag = it
-        got = None
-        if frag is not None:
-            f, d, dec, cnt, p = frag
-            fc = pda.frag_class[f]
-            if (d.__class__ is int and d >= 0 and fc.hi is None and cnt >= fc.lo
-                    and f not in pda.key_frags):
-                key = (f, dec, cnt, p, pda.items[state] - {frag})
-                fid = self._family_ids.get(key)
-                if fid is None:
-                    fid = self._family_ids[key] = len(self._family_frag)
-                    self._family_frag.append(f)
-                got = (fid, d)
-        self._family[state] = got
-        return got
-
-    def _families(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(family id or -1, DFA state, family id -> fragment)`` per automaton state,
-        as arrays covering every state made so far (for :func:`pair_differences`)."""
-        pda = self.pda
-        fam, famd = self._fam_arrays
-        n = pda.n_states
-        if n > fam.size:
-            size = max(n, 2 * fam.size)
-            fam = np.concatenate([fam, np.full(size - fam.size, -1, dtype=np.int32)])
-            famd = np.concatenate([famd, np.zeros(size - famd.size, dtype=np.int32)])
-            self._fam_arrays = (fam, famd)
-        for st in range(self._fam_n, n):
-            got = self._family_of(st)
-            if got is not None:
-                fam[st], famd[st] = got
-        self._fam_n = n
-        return fam, famd, np.array(self._family_frag + [0], dtype=np.int32)
-
-    def _moore(self, f: int) -> np.ndarray:
-        """Fragment ``f``'s DFA's :meth:`~reference_engine.automata.DFA.moore_levels`
-        up to :data:`MOORE_LEVELS` (memoised)."""
-        got = self._levels.get(f)
-        if got is None:
-            got = self._levels[f] = self.pda.frag_class[f].dfa.moore_levels(MOORE_LEVELS)
-        return got
-
-    def _pair_reference(self, state: int) -> int | None:
-        """A state of ``state``'s string family (:meth:`_family_of`) split before,
-        the one that the longest strings cannot tell apart from it (at least
-        :data:`PAIR_MIN_DIST` characters); else None.
-
-        Why: a pattern that counts (``^(?:\\S+\\s+){0,99}\\S+$`` counts words,
-        ``[a-z_-]{1,255}`` characters) makes one DFA state per count, and each is a
-        new position whose split is a full walk of the string's content (~7 ms, and
-        a row built for every count it reads). Far from the bound, two counts differ
-        only for strings longer than any token, or for the few tokens that hold many
-        words: the split is the other count's but below the trie nodes where the two
-        walks part (:meth:`_pair_derived`)."""
-        fam = self._family_of(state)
-        if fam is None:
-            return None
-        refs = self._family_refs.get(fam[0])
-        if not refs:
-            return None
-        lev = self._moore(self._family_frag[fam[0]])
-        ds = lev[:, refs[0]]
-        eq = ds == lev[:, fam[1]][:, None]
-        dist = np.where(eq.all(axis=0), lev.shape[0], eq.argmin(axis=0))
-        i = int(dist.argmax())
-        if int(dist[i]) < PAIR_MIN_DIST:
-            return None
-        return refs[1][i]
-
-    def _pair_derived(self, state: int, q: int, limit: int) -> NodeMask | None:
-        """The split of ``state`` from the split of ``q`` (:meth:`_pair_reference`):
-        both states are walked over the trie side by side
-        (:func:`~reference_engine.trie_walk.pair_differences`), which lists the nodes
-        where they part (one dies or meets an exit, the other does not); outside
-        those subtrees every token meets the same fate from both (same walk, same
-        exits), inside them ``state``'s own walk decides. None if the side-by-side
-        walk would read more than ``limit`` trie nodes. Without a string family in
-        common, only the nodes where both reach one and the same state are pruned."""
-        trie, pda, words = self.trie, self.pda, self.words
-        fam = self._family_of(state)
-        fq = self._family_of(q)
-        if fam is not None and fq is not None and fam[0] == fq[0]:
-            frag = self._family_frag[fam[0]]
-            lev = self._moore(frag)
-        else:
-            frag, lev = -1, NO_LEVELS
-        got = pair_differences(trie, pda, q, state,
-                               self._families if frag >= 0 else _no_families, frag, lev, limit)
-        if got is None:
-            self.pair_walked += 1
-            return None
-        dn, ds = got
-        self._deriving = True  # the reference gets a split of its own
-        try:
-            nq = self.node(q)
-        finally:
-            self._deriving = False
-        w = np.empty(words, dtype=np.int32)
-        nq.write(w)
-        if not dn.size:
-            self.pair_derived += 1
-            return nq
-        clear_ids(w, np.concatenate([trie.tokens_under(int(c)) for c in dn]))
-        exitflag, stopflag = pda.exit_list, pda.stop_list
-        first: list[int] = []  # the nodes where they part, alive from ``state``
-        ex_n: list[int] = []
-        ex_s: list[int] = []
-        roots: list[int] = []
-        states: list[int] = []
-        count = trie._py_count
-        for c, t in zip(dn.tolist(), ds.tolist()):
-            if t < 0:
-                continue
-            if exitflag[t]:
-                ex_n.append(c)
-                ex_s.append(t)
-                if stopflag[t]:
-                    continue
-            first.append(c)
-            if count[c]:
-                roots.append(c)
-                states.append(t)
-        below, _, (en, es), _ = walk_roots(trie, pda, roots, states, grouped=False)
-        exits = (np.concatenate([np.array(ex_n, dtype=np.int32), en]),
-                 np.concatenate([np.array(ex_s, dtype=np.int32), es]))
-        alive, cd_exits, gd_exits, at_alive, _ = self._waves(exits)
-        alive = [np.array(first + at_alive, dtype=np.int64), below] + alive
-        self.pair_derived += 1
-        return self._merged(nq, w, dn, np.concatenate(alive),
-                            *self._exit_groups(cd_exits, gd_exits))
-
-    def _walk_split(self, state: int, only, census: bool):
-        """The walks of :meth:`_split` (of the tokens beginning with a byte of ``only``,
-        or all): ``(alive trie nodes, pops, guards)``, or with ``census`` the
-        :class:`Census`."""
-        trie, pda = self.trie, self.pda
-        nodes, exits = trie.walk_root(pda, state, self._sub, self._sub_budget, only)
-        alive, cd_exits, gd_exits, at_alive, via_return = self._waves(exits)
-        alive.insert(0, nodes)
-        if at_alive:
-            alive.append(np.array(at_alive, dtype=np.int64))
-        alive_nodes = np.concatenate(alive) if len(alive) > 1 else alive[0]
-        if census:
-            return self._count(nodes, trie.token_flags(alive_nodes), len(alive) > 1, exits,
-                               cd_exits, gd_exits, via_return)
-        return (alive_nodes,) + self._exit_groups(cd_exits, gd_exits)
-
-    def _exit_groups(self, cd_exits, gd_exits) -> tuple[tuple, tuple]:
-        """``(pops, guards)`` of a split from its walk's context-dependent exits, grouped
-        by frames popped statically (and guard state), for the run-time pop."""
-        by_k: dict[int, list[int]] = {}
-        for n, kk in cd_exits:
-            by_k.setdefault(kk, []).append(n)
-        by_g: dict[tuple[int, int], list[int]] = {}
-        for n, kk, sg in gd_exits:
-            by_g.setdefault((kk, sg), []).append(n)
-        pops = tuple((kk, tuple(sorted(set(ns)))) for kk, ns in sorted(by_k.items()))
-        guards = tuple((kk, sg, tuple(sorted(set(ns)))) for (kk, sg), ns in sorted(by_g.items()))
-        return pops, guards
-
-    def _waves(self, exits):
-        """Follow the exits ``(nodes, states)`` of a split's walk through calls, rule
-        ends known statically and guards of frames pushed inside the token, walking on
-        below them, until only context-dependent exits are left. Returns ``(alive
-        node arrays, context-dependent pops (node, frames popped), guards (node,
-        frames popped, guard state), stop nodes alive whatever the frame, nodes where
-        a single-site rule's return was used)``."""
-        trie, pda = self.trie, self.pda
-        count = trie._py_count
-        stop = pda.stop_list
-        alive: list[np.ndarray] = []
-        kids = trie.child_count32
-        cd_exits: list[tuple[int, int]] = []  # (trie node, frames popped statically)
-        gd_exits: list[tuple[int, int, int]] = []  # (trie node, frames popped, guard state)
-        at_alive: list[int] = []  # stop nodes whose tokens live whatever the frame
-        via_return: list[int] = []  # trie nodes where a single-site rule's return was used
-        work: dict[tuple, list[int]] = {}
-        for t, ns in group_exits(exits, kids, pda.stopflag):
-            work[(t, (), 0)] = ns
-        seen: set = set()
-        while work:
-            # In waves: every walk the current work items call for goes into one
-            # compiled walk, so the walks share its rounds of building new rows.
-            wave, work = work, {}
-            roots: list[int] = []
-            states: list[int] = []
-            spans: list[tuple[int, int, tuple, int]] = []  # (first root, end, l2, k2)
-            for (t, lst, k), ns in wave.items():
-                confs, pops, guards, lookahead = self._local_closure(t, lst, k)
-                if lookahead:
-                    via_return.extend(ns)
-                for _, kk in pops:
-                    cd_exits.extend((n, kk) for n in ns)
-                for sg, kk in guards:
-                    gd_exits.extend((n, kk, sg) for n in ns)
-                is_stop = stop[t]
-                if is_stop and (confs or pops or lookahead):
-                    at_alive.extend(ns)
-                for s2, l2, k2 in confs:
-                    if not is_stop and s2 == t and l2 == lst and k2 == k:
-                        continue  # the pure continuation: the walk that found the exit went on
-                    todo = []
-                    for n in ns:
-                        key = (n, s2, l2, k2)
-                        if count[n] and key not in seen:
-                            seen.add(key)
-                            todo.append(n)
-                    if todo:
-                        spans.append((len(roots), len(roots) + len(todo), l2, k2))
-                        roots.extend(todo)
-                        states.extend([s2] * len(todo))
-            if not roots:
-                continue
-            a2, _, (en, es), e_off = walk_roots(trie, pda, roots, states, alive_by_root=False)
-            if a2.size:
-                alive.append(a2)
-            for r0, r1, l2, k2 in spans:
-                lo, hi = e_off[r0], e_off[r1]
-                if lo < hi:
-                    for t2, ns2 in group_exits((en[lo:hi], es[lo:hi]), kids, pda.stopflag):
-                        work.setdefault((t2, l2, k2), []).extend(ns2)
-        return alive, cd_exits, gd_exits, at_alive, via_return
-
-    def _count(self, nodes, accepted, expanded: bool, exits, cd_exits, gd_exits,
-               via_return) -> Census:
-        """The :class:`Census` from a split's pieces (see :meth:`_split`): ``nodes``,
-        the first walk's alive nodes; ``expanded``, whether walks went on from exits."""
-        trie = self.trie
-        cd = np.zeros(trie.vocab_size, dtype=bool)
-        cd_nodes = sorted({n for n, _ in cd_exits} | {n for n, _, _ in gd_exits})
-        if cd_nodes:
-            cd[trie.tokens_below(cd_nodes)] = True
-        if gd_exits:
-            cd[trie.tokens_at(np.array(sorted({n for n, _, _ in gd_exits}), dtype=np.int64))] = True
-        cd &= ~accepted
-        # the split without any expansion: tokens below an exit would be context-dependent
-        plain_exits = exits[0][trie.child_count32[exits[0]] > 0]
-        plain_cd = np.zeros(trie.vocab_size, dtype=bool)
-        if plain_exits.size:
-            plain_cd[trie.tokens_below(plain_exits)] = True
-        plain_cd &= ~(trie.token_flags(nodes) if expanded else accepted)
-        moved_return = 0
-        if via_return:
-            la = np.zeros(trie.vocab_size, dtype=bool)
-            la[trie.tokens_below(sorted(set(via_return)))] = True
-            moved_return = int((la & plain_cd & ~cd).sum())
-        n_cd = int(cd.sum())
-        return Census(n_cd, max(0, int(plain_cd.sum()) - n_cd), moved_return)
-
     # ------------------------------------------------------------ run time
     def context(self, state: int, stack: int) -> WordSet:
-        """Context-dependent tokens of ``state`` allowed with the live ``stack``.
-
-        Each context-dependent trie node pops the live stack (after the frames the
-        split already popped statically); the subtrees below it are walked from the
-        configurations found there, grouped per (state, stack) so that equal
-        continuations are walked once. Cached per ``(state, stack)``; shared with
-        every state whose split has the same context-dependent groups (``pops`` and
-        ``guards``: all the computation reads of the state; the counts of a
-        ``maxLength`` string far from its bounds share one split), and with every
-        stack whose top entries are the same down to the deepest stack node the
-        computation touched (:meth:`~reference_engine.pda.PDA.closure_low`): below it
-        nothing was read, so the same computation would follow (the same object
-        nested at another place, or reached with other frames further down). Stacks
-        whose top entries differ only in object frames share it too where those
-        frames give the same outcomes to every read the computation made of them
-        (:class:`~reference_engine.pda.FrameReads`: a member's value inside an
-        object with other members seen before it)."""
-        key = (state, stack)
-        got = self._ctx.get(key)
-        if got is not None:
-            return got
-        nm = self.node(state)
-        # the computation reads the split's context-dependent groups and the stack,
-        # nothing else of the state: states whose splits have equal groups (the counts
-        # of a maxLength string far from its bounds, derived splits that keep their
-        # reference's groups) share their entries
-        gid = self._groups_id.get(state)
-        if gid is None:
-            gid = self._groups_id[state] = self._groups_ids.setdefault(
-                (nm.pops, nm.guards), len(self._groups_ids))
-        gkey = (gid, stack)
-        got = self._ctx_groups.get(gkey)
-        if got is not None:
-            self._ctx[key] = got
-            self.ctx_shared += 1
-            return got
-        got = self._context_of_another_stack(gid, stack)
-        if got is not None:
-            self._ctx[key] = self._ctx_groups[gkey] = got
-            self.ctx_shared += 1
-            return got
-        pda = self.pda
-        pool = pda.stacks
-        ret, parent, depth = pool.ret, pool.parent, pool.depth
-        low = depth[stack]  # the deepest stack node this computation touches
-        parts: list[np.ndarray] = []
-        # work: (state, stack, popped) -> chunks of trie nodes (each a sorted tuple of
-        # distinct nodes); ``popped``: the configuration was reached by a pop, so
-        # nothing below these nodes has been walked from it yet
-        work: dict[tuple[int, int, bool], list[tuple[int, ...]]] = {}
-        for k, ns in nm.pops:
-            st = stack
-            for _ in range(k):
-                if st == EMPTY:
-                    break
-                st = parent[st]
-            if st == EMPTY:
-                low = 0  # (its end was read)
-                continue  # the document ends here: nothing may follow
-            work.setdefault((ret[st], parent[st], True), []).append(ns)
-        for k, sg, ns in nm.guards:
-            # an object guard (or a frame-dependent state) with the frame on the live
-            # stack: the tokens ending here live iff the configuration does; those
-            # below are walked from what it leads to
-            st = stack
-            for _ in range(k):
-                st = parent[st]
-            work.setdefault((sg, st, STOP), []).append(ns)
-        # what the walks read of the live stack's frames (see FrameReads)
-        rec = pda.frame_reads = FrameReads(pool, stack)
-        try:
-            low = self._context_waves(work, parts, low)
-        finally:
-            pda.frame_reads = None
-        ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-        got = word_set(ids, self.words)
-        self._ctx[key] = self._ctx_groups[gkey] = got
-        if low > 0:
-            # nothing at or below depth ``low - 1`` was read: any stack with the same
-            # top entries down to depth ``low`` gets this entry (equal computations)
-            k = depth[stack] - low + 1
-            ents = pool.entries(stack, k)
-            self._ctx_tops.setdefault(gid, {}).setdefault(k, {})[ents] = got
-            if not rec.opaque:
-                cands = self._ctx_frames.setdefault(gid, {}).setdefault(k, {}).setdefault(
-                    _frame_shape(ents), [])
-                if len(cands) < FRAME_SHAPE_ENTRIES:
-                    cands.append((tuple(rec.reads.items()), got))
-        return got
-
-    def _context_of_another_stack(self, gid: int, stack: int) -> WordSet | None:
-        """An entry of :meth:`context` computed for the groups ``gid`` with another
-        stack from which the computation would be the same: one whose top entries, as
-        many as that computation read, are ``stack``'s, or differ from them in object
-        frames only that give the outcomes that computation read of them (another set
-        of members seen: see :class:`~reference_engine.pda.FrameReads`). None if none."""
-        pool = self.pda.stacks
-        tops = self._ctx_tops.get(gid)
-        if tops is not None:
-            for k, entries in tops.items():
-                got = entries.get(pool.entries(stack, k))
-                if got is not None:
-                    return got
-        shapes = self._ctx_frames.get(gid)
-        if shapes is not None:
-            viable = self.pda.viable_entry
-            for k, table in shapes.items():
-                ents = pool.entries(stack, k)
-                for reads, got in table.get(_frame_shape(ents), ()):
-                    if FrameReads.holds(reads, ents, viable):
-                        self.ctx_frame_shared += 1
-                        return got
-        return None
-
-    def _context_waves(self, work: dict, parts: list, low: int) -> int:
-        """The walks of :meth:`context` from its first ``work`` items, in waves: the
-        tokens found go to ``parts``; returns the depth of the deepest stack node read
-        (``low`` or less)."""
-        pda = self.pda
-        # configuration -> nodes walked from it (a tuple until it is met again)
-        seen: dict[tuple[int, int], tuple[int, ...] | set[int]] = {}
-        memo = self._cwalk
-        while work:
-            # in waves, as in _split: the walks one wave needs share one compiled walk
-            wave, work = work, {}
-            calls: list[tuple[int, int, tuple[int, ...]]] = []  # (state, stack, nodes)
-            for (t, st, popped), chunks in wave.items():
-                nodes = chunks[0] if len(chunks) == 1 else tuple(sorted(set().union(*chunks)))
-                confs, acc = pda.closure(t, st)
-                t_low = pda.closure_low(t, st)
-                if t_low < low:
-                    low = t_low
-                if popped == STOP and (confs or acc):
-                    parts.append(self._ids_at(nodes))
-                for s2, st2 in confs:
-                    if not popped and s2 == t and st2 == st:
-                        continue  # the pure continuation, walked by the walk that found the exit
-                    done = seen.get((s2, st2))
-                    if done is None:
-                        todo = seen[(s2, st2)] = nodes
-                    else:
-                        if done.__class__ is tuple:
-                            done = seen[(s2, st2)] = set(done)
-                        if done.isdisjoint(nodes):
-                            # the usual case (a stop's frontier one byte further on
-                            # is all new): a pass in C, not one in Python per node
-                            todo = nodes
-                        else:
-                            todo = tuple([n for n in nodes if n not in done])
-                            if not todo:
-                                continue
-                        done.update(todo)
-                    calls.append((s2, st2, todo))
-            # most walks are memoised: look them up here, one compiled walk for the rest
-            got = [memo.get((s2, todo)) for s2, _, todo in calls]
-            if None in got:
-                got = self._walk_tokens([(s2, todo) for s2, _, todo in calls])
-            for (s2, st2, _), (ids, groups) in zip(calls, got):
-                if ids.size:
-                    parts.append(ids)
-                for t2, kind, ns2 in groups:
-                    work.setdefault((t2, st2, kind), []).append(ns2)
-        return low
-
-    def _ids_at(self, nodes: tuple[int, ...]) -> np.ndarray:
-        """Token ids ending at ``nodes`` (sorted, distinct), memoised like the walks."""
-        got = self._cids.get(nodes)
-        if got is None:
-            got = self.trie.tokens_at(np.array(nodes, dtype=np.int64))
-            self._remember(self._cids, nodes, got, got.size + len(nodes))
-        return got
-
-    def _remember(self, memo: dict, key, value, entries: int) -> None:
-        """Keep ``value`` in one of the context memos if their shared budget allows."""
-        cost = entries + 16
-        if self._cwalk_budget >= cost:
-            self._cwalk_budget -= cost
-            memo[key] = value
-
-    def _walk_tokens(self, walks: list[tuple[int, tuple[int, ...]]]) -> list[tuple]:
-        """For each ``(state, nodes)`` of ``walks`` (nodes sorted, distinct): the tokens
-        alive below ``nodes`` from ``state``, and the walk's exits that :meth:`context`
-        follows, grouped as ``(state, STOP or False, nodes)`` (stop states, and exits
-        with children; nodes as sorted tuples). The walks not memoised yet run as one
-        compiled walk. Memoised: a walk depends on the state and the nodes only, while
-        :meth:`context` is keyed by the live stack, and a new object frame (one per
-        member read) makes a new stack that usually leads back into the same few walks."""
-        memo = self._cwalk
-        out = [memo.get(w) for w in walks]
-        todo: dict[tuple, list[int]] = {}  # walk -> where it is asked for
-        for i, got in enumerate(out):
-            if got is None:
-                todo.setdefault(walks[i], []).append(i)
-        if not todo:
-            return out
-        trie, pda = self.trie, self.pda
-        roots: list[int] = []
-        states: list[int] = []
-        for state, nodes in todo:
-            roots.extend(nodes)
-            states.extend([state] * len(nodes))
-        alive, a_off, (en, es), e_off = walk_roots(trie, pda, roots, states)
-        stop = pda.stop_list
-        r0 = 0
-        for walk, where in todo.items():
-            r1 = r0 + len(walk[1])
-            a = alive[a_off[r0]:a_off[r1]]
-            ids = trie.tokens_at(a) if a.size else np.zeros(0, dtype=np.int64)
-            lo, hi = e_off[r0], e_off[r1]
-            groups = tuple((t2, STOP if stop[t2] else False, ns)
-                           for t2, ns in group_exits((en[lo:hi], es[lo:hi]),
-                                                     trie.child_count32, pda.stopflag))
-            got = (ids, groups)
-            for i in where:
-                out[i] = got
-            self._remember(memo, walk, got, ids.size + (hi - lo) + len(walk[1]))
-            r0 = r1
-        return out
+        """Context-dependent tokens of ``state`` allowed with the live ``stack``
+        (:meth:`~reference_engine.contexts.Contexts.context`)."""
+        return self._context(state, stack)
 
     def fill(self, configs: tuple, accept: bool, out: np.ndarray,
              kstate: tuple | None = None) -> None:
         """Write the mask of a configuration set (and EOS if ``accept``) into ``out``;
-        with the duplicate-key tracker's state ``kstate``, after :meth:`key_filter`."""
+        with the duplicate-key tracker's state ``kstate``, less the tokens the duplicate-key
+        rule refuses (:meth:`~reference_engine.dupkeys.DuplicateKeyFilter.filter_mask`)."""
         if len(configs) == 1:
             # one configuration without context-dependent tokens: the node's own entry
             # is the mask (a memset and one store; not worth a composed copy)
             nm = self._nodes.get(configs[0][0])
             if nm is None:
-                nm = self.node(configs[0][0])
+                nm = self._node(configs[0][0])
             if not nm.pops and not nm.guards:
                 nm.write(out)
                 if accept:
                     for w, v in self._stop_words:
                         out[w] |= v
                 if kstate is not None:
-                    self.key_filter(configs, kstate, out)
+                    self.keys.filter_mask(configs, kstate, out)
                 return
         key = (configs, accept, kstate)
         hit = self._final.get(key)
@@ -1326,248 +170,35 @@ class MaskComputer:
             for s, st in configs:
                 nm = self._nodes.get(s)
                 if nm is None:
-                    nm = self.node(s)
+                    nm = self._node(s)
                 if first:
                     nm.write(out)
                     first = False
                 else:
                     nm.merge(out)
                 if nm.pops or nm.guards:
-                    ws = self.context(s, st)
+                    ws = self._context(s, st)
                     or_pairs(out, ws.idx, ws.val)
         if accept:
             for w, v in self._stop_words:
                 out[w] |= v
         if kstate is not None:
-            self.key_filter(configs, kstate, out)
+            self.keys.filter_mask(configs, kstate, out)
         fc = self._final
         fc[key] = out.copy()
         if len(fc) > FINAL_CACHE_SIZE:
             fc.popitem(last=False)
 
-    def frames(self, stack: int) -> tuple[int, ...]:
-        """The object frames' parameters on ``stack``, innermost first (cached)."""
-        got = self._frames.get(stack)
-        if got is None:
-            pool = self.pda.stacks
-            out = []
-            st = stack
-            while st != EMPTY:
-                r = pool.ret[st]
-                if r < -1:
-                    out.append(frame_param(r))
-                st = pool.parent[st]
-            got = self._frames[stack] = tuple(out)
-        return got
-
-    def no_extra_keys(self, configs: tuple, kstate: tuple) -> bool:
-        """Does the innermost open container hold no key outside its object's declared
-        members, in every configuration (or is it an array)? Then only a token that
-        leaves the container (a ``}`` or ``]`` with a ``"``) or writes a key and then
-        repeats it or begins it again (three quotes or more, :func:`risky`) can repeat
-        a key: declared members are tracked exactly by the object frames (a frame's
-        parameter is its set of members seen, compared here with the tracker's keys of
-        the same object), and an extra key never equals a declared name of its object."""
-        if not self.pda.frames_count_members:
-            return False
-        frames = kstate[0]
-        if not frames or frames[-1] is None:
-            return True
-        last = self._last_nek
-        if last[0] is configs and last[1] is frames:
-            return last[2]  # the mask and the commit of one step ask alike
-        objs = sum(1 for f in frames if f is not None)
-        n = len(frames[-1])
-        ok = True
-        for _, st in configs:
-            fr = self.frames(st)
-            if len(fr) != objs or n != bin(fr[0]).count("1"):
-                ok = False  # (a length mismatch: an object spelled literally, enum/const)
-                break
-        self._last_nek = (configs, frames, ok)
-        return ok
-
     def key_allows(self, configs: tuple, kstate: tuple, data: bytes, after=None) -> bool:
-        """The duplicate-key rule for ``data`` read from ``(configs, kstate)`` (the
-        automaton is assumed to accept it; ``after``: its configurations after, if
-        known): it closes no key already in its object, and leaves no key that every
-        completion would make a repeat (:mod:`reference_engine.keys`)."""
-        if (self.key_floor is None and not jkeys.risky(data)
-                and self.no_extra_keys(configs, kstate)):
-            return True
-        ks = jkeys.step(kstate, data)
-        if ks is None:
-            return False
-        if self._close_only:
-            return True  # no dead ends to look for (repeats_only_close)
-        fresh = jkeys.has_fresh_completion
-        if not jkeys.suspect(ks):
-            floor = self.key_floor
-            if (floor is None or ks[2] != jkeys.OUT or not jkeys.key_reachable(ks)
-                    or len(ks[0][-1]) < floor):
-                return True
-            fresh = jkeys.has_fresh_key
-        if after is None:
-            res = self.pda.advance(configs, data)
-            if res is None:
-                return True  # the automaton refuses it anyway
-            after = res[0]
-        return fresh(self.pda, after, ks)
-
-    def _writers(self, kstate: tuple) -> np.ndarray:
-        """Tokens that may write (open and close) a key some open object already holds:
-        such a token holds it between two of its quotes
-        (:func:`~reference_engine.keys.inner_keys`; the tokens it cannot read too)."""
-        frames = kstate[0]
-        got = self._writers_of.get(frames)
-        if got is not None:
-            return got
-        by_inner, unsafe = self._cindex[3]
-        parts = [unsafe]
-        for f in frames:
-            if f:
-                for k in f:
-                    ids = by_inner.get(k)
-                    if ids is not None:
-                        parts.append(ids)
-        got = np.concatenate(parts) if len(parts) > 1 else unsafe
-        self._writers_of[frames] = got
-        if len(self._writers_of) > 1024:
-            self._writers_of.popitem(last=False)
-        return got
-
-    def _closing(self, kstate: tuple) -> tuple[np.ndarray | None, np.ndarray]:
-        """``(refused, to check)``: token ids that repeat a key whatever else they hold,
-        and a superset of the others that may, when only closing a key can
-        (:func:`~reference_engine.keys.repeats_only_close`). Inside an unescaped key
-        prefix, a token whose part before its first ``"`` (unescaped, so its bytes are
-        the key's) completes the prefix to a seen key closes that key again: refused
-        (None when there are none); so does one with an escape there whose decoded
-        text completes it so (those whose text does not decode alone are checked);
-        anywhere, the :meth:`_writers`."""
-        index, escaped = self._cindex[0], self._cindex[1]
-        if kstate[3]:  # the token starts inside an escape: read it whole
-            return None, self._quote[(True, True)]
-        writers = self._writers(kstate)
-        if kstate[2] != jkeys.KEY:
-            return None, writers
-        raw = kstate[4]
-        if b"\\" in raw:
-            return None, self._quote[(True, True)]
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:  # the prefix ends inside a character
-            text = None
-        closes, odd = self._cindex[4]
-        ids: list[int] = []
-        for k in kstate[0][-1]:
-            kb = k.encode("utf-8", "surrogatepass")
-            if kb.startswith(raw):
-                ids.extend(index.get(kb[len(raw):], ()))
-            # a token with an escape before its closing quote adds the text it decodes
-            # to (the prefix has no escape, so the key is the prefix's text plus that)
-            if text is not None and len(k) > len(text) and k.startswith(text):
-                ids.extend(closes.get(k[len(text):], ()))
-        refused = np.array(ids, dtype=np.int64) if ids else None
-        return refused, (np.concatenate([odd, writers]) if text is not None
-                         else np.concatenate([escaped, writers]))
-
-    def key_filter(self, configs: tuple, kstate: tuple, out: np.ndarray) -> None:
-        """Clear from the mask ``out`` (computed from ``configs``) the tokens the
-        duplicate-key rule refuses (:meth:`key_allows`). Only three kinds of tokens can
-        be refused: those with a ``"`` (:func:`~reference_engine.keys.quote_counts`
-        narrows them by the tracker state); inside a key whose decoded prefix begins a
-        seen key, those that keep it so
-        (:func:`~reference_engine.keys.continuation_tokens`); and, once an object may
-        hold ``key_floor`` keys after the token, those with a ``,`` (they may end where a
-        key must start). Where the innermost container holds no extra key
-        (:meth:`no_extra_keys`), only the :func:`~reference_engine.keys.risky` tokens
-        are checked. Verdicts are cached per ``(configs, tracker state)``."""
-        floor = self.key_floor
-        if self._close_only and not kstate[3] and self.no_extra_keys(configs, kstate):
-            # no dead ends to fear and no extra key here: only a token writing a whole
-            # key some open object holds can repeat one
-            fixed = None
-            if len(configs) == 1:
-                nm = self._nodes.get(configs[0][0])
-                if nm is not None and not nm.pops and not nm.guards:
-                    fixed = (configs[0][0], kstate[0])
-                    if fixed in self._no_writer:
-                        return
-            cands = self._writers(kstate)
-            if cands.size <= 16:  # usually a handful: cheaper one by one than in numpy
-                hit = [t for t in cands.tolist() if (int(out[t >> 5]) >> (t & 31)) & 1]
-                if not hit:
-                    if fixed is not None:
-                        self._no_writer[fixed] = True
-                        if len(self._no_writer) > 4096:
-                            self._no_writer.popitem(last=False)
-                    return
-                cands = np.array(hit, dtype=np.int64)
-        elif floor is None and self.no_extra_keys(configs, kstate):
-            # whether the mask holds a risky token at all is fixed per automaton node
-            # when one node's own entry is the mask (see fill)
-            one = configs[0][0] if len(configs) == 1 else -1
-            has = self._risky_at.get(one)
-            if has is None:
-                has = bool((out.view(np.uint32)[self._risky_w] & self._risky_b).any())
-                nm = self._nodes.get(one)
-                if nm is not None and not nm.pops and not nm.guards:
-                    self._risky_at[one] = has
-            if not has:
-                return
-            cands = self._risky
-        elif self._close_only:
-            refused, cands = self._closing(kstate)
-            if refused is not None:
-                self.key_cleared += clear_ids(out, refused)
-        else:
-            near = floor is not None and max(
-                (len(f) for f in kstate[0] if f is not None), default=0) + self._maxq >= floor
-            if near:  # every token with a quote or a comma (a token closes < _maxq keys)
-                cands = self._near
-            else:
-                cands = self._quote[(jkeys.has_keys(kstate), jkeys.key_reachable(kstate))]
-            if jkeys.suspect(kstate):
-                more = np.array(jkeys.continuation_tokens(self.trie, kstate), dtype=np.int64)
-                if more.size:
-                    cands = np.unique(np.concatenate([cands, more]))
-        if not cands.size:
-            return
-        on = (out[cands >> 5] >> (cands & 31)) & 1
-        ids = cands[on.astype(bool)]
-        if not ids.size:
-            return
-        kc = self._kcache
-        ck = (configs, kstate)
-        verdict = kc.get(ck)
-        if verdict is None:
-            verdict = kc[ck] = {}
-            if len(kc) > KEY_CACHE_SIZE:
-                kc.popitem(last=False)
-        tokens = self.trie.token_bytes
-        ov = None
-        for t in ids.tolist():
-            ok = verdict.get(t)
-            if ok is None:
-                self.key_checks += 1
-                ok = verdict[t] = self.key_allows(configs, kstate, tokens[t])
-            if not ok:
-                if ov is None:
-                    ov = out.view(np.uint32)
-                ov[t >> 5] &= np.uint32(~(1 << (t & 31)) & 0xFFFFFFFF)
-                self.key_cleared += 1
+        """The duplicate-key rule for ``data`` read from ``(configs, kstate)``
+        (:meth:`~reference_engine.dupkeys.DuplicateKeyFilter.allows`; True without
+        ``json_keys``)."""
+        return True if self.keys is None else self.keys.allows(configs, kstate, data, after)
 
     def _walk_memo_bytes(self) -> int:
         """Bytes of the arrays the walk memos hold (the subtrees below first bytes, the
         context walks and their token ids; Python containers around them not counted)."""
-        total = 0
-        for alive, (en, es) in self._sub.values():
-            total += alive.nbytes + en.nbytes + es.nbytes
-        for ids, groups in self._cwalk.values():
-            total += ids.nbytes + 8 * sum(len(ns) for _, _, ns in groups)
-        total += sum(ids.nbytes for ids in self._cids.values())
-        return total
+        return self.splits.walker.memo_bytes() + self.contexts.memo_bytes()
 
     def stats(self) -> dict:
         """Cache sizes and the vocabulary split, summed over the states visited.
@@ -1575,28 +206,32 @@ class MaskComputer:
         Bytes are numpy buffer sizes; ``dense_equiv_bytes`` is what one dense
         bitmask per state would take (states × words × 4 bytes)."""
         # one state per distinct entry (states may share one, see mask_key)
+        sp = self.splits
         first: dict[int, tuple[int, NodeMask]] = {}
         for st, nm in self._nodes.items():
             first.setdefault(id(nm), (st, nm))
         nodes = [nm for _, nm in first.values()]
         with self.lock:
-            cens = [self.census(st) for st, _ in first.values()]
+            cens = [sp.census(st) for st, _ in first.values()]
         fmt = {"dense": 0, "accepted": 0, "rejected": 0}
         for nm in nodes:
             fmt[nm.kind] += 1
         n = len(nodes)
         vocab = self.trie.vocab_size
+        kf = self.keys
+        dv = sp.derive
+        ctx = self.contexts.entries()
         return {
             "nodes": n,
-            "states_sharing_an_entry": self._shared,
+            "states_sharing_an_entry": sp.shared,
             "node_formats": fmt,
             "node_cache_bytes": sum(nm.nbytes for nm in nodes),
             "dense_equiv_bytes": n * self.words * 4,
-            "ctx_entries": len(self._ctx),
+            "ctx_entries": len(ctx),
             # (an entry served to several stacks counted once)
-            "ctx_cache_bytes": sum(w.nbytes for w in {id(w): w for w in self._ctx.values()}.values()),
-            "ctx_shared": self.ctx_shared,
-            "ctx_frame_shared": self.ctx_frame_shared,
+            "ctx_cache_bytes": sum(w.nbytes for w in {id(w): w for w in ctx.values()}.values()),
+            "ctx_shared": self.contexts.ctx_shared,
+            "ctx_frame_shared": self.contexts.ctx_frame_shared,
             "final_entries": len(self._final),
             "final_cache_bytes": len(self._final) * self.words * 4,
             "walk_memo_bytes": self._walk_memo_bytes(),
@@ -1611,17 +246,17 @@ class MaskComputer:
             "lookahead_moved_avg": (sum(c.moved_return for c in cens) / n) if n else 0.0,
             "lookahead_nodes_moved": sum(1 for c in cens if c.moved_return),
             "precomputed_nodes": self.precomputed,
-            "derived_nodes": self.derived,
-            "window_derived_nodes": self.windowed,
-            "unwindowed_nodes": self.unwindowed,
-            "near_window_nodes": self.near_windowed,
-            "pair_derived_nodes": self.pair_derived,
-            "pair_walked_nodes": self.pair_walked,
+            "derived_nodes": dv.derived,
+            "window_derived_nodes": dv.windowed,
+            "unwindowed_nodes": sp.unwindowed,
+            "near_window_nodes": dv.near_windowed,
+            "pair_derived_nodes": dv.pair_derived,
+            "pair_walked_nodes": dv.pair_walked,
             "precomputed_key_ends": self.warmed,
             "precompute_s": round(self.precompute_s, 4),
-            "key_states": len(self._kcache),
-            "key_checks": self.key_checks,
-            "key_cleared": self.key_cleared,
+            "key_states": kf.states_cached() if kf is not None else 0,
+            "key_checks": kf.key_checks if kf is not None else 0,
+            "key_cleared": kf.key_cleared if kf is not None else 0,
         }
 
 
@@ -1684,8 +319,9 @@ class GrammarMatcher:
                 kstate = self._keys[-1]
                 ks = jkeys.step(kstate, data)
                 # (where no dead end can arise, not repeating a key is all the rule asks)
-                if ks is None or (not self.masks._close_only
-                                  and not self.masks.key_allows(configs, kstate, data, res[0])):
+                kf = self.masks.keys
+                if ks is None or (not kf.close_only
+                                  and not kf.allows(configs, kstate, data, res[0])):
                     self._dead = True  # repeats a key, or leaves only repeats to complete one
                     return False
                 self._keys.append(ks)

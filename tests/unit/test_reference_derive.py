@@ -1,9 +1,9 @@
-"""Splits derived from a reference state's (``MaskComputer._reference`` / ``_derived``):
+"""Splits derived from a reference state's (``Derivations.reference`` / ``from_reference``):
 a key prefix of an object that takes extra keys sends nearly every first byte where the
 extra keys' content state does, so its split is that state's except below the bytes
 that go on along a declared key, end it, or start an escape; and splits of a counting
 pattern's states derived from another count of the same string
-(``_pair_reference`` / ``_pair_derived``: both walked side by side, pruned where no
+(``pair_reference`` / ``from_pair``: both walked side by side, pruned where no
 token below can part them). Such a derived split must equal the split walked in full
 (accepted tokens and context-dependent groups), and masks built from it must equal the
 brute force, on the real Llama-3 vocabulary."""
@@ -79,26 +79,26 @@ def test_derived_splits_equal_full_splits_and_masks_stay_exact():
     mc = g.compiled.masks
     texts = [json.dumps(doc, separators=sep, ensure_ascii=False)
              for doc in DOCS for sep in (None, (",", ":"))]
-    checked = replay_checking_new_nodes(g, texts, lambda: mc.derived, 6)
-    assert mc.derived >= 5 and checked >= 3, (mc.derived, checked)
+    checked = replay_checking_new_nodes(g, texts, lambda: mc.splits.derive.derived, 6)
+    assert mc.splits.derive.derived >= 5 and checked >= 3, (mc.splits.derive.derived, checked)
     # every derived split against the same split walked in full
-    derived = [s for s in mc._nodes if isinstance(s, int) and mc._reference(s) is not None]
+    derived = [s for s in mc._nodes if isinstance(s, int) and mc.splits.derive.reference(s) is not None]
     assert len(derived) >= 5
     trie = g.compiled.trie
     for s in derived:
-        alive, pops, guards = mc._walk_split(s, None, False)
+        alive, pops, guards = mc.splits.walker.walk_split(s, None, False)
         if alive.size <= SORT_PACK_MAX:
             full = node_mask_of_ids(trie.tokens_at(np.unique(alive)), mc.words, pops, guards)
         else:
             full = node_mask(trie.token_flags(alive), mc.words, pops, guards)
         # as the mask got it (the two walks side by side, most of them), and from the
         # first bytes' subtrees (where those walks would read too many nodes)
-        for got in (mc._nodes[s], mc._derived(s, *mc._reference(s))):
+        for got in (mc._nodes[s], mc.splits.derive.from_reference(s, *mc.splits.derive.reference(s))):
             assert (_accepted(got, mc.words) == _accepted(full, mc.words)).all(), s
             assert got.n_accepted == full.n_accepted
             assert _groups(got) == _groups(full), s
-    assert mc.pair_derived >= 5
-    assert g.stats()["derived_nodes"] == mc.derived
+    assert mc.splits.derive.pair_derived >= 5
+    assert g.stats()["derived_nodes"] == mc.splits.derive.derived
 
 
 COUNTING = {"type": "object",
@@ -121,12 +121,12 @@ def test_counting_patterns_derive_from_a_count_no_token_tells_apart():
     mc = g.compiled.masks
     texts = [json.dumps(doc, separators=sep, ensure_ascii=ea)
              for doc in COUNTING_DOCS for sep in (None, (",", ":")) for ea in (True, False)]
-    checked = replay_checking_new_nodes(g, texts, lambda: mc.pair_derived, 8)
-    assert mc.pair_derived >= 20 and checked >= 5, (mc.pair_derived, checked)
+    checked = replay_checking_new_nodes(g, texts, lambda: mc.splits.derive.pair_derived, 8)
+    assert mc.splits.derive.pair_derived >= 20 and checked >= 5, (mc.splits.derive.pair_derived, checked)
     trie = g.compiled.trie
 
     def full_split(s):
-        alive, pops, guards = mc._walk_split(s, None, False)
+        alive, pops, guards = mc.splits.walker.walk_split(s, None, False)
         if alive.size <= SORT_PACK_MAX:
             return node_mask_of_ids(trie.tokens_at(np.unique(alive)), mc.words, pops, guards)
         return node_mask(trie.token_flags(alive), mc.words, pops, guards)
@@ -136,7 +136,7 @@ def test_counting_patterns_derive_from_a_count_no_token_tells_apart():
         assert got.n_accepted == full.n_accepted, what
         assert _groups(got) == _groups(full), what
 
-    family = [s for s in mc._nodes if mc._family_of(s) is not None]
+    family = [s for s in mc._nodes if mc.splits.derive.family_of(s) is not None]
     assert len(family) >= 30, len(family)
     full = {s: full_split(s) for s in family}
     for s in family:
@@ -144,16 +144,16 @@ def test_counting_patterns_derive_from_a_count_no_token_tells_apart():
     # every count from every other count of its string (a sample), near the bound
     # too, where the two walks part and those subtrees are walked from the state
     pairs = [(s, q) for s in family for q in family
-             if q != s and mc._family_of(q)[0] == mc._family_of(s)[0]]
+             if q != s and mc.splits.derive.family_of(q)[0] == mc.splits.derive.family_of(s)[0]]
     rng = random.Random(7)
     parted = 0
     for s, q in rng.sample(pairs, min(len(pairs), 150)):
-        fam = mc._family_of(s)
-        f = mc._family_frag[fam[0]]
-        dn, _ = pair_differences(trie, mc.pda, q, s, mc._families, f, mc._moore(f), 10**7)
+        fam = mc.splits.derive.family_of(s)
+        f = mc.splits.derive.family_frag[fam[0]]
+        dn, _ = pair_differences(trie, mc.pda, q, s, mc.splits.derive.families, f, mc.splits.derive.moore(f), 10**7)
         parted += dn.size > 0
-        got = mc._pair_derived(s, q, 10**7)
+        got = mc.splits.derive.from_pair(s, q, 10**7)
         assert got is not None
         same(got, full[s], (s, q))
     assert parted >= 20, parted
-    assert g.stats()["pair_derived_nodes"] == mc.pair_derived
+    assert g.stats()["pair_derived_nodes"] == mc.splits.derive.pair_derived

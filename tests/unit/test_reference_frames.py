@@ -276,14 +276,14 @@ UP_TO_TWO_DOCS = [{"a": "", "b": ""}, {"b": "", "a": ""}, {"c": "", "a": ""}, {"
 
 def test_contexts_shared_across_stacks_equal_their_own_computation():
     """A context computed with one stack serves every stack whose top entries, down to
-    the deepest one that computation touched, are the same (``MaskComputer._ctx_tops``),
+    the deepest one that computation touched, are the same (``Contexts._ctx_tops``),
     and every state whose split has the same context-dependent groups
-    (``MaskComputer._ctx_groups``: the counts of a long ``maxLength`` string). Decoding
+    (``Contexts._ctx_groups``: the counts of a long ``maxLength`` string). Decoding
     nested and branching documents, every context the matcher used (served from another
     stack's or state's entry or not) equals the context computed from its own state and
     stack alone by a fresh mask computer, and every kind of sharing did happen: also
     across stacks whose top entries differ in frames that gave the same outcomes to
-    what the computation read (``MaskComputer._ctx_frames``, see ``FrameReads``)."""
+    what the computation read (``Contexts._ctx_frames``, see ``FrameReads``)."""
     from reference_engine.matcher import MaskComputer
 
     v = H.vocab()
@@ -306,16 +306,16 @@ def test_contexts_shared_across_stacks_equal_their_own_computation():
                     assert m.commit(t)
         c = g.compiled
         mc = c.masks
-        shared += mc.ctx_shared
-        across_frames += mc.ctx_frame_shared
+        shared += mc.contexts.ctx_shared
+        across_frames += mc.contexts.ctx_frame_shared
         fresh = MaskComputer(c.pda, c.trie, c.stop_ids, json_keys=c.json_keys,
                              key_floor=mc.key_floor)
-        fresh._ctx_tops = _NoSharing()
-        fresh._ctx_groups = _NoSharing()
-        fresh._ctx_frames = _NoSharing()
-        assert mc._ctx
+        fresh.contexts._ctx_tops = _NoSharing()
+        fresh.contexts._ctx_groups = _NoSharing()
+        fresh.contexts._ctx_frames = _NoSharing()
+        assert mc.contexts.entries()
         by_stack: dict[int, dict[int, int]] = {}
-        for (state, stack), ws in mc._ctx.items():
+        for (state, stack), ws in mc.contexts.entries().items():
             by_stack.setdefault(stack, {}).setdefault(id(ws), state)
             across_states += by_stack[stack][id(ws)] != state
             want = fresh.context(state, stack)

@@ -81,10 +81,10 @@ def test_precompute_walks_past_key_ends():
             (s, st), = got[0]
             nm = mc.node(s)
             assert nm.guards and not nm.pops, prefix  # a key's end waits on the frame
-            walks, rows = len(mc._cwalk), int(pda.materialised.sum())
+            walks, rows = len(mc.contexts._cwalk), int(pda.materialised.sum())
             ws = mc.context(s, st)
             assert ws.idx.size  # '"' and '":' end the key here
-            new.append((len(mc._cwalk) - walks, int(pda.materialised.sum()) - rows))
+            new.append((len(mc.contexts._cwalk) - walks, int(pda.materialised.sum()) - rows))
         assert new[0] == (0, 0), (prefix, new)
         assert new[1][0] > 0, (prefix, new)
 

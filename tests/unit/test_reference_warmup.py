@@ -110,10 +110,10 @@ def test_warm_decode_builds_what_a_decode_needs_and_changes_no_mask():
             stats["warm_documents"]) == (w.tokens, 0, True, 3)
     # a decode of the examples themselves builds nothing new: no split, context nor row
     mc, pda = warm.compiled.masks, warm.compiled.pda
-    before = (len(mc._nodes), len(mc._ctx), int(pda.materialised.sum()))
+    before = (len(mc._nodes), len(mc.contexts.entries()), int(pda.materialised.sum()))
     for doc in example_instances(SCHEMA):
         H.masks_along(warm, json.dumps(doc))
-    assert (len(mc._nodes), len(mc._ctx), int(pda.materialised.sum())) == before
+    assert (len(mc._nodes), len(mc.contexts.entries()), int(pda.materialised.sum())) == before
     # and every mask of other documents, in every serialisation, is the cold engine's
     H.assert_same_masks(cold, warm, DOCS)
 

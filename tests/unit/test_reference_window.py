@@ -1,5 +1,5 @@
 """Splits inside a length-windowed JSON string derived from the window's minimum
-(``MaskComputer._window_reference`` / ``_windowed``): under ``maxLength`` on a plain
+(``Derivations.window_reference`` / ``from_window``): under ``maxLength`` on a plain
 string, a token lives at count ``c`` iff it lives at the minimum's count and the
 characters it begins in the string (escapes, multi-byte and partial characters,
 surrogate pairs; up to its closing quote) fit in ``maxLength - c``. Each derived split
@@ -46,7 +46,7 @@ def test_windowed_splits_equal_full_splits_and_masks_stay_exact():
     g = _lazy().compile(json.dumps(SCHEMA))
     mc, pda = g.compiled.masks, g.compiled.pda
     texts = [json.dumps(doc, ensure_ascii=a) for doc in DOCS for a in (True, False)]
-    checked = replay_checking_new_nodes(g, texts, lambda: mc.windowed, 8)
+    checked = replay_checking_new_nodes(g, texts, lambda: mc.splits.derive.windowed, 8)
     assert checked >= 4, checked
     # every windowed position, derived, against the same split walked in full
     derived: dict[int, int] = {}  # per maxLength
@@ -56,18 +56,18 @@ def test_windowed_splits_equal_full_splits_and_masks_stay_exact():
         derived.setdefault(fc.hi, 0)
         for cnt in range(fc.hi + 1):
             s = pda.state_of((f, 0, START, cnt, 0))
-            ref = mc._window_reference(s) if s >= 0 else None
+            ref = mc.splits.derive.window_reference(s) if s >= 0 else None
             if ref is None:
                 continue
-            got = mc._windowed(s, *ref)
-            full = mc._split_walked(s)
+            got = mc.splits.derive.from_window(s, *ref)
+            full = mc.splits.walker.walked(s)
             assert (_accepted(got, mc.words) == _accepted(full, mc.words)).all(), (fc.hi, cnt)
             assert _groups(got) == _groups(full), (fc.hi, cnt)
             derived[fc.hi] += 1
     # every count above the minimum: short (1..5), name (3..14), tags (1..40, in the
     # first item and the next); not the pattern's (its automaton has more than one state)
     assert derived == {5: 5, 14: 12, 40: 80, 6: 0}, derived
-    assert g.stats()["window_derived_nodes"] == mc.windowed > 0
+    assert g.stats()["window_derived_nodes"] == mc.splits.derive.windowed > 0
 
 
 TWIN_SCHEMA = {"type": "object",
@@ -100,10 +100,10 @@ def test_far_counters_take_their_unwindowed_twins_split_exactly():
     g = _lazy().compile(json.dumps(TWIN_SCHEMA))
     mc, pda = g.compiled.masks, g.compiled.pda
     texts = [json.dumps(doc, ensure_ascii=a) for doc in TWIN_DOCS for a in (True, False)]
-    checked = replay_checking_new_nodes(g, texts, lambda: mc.unwindowed, 10)
+    checked = replay_checking_new_nodes(g, texts, lambda: mc.splits.unwindowed, 10)
     assert checked >= 6, checked
     twinned = [s for s in list(mc._nodes)
-               if mc.mask_key(s) != s and mc._unwindowed_state(mc.mask_key(s)) >= 0]
+               if mc.mask_key(s) != s and mc.splits.unwindowed_state(mc.mask_key(s)) >= 0]
     assert len(twinned) >= 8, len(twinned)
     # several automata (more than one state: no window reference) and two fragments
     # in one state (the anyOf) among them
@@ -113,10 +113,10 @@ def test_far_counters_take_their_unwindowed_twins_split_exactly():
     assert any(sum(len(it) == 5 for it in pda.items[s]) == 2 for s in twinned)
     for s in twinned[:6] + many[:6]:
         got = mc.node(s)
-        full = mc._split_walked(s)
+        full = mc.splits.walker.walked(s)
         assert (_accepted(got, mc.words) == _accepted(full, mc.words)).all(), s
         assert _groups(got) == _groups(full), s
-    assert g.stats()["unwindowed_nodes"] == mc.unwindowed > 0
+    assert g.stats()["unwindowed_nodes"] == mc.splits.unwindowed > 0
 
 
 NEAR_SCHEMA = {"type": "object",
@@ -140,7 +140,7 @@ def test_near_the_maximum_splits_derive_from_the_twin_exactly(monkeypatch):
     twin's (no window) less the tokens and group nodes that begin too many
     characters, those within the automaton's reach of the budget read byte by byte:
     equal to the split walked in full at every count, and masks equal the brute force."""
-    import reference_engine.matcher as M
+    import reference_engine.derive as M
     # with the default cap a small budget in free text is walked instead (a test below);
     # here every near split is derived, however many tokens it reads byte by byte
     monkeypatch.setattr(M, "NEAR_BAND_MAX", 1 << 30)
@@ -149,17 +149,17 @@ def test_near_the_maximum_splits_derive_from_the_twin_exactly(monkeypatch):
     texts = [json.dumps(doc, ensure_ascii=a) for doc in NEAR_DOCS for a in (True, False)]
     for doc in NEAR_DOCS:
         jsonschema.validate(doc, NEAR_SCHEMA)
-    checked = replay_checking_new_nodes(g, texts, lambda: mc.near_windowed, 10)
+    checked = replay_checking_new_nodes(g, texts, lambda: mc.splits.derive.near_windowed, 10)
     assert checked >= 6, checked
     seen = {}
     for s in list(mc._nodes):
-        near = mc._near_window(s) if isinstance(s, int) else None
+        near = mc.splits.derive.near_window(s) if isinstance(s, int) else None
         if near is None:
             continue
         (f, d, _, cnt, _), = [it for it in pda.items[s] if len(it) == 5]
         seen.setdefault(pda.frag_class[f].hi, set()).add(near[2])
-        got = mc._near_windowed(s, *near)
-        full = mc._split_walked(s)
+        got = mc.splits.derive.from_near_window(s, *near)
+        full = mc.splits.walker.walked(s)
         assert (_accepted(got, mc.words) == _accepted(full, mc.words)).all(), (s, near)
         assert _groups(got) == _groups(full), (s, near)
     # the three windows, with reaches 1 (a word), 4 (``a-42`` from the start) and 1 (``x``)
@@ -169,15 +169,15 @@ def test_near_the_maximum_splits_derive_from_the_twin_exactly(monkeypatch):
     n = 0
     for cnt in range(0, 61):
         s = pda.state_of((f, 1, START, cnt, 0))
-        near = mc._near_window(s) if s >= 0 else None
+        near = mc.splits.derive.near_window(s) if s >= 0 else None
         if near is not None:
-            got = mc._near_windowed(s, *near)
-            full = mc._split_walked(s)
+            got = mc.splits.derive.from_near_window(s, *near)
+            full = mc.splits.walker.walked(s)
             assert (_accepted(got, mc.words) == _accepted(full, mc.words)).all(), cnt
             assert _groups(got) == _groups(full), cnt
             n += 1
     assert n >= 50, n
-    assert g.stats()["near_window_nodes"] == mc.near_windowed > 0
+    assert g.stats()["near_window_nodes"] == mc.splits.derive.near_windowed > 0
 
 
 def test_string_liveness_read_off_the_fragment_equals_the_automatons_walk():
@@ -200,7 +200,7 @@ def test_string_liveness_read_off_the_fragment_equals_the_automatons_walk():
         for d in range(fc.dfa.n):
             for cnt in range(0, fc.hi + 1, 3):
                 s = pda.state_of((f, d, START, cnt, 0))
-                if s < 0 or mc._string_item(s) is None:
+                if s < 0 or mc.splits.derive.string_item(s) is None:
                     continue
                 for data in sample:
                     part = data[:json_string_end(data)]
@@ -211,7 +211,7 @@ def test_string_liveness_read_off_the_fragment_equals_the_automatons_walk():
                             ok = False
                             break
                     assert fc.lives(d, START, cnt, part) == ok, (f, d, cnt, data)
-                    assert mc._lives_in_string(s, data) == ok, (f, d, cnt, data)
+                    assert mc.splits.derive.lives_in_string(s, data) == ok, (f, d, cnt, data)
                     checked += 1
                     alive += ok
                 pairs += 1
@@ -226,11 +226,11 @@ def test_near_the_maximum_with_a_wide_band_walks_instead():
     mc, pda = g.compiled.masks, g.compiled.pda
     f = next(f for f, fc in enumerate(pda.frag_class) if fc.hi == 60)
     s = pda.state_of((f, 1, START, 57, 0))  # three characters left in a word
-    near = mc._near_window(s)
+    near = mc.splits.derive.near_window(s)
     assert near is not None and near[1] == 3
-    before = mc.near_windowed
-    got = mc._near_windowed(s, *near)
-    assert mc.near_windowed == before and s not in mc._near_twin
-    full = mc._split_walked(s)
+    before = mc.splits.derive.near_windowed
+    got = mc.splits.derive.from_near_window(s, *near)
+    assert mc.splits.derive.near_windowed == before and s not in mc.splits.derive.near_twin
+    full = mc.splits.walker.walked(s)
     assert (_accepted(got, mc.words) == _accepted(full, mc.words)).all()
     assert _groups(got) == _groups(full)
