@@ -15,7 +15,7 @@ Invariants:
   (:meth:`~reference_engine.closure.Configurations.closure_low`): any stack with the
   same top entries down to there gets the same entry; stacks whose top entries differ
   only in object frames get it too where those frames give the same outcome to every
-  read the computation made of them (:class:`~reference_engine.pda.FrameReads`).
+  read the computation made of them (:class:`~reference_engine.frames.FrameReads`).
 - The walks it makes depend on (state, trie nodes) only, not on the stack: they are
   memoised apart from the entries (within :data:`CONTEXT_WALK_MEMO`), so a new object
   frame (a new stack per member read) leads back into walks already made.
@@ -112,7 +112,7 @@ class Contexts:
         nested at another place, or reached with other frames further down). Stacks
         whose top entries differ only in object frames share it too where those
         frames give the same outcomes to every read the computation made of them
-        (:class:`~reference_engine.pda.FrameReads`: a member's value inside an
+        (:class:`~reference_engine.frames.FrameReads`: a member's value inside an
         object with other members seen before it)."""
         key = (state, stack)
         got = self._ctx.get(key)
@@ -193,7 +193,7 @@ class Contexts:
         stack from which the computation would be the same: one whose top entries, as
         many as that computation read, are ``stack``'s, or differ from them in object
         frames only that give the outcomes that computation read of them (another set
-        of members seen: see :class:`~reference_engine.pda.FrameReads`). None if none."""
+        of members seen: see :class:`~reference_engine.frames.FrameReads`). None if none."""
         pool = self.pda.stacks
         tops = self._ctx_tops.get(gid)
         if tops is not None:

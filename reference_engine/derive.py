@@ -226,7 +226,7 @@ class Derivations:
         :meth:`~reference_engine.splits.Splits.mask_key` to share it, read by an
         automaton of several states (one state: :meth:`window_reference`); else None.
         The twin is the position with the fragment's
-        :meth:`~reference_engine.pda.PDA.unwindowed` twin, the budget the characters
+        :meth:`~reference_engine.nfa.NFA.unwindowed` twin, the budget the characters
         left (``hi - cnt``), the reach the fragment's
         :attr:`~reference_engine.fragments.FragClass.reach`."""
         got = self.string_item(state)

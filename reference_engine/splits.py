@@ -70,7 +70,7 @@ class Splits:
 
     def unwindowed_state(self, mkey: frozenset) -> int:
         """The state of :meth:`mask_key`'s items with each far counter's fragment item
-        moved to the fragment's :meth:`~reference_engine.pda.PDA.unwindowed` twin at
+        moved to the fragment's :meth:`~reference_engine.nfa.NFA.unwindowed` twin at
         count 0 (or -1 for none: a key fragment's counter, left to its own walk).
 
         It has the same mask: with ``cnt >= lo`` both leave the string at the same

@@ -18,11 +18,11 @@ three) items per array, and a value of the declared type otherwise ("example" th
 plain text of other words, spaces and punctuation; other numbers and booleans). Real
 documents hold every member but other values, and the states a decode meets depend on
 the values (which enum value, which branch, where a string's last token ends, how an
-array goes on): a second and third document cut a first real decode's mask time by
-about a fifth on a 300-schema sample, where a document of the required members only
-made it worse. Each is written as ``json.dumps`` writes it (``", "`` and ``": "``), the
-spacing models mostly emit, and tokenised by the caller's tokenizer (a decode's states
-depend on where its tokens end). They are decoded in turn within one time budget.
+array goes on): a second and third document, with other choices, leave fewer new
+entries to a first real decode; a document of the required members only does not
+(real documents hold every member). Each is written as ``json.dumps`` writes it
+(``", "`` and ``": "``), the spacing models mostly emit, and tokenised by the caller's
+tokenizer (a decode's states depend on where its tokens end). They are decoded in turn within one time budget.
 
 A document the grammar refuses is pruned, not dropped: the innermost member or item
 around the first byte the automaton refuses is removed and the decode goes on from
