@@ -155,13 +155,16 @@ def round_robin(queues: list[list[Any]], n: int) -> list[Any]:
 def corpus_candidates(name: str, data: str | None) -> list[Path]:
     """Where a corpus named ``name`` may be, in order: ``--data DIR``; else
     ``$HARNESS_DATA/<name>`` then ``$HARNESS_DATA``; else ``../shared/corpora/<name>``
-    beside the project."""
+    beside the current directory, then beside the project's source tree (the same folder
+    for a clone used in place; an installed harness has only the first)."""
     if data:
         return [Path(data)]
     if os.environ.get("HARNESS_DATA"):
         root = Path(os.environ["HARNESS_DATA"])
         return [root / name, root]
-    return [PROJECT_ROOT.parent / "shared" / "corpora" / name]
+    here = Path.cwd().resolve().parent / "shared" / "corpora" / name
+    beside = PROJECT_ROOT.parent / "shared" / "corpora" / name
+    return [here] if here == beside else [here, beside]
 
 
 def find_corpus(name: str, data: str | None, looks_right: Callable[[Path], bool],

@@ -25,13 +25,14 @@ def test_works_from_a_non_editable_install(tmp_path):
                           "--no-build-isolation", "--no-index", "--target", str(site), str(src)],
                          capture_output=True, text=True, timeout=600)
     assert pip.returncode == 0, pip.stderr
-    data = tmp_path / "corpus"
-    link_real(data)
-    work = tmp_path / "elsewhere"
+    # the layout of a clone: the corpus in ../shared/corpora beside the working directory
+    link_real(tmp_path / "shared" / "corpora" / "jsonschemabench")
+    work = tmp_path / "clone"
     work.mkdir()
     code = ("import harness; r = harness.run(harness.RunConfig(engines=['llguidance'], "
             "sample=2)); print(r.path); print(r.summary()['engines']['llguidance']['status'])")
-    env = {**os.environ, "PYTHONPATH": str(site), "HARNESS_DATA": str(data)}
+    env = {k: v for k, v in os.environ.items() if k != "HARNESS_DATA"}
+    env["PYTHONPATH"] = str(site)
     out = subprocess.run([sys.executable, "-c", code], cwd=work, env=env,
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
