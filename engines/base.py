@@ -174,8 +174,12 @@ class EngineAdapter(abc.ABC):
     #: (None: nothing to install).
     requires: ClassVar[str | None] = None
     configs: ClassVar[dict[str, dict[str, Any]]] = {"default": {}}
-    #: Hidden engines (test doubles) are not part of ``--engine all``.
+    #: Hidden engines are not part of ``--engine all`` (they run when named);
+    #: :attr:`hidden_reason` says why, for ``harness engines``.
     hidden: ClassVar[bool] = False
+    hidden_reason: ClassVar[str | None] = None
+    #: How to install the engine where it is missing (``harness engines``, "not run").
+    install_hint: ClassVar[str | None] = None
     #: True: the engine's own mask kernel (:meth:`mask_kernel`) is the better choice on a
     #: GPU, where ``--apply auto`` then takes it.
     prefer_own_kernel_on_gpu: ClassVar[bool] = False
@@ -198,6 +202,14 @@ class EngineAdapter(abc.ABC):
     def label(self) -> str:
         """``engine`` or ``engine:config`` as written in records."""
         return self.name if self.config == "default" else f"{self.name}:{self.config}"
+
+    @classmethod
+    def how_to_install(cls) -> str | None:
+        """:attr:`install_hint`, else ``pip install PACKAGE``; None when there is nothing
+        to install."""
+        if cls.install_hint:
+            return cls.install_hint
+        return f"pip install '{cls.package}'" if cls.package else None
 
     @classmethod
     def version(cls) -> str | None:

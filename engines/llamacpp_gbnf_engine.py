@@ -176,8 +176,9 @@ class LlamaCppGbnfEngine(EngineAdapter):
     requires = "llama_cpp"
     grammar_runtime = "llamacpp"
     configs = {"default": {}}
-    #: not part of --engine all (optional install; ~10 ms a mask): ask for it by name
     hidden = True
+    hidden_reason = "optional runtime, slow masks: ask for it by name"
+    install_hint = "bash scripts/build_llamacpp.sh"
 
     def __init__(self, vocab: Vocabulary, config: str = "default", **overrides: Any):
         super().__init__(vocab, config, **overrides)

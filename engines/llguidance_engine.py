@@ -230,6 +230,7 @@ class LLGuidanceEngine(EngineAdapter):
     name = "llguidance"
     package = "llguidance"
     requires = "llguidance"
+    install_hint = "bash setup.sh (pins llguidance==1.9.1)"
     configs = {
         "default": {},
         # Unimplemented keywords (if/then/else, not, ...) become warnings, not errors.

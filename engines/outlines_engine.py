@@ -170,6 +170,7 @@ class OutlinesEngine(EngineAdapter):
     name = "outlines"
     package = "outlines-core"
     requires = "outlines_core"
+    install_hint = "bash setup.sh (pins outlines-core==0.2.14)"
     configs = {
         "default": dict(OUTLINES_DEFAULTS),
         # JSON whitespace (newlines, tabs, spaces) between tokens, as other engines allow.

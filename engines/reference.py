@@ -127,9 +127,8 @@ class ReferenceEngine(EngineAdapter):
         "canonical-order": {**_DEFAULTS, "property_order": "declared"},
         "lazy": {**_DEFAULTS, "precompute_s": 0.0, "warm_s": 0.0},
     }
-    # Kept out of ``--engine all`` for now: the existing registry tests pin "all" to the
-    # three peer engines. Select it explicitly with ``--engine reference``.
     hidden = True
+    hidden_reason = "the project's own oracle, not a peer: ask for it by name"
 
     @classmethod
     def version(cls) -> str | None:

@@ -129,6 +129,7 @@ class NullEngine(EngineAdapter):
     name = "null"
     package = None
     hidden = True
+    hidden_reason = "test double"
     configs = {"default": {}}
 
     def __init__(self, vocab: Vocabulary, config: str = "default", **overrides: Any):
@@ -145,6 +146,7 @@ class FaultyEngine(NullEngine):
 
     name = "faulty"
     hidden = True
+    hidden_reason = "test double"
     configs = {"default": {}}
 
     def compile(self, schema_text: str) -> CompiledGrammar:

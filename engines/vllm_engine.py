@@ -28,6 +28,8 @@ class VllmEngine(EngineAdapter):
     configs = {"default": {"backend": "auto"}, **{b: {"backend": b} for b in BACKENDS
                                                    if b != "auto"}}
     hidden = True
+    hidden_reason = "serving engine: the e2e suite only (--suite e2e --engine vllm)"
+    install_hint = "pip install vllm (needs a GPU build of torch)"
 
     def compile(self, schema_text: str) -> CompiledGrammar:
         raise CompileError("vllm runs in the e2e suite only (harness run --suite e2e)")

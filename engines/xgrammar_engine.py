@@ -187,6 +187,7 @@ class XGrammarEngine(EngineAdapter):
     name = "xgrammar"
     package = "xgrammar"
     requires = "xgrammar"
+    install_hint = "bash setup.sh (pins xgrammar==0.2.9 after torch==2.13.0)"
     prefer_own_kernel_on_gpu = True
     configs = {
         # xgrammar's own defaults, written out.

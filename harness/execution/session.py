@@ -53,7 +53,8 @@ def engine_status(spec: EngineSpec) -> dict[str, Any]:
         info["status"] = "run"
     else:
         info["status"] = "not_run"
-        info["reason"] = f"not installed (pip install '{cls.package}')"
+        hint = cls.how_to_install()
+        info["reason"] = "not installed" + (f" ({hint})" if hint else "")
     return info
 
 
