@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -61,6 +62,9 @@ class LocalExecutor:
 
     def __post_init__(self) -> None:
         self._ctx = mp.get_context("spawn")
+        # finished records wait here while the next jobs are dispatched: a worker never
+        # idles while the driver writes
+        self._ready: list[dict[str, Any]] = []
         self._slots = [
             _Slot(i, str(self.store.worker_log(i))) for i in range(max(1, self.jobs))
         ]
@@ -92,6 +96,8 @@ class LocalExecutor:
 
     def _log_tail(self, slot: _Slot, limit: int = 2000) -> str:
         try:
+            if os.path.getsize(slot.log_path) <= slot.log_offset:
+                return ""  # nothing written during this job: no need to open the log
             with open(slot.log_path, "rb") as f:
                 f.seek(slot.log_offset)
                 data = f.read()
@@ -130,8 +136,14 @@ class LocalExecutor:
         if stderr:
             rec["stderr"] = stderr
         slot.job = None
-        self.store.append(rec)
-        self.on_record(rec)
+        self._ready.append(rec)
+
+    def _flush_ready(self) -> None:
+        """Store the finished records (after the freed slots got their next jobs)."""
+        while self._ready:
+            rec = self._ready.pop(0)
+            self.store.append(rec)
+            self.on_record(rec)
 
     def _death(self, slot: _Slot, reason: str | None = None) -> None:
         """The worker of ``slot`` died or was killed; record why and drop it."""
@@ -173,12 +185,11 @@ class LocalExecutor:
                             more = False
                             break
                         if job.payload is None:  # bad input: recorded, never run
-                            rec = {**self._base(job), "outcome": outcomes.BAD_INPUT,
-                                   "error": job.load_error}
-                            self.store.append(rec)
-                            self.on_record(rec)
+                            self._ready.append({**self._base(job), "outcome": outcomes.BAD_INPUT,
+                                                "error": job.load_error})
                             continue
                         self._dispatch(slot, job)
+                self._flush_ready()
                 busy = [s for s in self._slots if s.job is not None]
                 if not busy:
                     continue
@@ -198,6 +209,12 @@ class LocalExecutor:
                         os.kill(slot.process.pid, signal.SIGKILL)
                         self._death(slot, "timeout")
         finally:
+            failing = sys.exc_info()[0] is not None
+            try:  # what finished before an interruption is kept
+                self._flush_ready()
+            except Exception:
+                if not failing:  # else the error already in flight is the one to show
+                    raise
             for slot in self._slots:
                 if slot.process is not None and (slot.job is not None or not keep_workers):
                     self._close_slot(slot)
