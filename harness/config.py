@@ -13,8 +13,11 @@ from typing import Any, Mapping, Sequence
 
 __all__ = ["ConfigError", "RunConfig", "SERIALIZATION_NAMES"]
 
-#: The serialisations of an instance a replay can use (see :mod:`harness.measure.replay`).
-SERIALIZATION_NAMES = ("ascii", "unicode", "compact")
+#: The serialisations of an instance a replay can use (see :mod:`harness.measure.replay`):
+#: ``unicode`` (raw UTF-8, ``json.dumps(d, ensure_ascii=False)``: MaskBench's and the
+#: engines' own CI choice, the default primary), ``ascii`` (``\uXXXX`` escapes),
+#: ``compact`` (no spaces, escapes) and ``compact_unicode`` (no spaces, raw UTF-8).
+SERIALIZATION_NAMES = ("unicode", "ascii", "compact", "compact_unicode")
 
 
 class ConfigError(ValueError):
@@ -79,7 +82,7 @@ class RunConfig:
     memory_gib: float = 8.0
     jobs: int = 1
     serializations: Sequence[str] = SERIALIZATION_NAMES
-    primary: str = "ascii"
+    primary: str = "unicode"
     segmentations: int = 0
     options: Mapping[str, Any] = field(default_factory=dict)
 

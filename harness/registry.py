@@ -128,12 +128,15 @@ ENGINES: Registry[type[EngineAdapter]] = Registry("engine", "grammar_harness.eng
 #: Suites (classes taking ``data``, ``subsets``, ``sample``, ``schemas``; see :mod:`suites.base`).
 SUITES: Registry[type] = Registry("suite", "grammar_harness.suites", suites.SUITES)
 #: Sections every report tries (``builder(ctx) -> Section | list[Section] | None``): the
-#: core ones, then third-party ones; ``diff`` (several runs compared) always comes last,
-#: after the sections the runs' suites declare (``SuiteBase.report_sections``).
+#: core ones, then third-party ones, then the sections the runs' suites declare
+#: (``SuiteBase.report_sections``); :data:`REPORT_TAIL` (several runs compared, then the
+#: metadata) always comes last.
 REPORT_SECTIONS: Registry[Any] = Registry("report section", "grammar_harness.report_sections", {
     name: f"harness.report.sections.core:sec_{name.replace('-', '_')}"
-    for name in ("metadata", "engines", "results", "subsets", "latency", "slow-masks",
-                 "unfinished", "diff")})
+    for name in ("verdict", "results", "caveats", "subsets", "latency", "slow-masks",
+                 "unfinished", "diff", "engines", "metadata")})
+#: The sections after every other one, in this order.
+REPORT_TAIL = ("diff", "engines", "metadata")
 #: ``harness`` sub-commands: modules with ``add_parser(subparsers)``.
 COMMANDS: Registry[Any] = Registry("command", "grammar_harness.commands", {
     "run": "harness.cli.run",

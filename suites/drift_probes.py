@@ -368,6 +368,17 @@ GROUPS: list[dict[str, Any]] = [
         ("escaped-key", '{"\\u00e9": 1}', True),
         ("escaped-key-wrong-type", '{"\\u00e9": "x"}', False),
     ]),
+    _group("whitespace", "const-object", {"const": {"key": "你好"}}, [
+        ("compact-raw", '{"key":"你好"}', True),
+        ("spaced-raw", '{"key": "你好"}', True),
+        ("other-value", '{"key": "你"}', False),
+    ], "const / enum objects are values: any JSON whitespace spells the same one"),
+    _group("whitespace", "enum-objects", {"enum": [{"a": 1, "b": [1, 2]}, {"a": 2}]}, [
+        ("compact", '{"a":1,"b":[1,2]}', True),
+        ("spaced", '{"a": 1, "b": [1, 2]}', True),
+        ("newlines", '{\n  "a": 1,\n  "b": [\n    1,\n    2\n  ]\n}', True),
+        ("not-member", '{"a": 3}', False),
+    ]),
     _group("string_escapes", "enum-escaped", {"enum": ["a\"b", "é"]}, [
         ("quote", '"a\\"b"', True),
         ("u-escape-of-enum-member", '"\\u00e9"', True),

@@ -10,7 +10,12 @@ Definitions (MaskBench's, plus the EOS check it lacks):
   (censored), as MaskBench counts it.
 - **false rejects / false accepts**: instances, per serialisation, whose replay verdict
   differs from the expected verdict (jsonschema's; the corpus label where jsonschema
-  could not decide). Only schemas that compiled and finished count.
+  could not decide). Only schemas that compiled and finished count. The headline counts
+  (``false_rejects``, ``false_accepts``, ``outcomes``) are over the instances where
+  jsonschema and the corpus label agree; the instances where they disagree are counted
+  apart (``*_label_disagrees``, with the reason where it is known), and ``outcomes_all``
+  counts the records' own outcomes (jsonschema on every instance: what the gate judges).
+- **escapes change the verdict**: schemas whose outcome differs between serialisations.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from harness.measure import outcomes
+from harness.measure.groundtruth import GroundTruth
 from harness.measure.outcomes import instance_outcome
 from harness.store.run_store import SUMMARY_FORMAT
 
@@ -75,6 +81,7 @@ def instance_frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
                     "serialization": ser, "expected": inst["expected"],
                     "label": inst["label"], "truth": inst.get("truth"),
                     "label_disagrees": bool(inst.get("label_disagrees")),
+                    "label_reason": inst.get("label_reason"),
                     "status": res["status"],
                     "finding": instance_outcome(inst["expected"], res["status"]),
                     "n_tokens": res.get("n_tokens"),
@@ -100,6 +107,44 @@ def token_timings(records: Iterable[dict[str, Any]], serialization: str) -> dict
     for eng, d in acc.items():
         out[eng] = {k: (np.concatenate([np.asarray(x, dtype=np.int64) for x in v])
                         if v else np.zeros(0, np.int64)) for k, v in d.items()}
+    return out
+
+
+def record_outcome(record: dict[str, Any], serialization: str,
+                   agreeing_only: bool = True) -> str:
+    """A record's outcome on one serialisation: its own for a job that did not finish
+    (compile error, death, bad input); else classified from its instances, only those
+    where jsonschema and the corpus label agree when ``agreeing_only``. An exact-text
+    instance is judged on its one replay whatever the serialisation."""
+    if record["outcome"] not in FINISHED:
+        return record["outcome"]
+    insts = []
+    for i in record.get("instances", ()):
+        if "bad_instance" in i or (agreeing_only and i.get("label_disagrees")):
+            continue
+        res = i.get("results", {})
+        insts.append({**i, "results": {serialization: res.get(serialization, res.get("text"))}}
+                     if "text" in res or serialization not in res else i)
+    return outcomes.classify([i for i in insts if i["results"].get(serialization)], serialization)
+
+
+#: Outcomes of jobs that finished their replays.
+FINISHED = (outcomes.PASSING, outcomes.VALIDATION_ERROR, outcomes.INVALIDATION_ERROR)
+
+
+def verdict_flips(records: Iterable[dict[str, Any]], engine: str,
+                  serializations: list[str]) -> list[dict[str, Any]]:
+    """The engine's schemas whose (headline) outcome differs between serialisations:
+    ``[{"case_id", "outcomes": {ser: outcome}}]``, e.g. an engine that refuses ``\\u``
+    escapes fails a schema in ``ascii`` that it passes in ``unicode``."""
+    sers = [s for s in serializations if s != "text"]
+    out = []
+    for r in records:
+        if r["engine"] != engine or r["outcome"] not in FINISHED or len(sers) < 2:
+            continue
+        per = {s: record_outcome(r, s) for s in sers}
+        if len(set(per.values())) > 1:
+            out.append({"case_id": r["case_id"], "outcomes": per})
     return out
 
 
@@ -137,14 +182,28 @@ def summarize(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, 
             continue
         e_s = sdf[sdf["engine"] == label] if len(sdf) else sdf
         e_i = idf[idf["engine"] == label] if len(idf) else idf
-        counts = Counter(e_s["outcome"]) if len(e_s) else Counter()
+        mine = [r for r in records if r["engine"] == label]
+        counts_all = Counter(r["outcome"] for r in mine)
+        head_ser = "text" if sers == ["text"] else primary
+        counts = Counter(record_outcome(r, head_ser) for r in mine)
         fr, fa, nv, ni = {}, {}, {}, {}
+        fr_ld, fa_ld, nv_ld, ni_ld = {}, {}, {}, {}
         for ser in sers:
             d = e_i[e_i["serialization"] == ser] if len(e_i) else e_i
-            fr[ser] = int((d["finding"] == "false_reject").sum()) if len(d) else 0
-            fa[ser] = int((d["finding"] == "false_accept").sum()) if len(d) else 0
-            nv[ser] = int(d["expected"].sum()) if len(d) else 0
-            ni[ser] = int((~d["expected"].astype(bool)).sum()) if len(d) else 0
+            if not len(d):
+                for m in (fr, fa, nv, ni, fr_ld, fa_ld, nv_ld, ni_ld):
+                    m[ser] = 0
+                continue
+            ld = d["label_disagrees"].astype(bool)
+            valid = d["expected"].astype(bool)
+            fr[ser] = int(((d["finding"] == "false_reject") & ~ld).sum())
+            fa[ser] = int(((d["finding"] == "false_accept") & ~ld).sum())
+            nv[ser] = int((valid & ~ld).sum())
+            ni[ser] = int((~valid & ~ld).sum())
+            fr_ld[ser] = int(((d["finding"] == "false_reject") & ld).sum())
+            fa_ld[ser] = int(((d["finding"] == "false_accept") & ld).sum())
+            nv_ld[ser] = int((valid & ld).sum())
+            ni_ld[ser] = int((~valid & ld).sum())
         t = timings.get(label, {"mask": np.zeros(0), "commit": np.zeros(0)})
         tbm_us = (t["mask"] + t["commit"]) / 1000.0
         tbm = distribution(tbm_us)
@@ -161,10 +220,24 @@ def summarize(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, 
             "options": einfo.get("options"),
             "schemas": int(len(e_s)),
             "outcomes": {o: int(counts.get(o, 0)) for o in outcomes.OUTCOMES},
+            "outcomes_all": {o: int(counts_all.get(o, 0)) for o in outcomes.OUTCOMES},
             "false_rejects": fr,
             "false_accepts": fa,
             "valid_instances": nv,
             "invalid_instances": ni,
+            "false_rejects_label_disagrees": fr_ld,
+            "false_accepts_label_disagrees": fa_ld,
+            "valid_instances_label_disagrees": nv_ld,
+            "invalid_instances_label_disagrees": ni_ld,
+            "label_disagreement_reasons": (
+                {str(k): int(v) for k, v in prim.loc[prim["label_disagrees"], "label_reason"]
+                 .fillna(GroundTruth.UNKNOWN).value_counts().items()} if len(prim) else {}),
+            "false_accept_schemas": (
+                int(prim.loc[(prim["finding"] == "false_accept") & ~prim["label_disagrees"],
+                             "case_id"].nunique()) if len(prim) else 0),
+            "label_outcome_changes": sorted(
+                r["case_id"] for r in mine if record_outcome(r, head_ser) != r["outcome"]),
+            "escapes_change_verdict": verdict_flips(mine, label, sers),
             "eos_refused_valid": int(((prim["status"] == "no_eos") & prim["expected"]).sum()) if len(prim) else 0,
             "mask_commit_disagreements": int(prim["disagreement"].notna().sum()) if len(prim) else 0,
             "label_disagreements": int(prim["label_disagrees"].sum()) if len(prim) else 0,

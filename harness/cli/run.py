@@ -28,8 +28,10 @@ def add_parser(sub) -> None:
     p.add_argument("--memory", dest="memory_gib", type=float,
                    help="address-space limit per worker, GiB (default 8; 0 = none)")
     p.add_argument("--jobs", type=int, help="worker processes (default 1)")
-    p.add_argument("--serializations", help="comma-separated of ascii,unicode,compact (default: all three)")
-    p.add_argument("--primary", help="serialisation that decides schema outcomes and TBM (default ascii)")
+    p.add_argument("--serializations",
+                   help="comma-separated of unicode,ascii,compact,compact_unicode (default: all four)")
+    p.add_argument("--primary",
+                   help="serialisation that decides schema outcomes and TBM (default unicode)")
     p.add_argument("--segmentations", type=int,
                    help="K seeded non-canonical tokenisations replayed per valid instance (default 0)")
     p.add_argument("--results", help="folder for run folders (default: results/)")

@@ -63,6 +63,7 @@ def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, A
             inst["truth_error"] = why
         if verdict is not None and verdict != label:
             inst["label_disagrees"] = True
+            inst["label_reason"] = truth.disagreement_reason(data, label)
         instances.append(inst)
 
     phase("compile")
@@ -89,8 +90,10 @@ def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, A
                   ttfm_ns=t3 - t0)
 
     phase("replay", record["ttfm_ns"])
-    sers = job["serializations"]
     primary = job["primary"]
+    # the primary first: a later serialisation that spells the same text only points at it
+    # ("same_as"), so the primary's replay always carries its timings
+    sers = [primary, *[s for s in job["serializations"] if s != primary]]
     n_seg = int(job.get("segmentations") or 0)
     stop_ids = vocab.stop_ids
     for inst, item in zip(instances, case["instances"]):

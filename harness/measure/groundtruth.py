@@ -51,16 +51,23 @@ def offline_registry(resources: Iterable[tuple[str, Any]] = (),
 class GroundTruth:
     """A compiled validator for one schema."""
 
+    #: Reasons :meth:`disagreement_reason` gives.
+    FORMAT_NOT_IN_DRAFT = "format not defined by the declared draft"
+    REGEX_DIALECT = "regex dialect (Python's re decided a pattern)"
+    UNKNOWN = "no known reason (a wrong label?)"
+
     def __init__(self, schema: Any, registry: referencing.Registry | None = None,
                  default_draft: str | None = None, format_assertion: bool = True) -> None:
         cls = validator_for(schema, default=DRAFTS.get(default_draft or "",
                                                        jsonschema.Draft202012Validator))
         self.draft = cls.__name__
+        self.format_assertion = format_assertion
+        self.registry = registry if registry is not None else offline_registry()
         self.error: str | None = None
         try:
             self.validator = cls(
                 schema,
-                registry=registry if registry is not None else offline_registry(),
+                registry=self.registry,
                 format_checker=cls.FORMAT_CHECKER if format_assertion else None,
             )
         except Exception as e:  # a schema jsonschema cannot even load
@@ -76,6 +83,28 @@ class GroundTruth:
         return cls(json.loads(case["schema_text"]),
                    offline_registry(case.get("resources", ()), draft),
                    default_draft=draft, format_assertion=case.get("format_assertion", True))
+
+    def disagreement_reason(self, instance: Any, label: bool) -> str:
+        """Why the corpus ``label`` differs from jsonschema's verdict on ``instance``, when it
+        is known: a ``format`` the declared draft does not define (draft 4 has no
+        ``date``: validated with every format, the instance gets the label's verdict), a
+        ``pattern`` (the only failing keyword, decided by Python's ``re``, not ECMA-262);
+        else :data:`UNKNOWN`."""
+        if self.validator is None:
+            return self.UNKNOWN
+        try:
+            if self.format_assertion:
+                every_format = type(self.validator)(
+                    self.validator.schema, registry=self.registry,
+                    format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+                if bool(every_format.is_valid(instance)) == label:
+                    return self.FORMAT_NOT_IN_DRAFT
+            errors = list(self.validator.iter_errors(instance))
+            if errors and all(e.validator in ("pattern", "patternProperties") for e in errors):
+                return self.REGEX_DIALECT
+        except Exception:  # a reason is a courtesy: never a failure of the job
+            pass
+        return self.UNKNOWN
 
     def verdict(self, instance: Any) -> tuple[bool | None, str | None]:
         """(valid?, reason jsonschema could not decide). ``None`` = undecidable here."""

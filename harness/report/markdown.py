@@ -13,14 +13,14 @@ from typing import Any
 
 from harness.report.model import (Bullets, Fields, Figure, Para, ReportContext, Section, Table,
                                   load_run, run_keys)
-from harness.registry import REPORT_SECTIONS, load_target, suite_class
+from harness.registry import REPORT_SECTIONS, REPORT_TAIL, load_target, suite_class
 from harness.report.text import md_text
 
 def section_builders(ctx: ReportContext) -> list[Any]:
     """The section builders of a report, in order: the registered sections (the core ones,
-    then third-party ones), the sections each run's suite declares, and the comparison of
-    several runs last."""
-    names = [n for n in REPORT_SECTIONS.names() if n != "diff"]
+    then third-party ones), the sections each run's suite declares, and the tail: the
+    comparison of several runs, the engines and the run metadata."""
+    names = [n for n in REPORT_SECTIONS.names() if n not in REPORT_TAIL]
     builders = [REPORT_SECTIONS.load(n) for n in names]
     seen: set[str] = set()
     for run in ctx.runs:
@@ -29,7 +29,7 @@ def section_builders(ctx: ReportContext) -> list[Any]:
             if target not in seen:
                 seen.add(target)
                 builders.append(load_target(target, "report section"))
-    return [*builders, REPORT_SECTIONS.load("diff")]
+    return [*builders, *(REPORT_SECTIONS.load(n) for n in REPORT_TAIL)]
 
 
 def build_sections(ctx: ReportContext) -> list[Section]:

@@ -39,8 +39,8 @@ def test_all_engines_ran_on_every_file(real_run):
         if r["outcome"] != "compile_error":
             assert r["ttfm_ns"] >= r["compile_ns"] > 0
             for inst in r["instances"]:
-                assert set(inst["results"]) == {"ascii", "unicode", "compact"}
-                res = inst["results"]["ascii"]
+                assert set(inst["results"]) == {"ascii", "unicode", "compact", "compact_unicode"}
+                res = inst["results"]["unicode"]  # the primary: replayed first, never "same_as"
                 assert len(res["mask_ns"]) == len(res["commit_ns"]) > 0
                 assert all(t > 0 for t in res["mask_ns"])
 
@@ -56,9 +56,9 @@ def test_run_metadata_and_summary(real_run):
     for label in ("xgrammar", "llguidance", "outlines", "xgrammar:compliant"):
         e = summary["engines"][label]
         assert sum(e["outcomes"].values()) == len(REAL_FILES)
-        assert set(e["false_rejects"]) == {"ascii", "unicode", "compact"}
+        assert set(e["false_rejects"]) == {"ascii", "unicode", "compact", "compact_unicode"}
         # the summary's token count is the number of primary-serialisation steps recorded
-        steps = sum(len(i["results"]["ascii"]["mask_ns"]) for r in recs
+        steps = sum(len(i["results"]["unicode"]["mask_ns"]) for r in recs
                     if r["engine"] == label for i in r.get("instances", ()) if "results" in i)
         assert e["tokens"] == steps
     # the console table shows MaskBench's rows
@@ -85,7 +85,17 @@ def test_engines_command_lists_versions_and_configs():
         line = next(l for l in out.stdout.splitlines() if l.startswith(name))
         assert "yes" in line
     assert "compliant" in out.stdout and "lenient" in out.stdout
-    assert "faulty" not in out.stdout  # test engines hidden
+    # every registered row, the hidden ones with why, the missing ones with how to install
+    lines = out.stdout.splitlines()
+    from harness.registry import ENGINES, adapter_class, is_installed
+
+    for name in ENGINES.names():
+        i = next(k for k, l in enumerate(lines) if l.split()[:1] == [name])
+        cls = adapter_class(name)
+        if cls.hidden:
+            assert lines[i].split()[3] == "no" and f"hidden: {cls.hidden_reason}" in lines[i + 1]
+        if not is_installed(name):
+            assert lines[i].split()[1] == "NO" and "install: " in "\n".join(lines[i + 1:i + 3])
 
 
 class GhostEngine(NullEngine):

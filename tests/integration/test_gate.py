@@ -206,8 +206,8 @@ def test_input_errors_exit_2_with_one_line(two_runs, tmp_path, capsys):
     empty = copy_run(run_a, tmp_path / "empty", lambda r: None)
     assert "records.jsonl: no records" in gate("--baseline", str(baseline), str(empty))
     meta = json.loads((run_a / "run.json").read_text())
-    meta["config"]["primary"] = "unicode"
-    other = copy_run(run_a, tmp_path / "unicode", lambda r: r)
+    meta["config"]["primary"] = "ascii"  # the runs above use the default, unicode
+    other = copy_run(run_a, tmp_path / "ascii", lambda r: r)
     (other / "run.json").write_text(json.dumps(meta))
     assert "not comparable" in gate("--baseline", str(baseline), str(other))
     assert "--threshold" in gate("--baseline", str(baseline), str(run_a), "--threshold", "-1")

@@ -113,7 +113,8 @@ def test_single_run_report_is_self_contained_and_escaped(runs, tmp_path):
                     "Masks over 1 ms", "Jobs that did not compile or finish"):
         assert f">{section}</h2>" in html_text
         assert f"## {section}" in md
-    assert html_text.count('src="data:image/png;base64,') == 4  # outcomes, subsets, TBM, TTFM
+    # trade-off, outcomes, subsets, TBM, TTFM
+    assert html_text.count('src="data:image/png;base64,') == 5
     assert "Diff" not in html_text
     # Markdown: no raw tag, the plots beside it
     assert "<script" not in md and "<img" not in md

@@ -77,6 +77,85 @@ def sec_engines(ctx: ReportContext) -> Section:
                                      align=["l", "l", "l", "l"])])
 
 
+def sec_verdict(ctx: ReportContext) -> Section:
+    """One row per engine (and run): coverage, soundness, strictness and cost, then the
+    trade-off plot."""
+    summary = merged_summary(ctx)
+    header, body = table.verdict_rows(summary)
+    blocks: list[Block] = [Table(header, body, note=(
+        "coverage: schemas compiled and finished within the limits; soundness: schemas "
+        "with an invalid instance accepted (confirmed: by mask-diff witnesses or fuzz "
+        "outputs, where those ran); strictness: valid instances rejected, on the primary "
+        f"serialisation ({summary['primary_serialization']}), where jsonschema and the "
+        "corpus label agree."))]
+    fig = _tradeoff_figure(summary)
+    if fig:
+        blocks.append(fig)
+    return Section("Verdict", blocks)
+
+
+def _tradeoff_figure(summary: dict[str, Any]) -> Figure | None:
+    """Coverage against soundness, one marker per engine sized by its TBM p99."""
+    pts = []
+    for label, e in summary["engines"].items():
+        if e.get("status") == "not_run" or not e.get("schemas"):
+            continue
+        oc = e["outcomes"]
+        finished = sum(oc.get(k, 0) for k in (outcomes.PASSING, outcomes.VALIDATION_ERROR,
+                                               outcomes.INVALIDATION_ERROR))
+        pts.append((label, 100.0 * finished / e["schemas"],
+                    e.get("false_accept_schemas", oc.get(outcomes.INVALIDATION_ERROR, 0)),
+                    e.get("tbm_us", {}).get("p99") or 0.0))
+    if not pts:
+        return None
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    top = max(p[3] for p in pts) or 1.0
+    for label, cov, fa, p99 in pts:
+        ax.scatter([cov], [fa], s=60 + 900 * p99 / top, alpha=0.6)
+        ax.annotate(plot_text(f"{label} (p99 {fmt(p99)} µs)"), (cov, fa), fontsize=8,
+                    xytext=(6, 4), textcoords="offset points")
+    ax.margins(0.25)
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.set_xlabel("coverage: schemas compiled and finished (%)")
+    ax.set_ylabel("schemas with an invalid instance accepted")
+    ax.set_title("Coverage, soundness and mask latency (marker size: TBM p99)")
+    ax.grid(alpha=0.3)
+    return figure_png(fig, "tradeoff.png", "Right and low is better; a smaller marker has "
+                      "faster worst-case masks.")
+
+
+def sec_caveats(ctx: ReportContext, limit: int = 200) -> Section | None:
+    """Where a verdict depends on the serialisation (escapes change the verdict) or on the
+    corpus label (it disagrees with jsonschema): counted in the results apart from the
+    headline, listed here."""
+    flips, labels = [], []
+    for run in ctx.runs:
+        for eng, e in run.summary["engines"].items():
+            for f in e.get("escapes_change_verdict", ()):
+                flips.append([ctx.col(run, eng), f["case_id"],
+                              ", ".join(f"{s}: {o}" for s, o in f["outcomes"].items())])
+            for reason, n in (e.get("label_disagreement_reasons") or {}).items():
+                changed = len(e.get("label_outcome_changes", ()))
+                labels.append([ctx.col(run, eng), reason, f"{n:,}", f"{changed:,}"])
+    if not flips and not labels:
+        return None
+    blocks: list[Block] = []
+    if flips:
+        blocks.append(Para(f"Escapes change the verdict: {len(flips):,} (engine, schema) pairs "
+                           "whose outcome differs between serialisations"
+                           + (f" (the first {limit} listed)" if len(flips) > limit else "") + "."))
+        blocks.append(Table(["engine", "schema", "outcome per serialisation"], flips[:limit],
+                            align=["l", "l", "l"]))
+    if labels:
+        blocks.append(Para("The corpus label disagrees with jsonschema: these instances are "
+                           "counted apart from the headline (the gate judges by jsonschema)."))
+        blocks.append(Table(["engine", "reason", "instances (primary)",
+                             "schemas whose outcome the labels change"], labels,
+                            align=["l", "l", "r", "r"]))
+    return Section("Serialisations and labels", blocks)
+
+
 def sec_results(ctx: ReportContext) -> Section:
     summary = merged_summary(ctx)
     header, body = table.rows(summary)
