@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import pickle
 import signal
 import sys
 import time
@@ -23,6 +24,14 @@ from harness.measure import outcomes
 from harness.execution.executor import SETUP_ALLOWANCE_S, Job
 from harness.store.run_store import RunStore
 
+#: A job is sent to a busy worker ahead of time (its pipe holds it until the worker is
+#: free) only when its pickled payload is at most this many bytes: a pipe holds 64 KiB, and
+#: a larger send would block the runner while the worker is still busy.
+PIPELINE_MAX_BYTES = 16 * 1024
+
+#: How often the runner reads the board of a worker whose job is still in setup, s.
+BOARD_POLL_S = 0.1
+
 _OOM_MARKERS = ("memory allocation of", "bad_alloc", "MemoryError", "Cannot allocate memory",
                 "out of memory")
 
@@ -33,13 +42,19 @@ class _Slot:
     log_path: str
     process: Any = None
     conn: Any = None
+    #: the worker's phase board (see :func:`harness.execution.worker.worker_main`)
+    board: Any = None
     job: Job | None = None
+    #: the next job, already in the worker's pipe: it starts as soon as ``job`` ends
+    queued: Job | None = None
     started: float = 0.0
     deadline: float = 0.0
     phase: str = ""
     log_offset: int = 0
     ttfm_ns: int | None = None
     started_at: float = 0.0
+    #: the job's own time limit has begun (setup is over)
+    limit_begun: bool = False
 
 
 def _signal_name(code: int) -> str:
@@ -65,6 +80,8 @@ class LocalExecutor:
         # finished records wait here while the next jobs are dispatched: a worker never
         # idles while the driver writes
         self._ready: list[dict[str, Any]] = []
+        # jobs that were queued on a worker that died first: they run again
+        self._retry: list[Job] = []
         self._slots = [
             _Slot(i, str(self.store.worker_log(i))) for i in range(max(1, self.jobs))
         ]
@@ -74,8 +91,10 @@ class LocalExecutor:
         from harness.execution.worker import worker_main
 
         parent, child = self._ctx.Pipe()
+        slot.board = self._ctx.RawArray("d", 3)
+        slot.board[2] = -1.0
         proc = self._ctx.Process(
-            target=worker_main, args=(child, self.memory_gib, slot.log_path),
+            target=worker_main, args=(child, self.memory_gib, slot.log_path, slot.board),
             name=f"harness-worker-{slot.index}", daemon=True,
         )
         proc.start()
@@ -106,18 +125,54 @@ class LocalExecutor:
         text = data.decode("utf-8", "replace").strip()
         return text[-limit:]
 
-    def _dispatch(self, slot: _Slot, job: Job) -> None:
+    def _dispatch(self, slot: _Slot, job: Job) -> bool:
+        """Send ``job`` to the slot's worker: at once when it is idle, or queued behind its
+        current job when the payload is small (so that the worker goes from one job to the
+        next without waiting for the runner). False when it could not be queued."""
+        if slot.job is not None:
+            data = pickle.dumps(job.payload, protocol=pickle.HIGHEST_PROTOCOL)
+            if len(data) > PIPELINE_MAX_BYTES:
+                return False
+            slot.conn.send_bytes(data)
+            slot.queued = job
+            return True
         if slot.process is None or not slot.process.is_alive():
             self._start(slot)
+        if slot.board is not None:  # the idle worker waits in recv: clear its last job's
+            slot.board[0], slot.board[1], slot.board[2] = 0.0, 0.0, -1.0
+        self._begin(slot, job)
+        slot.conn.send(job.payload)
+        return True
+
+    def _begin(self, slot: _Slot, job: Job) -> None:
+        """``job`` is now the slot's current job: its clock and limits start."""
         try:
             slot.log_offset = os.path.getsize(slot.log_path)
         except OSError:
             slot.log_offset = 0
-        slot.job, slot.phase, slot.ttfm_ns = job, "dispatch", None
+        slot.job, slot.phase, slot.ttfm_ns, slot.limit_begun = job, "dispatch", None, False
         slot.started = time.monotonic()
         slot.started_at = time.time()
         slot.deadline = slot.started + SETUP_ALLOWANCE_S + self.timeout_s
-        slot.conn.send(job.payload)
+
+    def _read_board(self, slot: _Slot) -> None:
+        """The current job's phase, limit and TTFM as its worker last reported them. The
+        worker may have begun its queued job already: then they are that job's, whose
+        limit can only be later, so a deadline is never brought forward by it."""
+        from harness.execution.worker import (BOARD_LIMIT_FROM, BOARD_PHASE, BOARD_TTFM,
+                                              PHASES)
+
+        b = slot.board
+        if b is None:
+            return
+        code = int(b[BOARD_PHASE])
+        if code > 0:  # 0 = the worker has not started a job: keep what messages said
+            slot.phase = PHASES[code]
+        if b[BOARD_LIMIT_FROM] > slot.started:  # its own limit runs from groundtruth
+            slot.deadline = b[BOARD_LIMIT_FROM] + self.timeout_s
+            slot.limit_begun = True
+        if b[BOARD_TTFM] >= 0:
+            slot.ttfm_ns = int(b[BOARD_TTFM])
 
     # -- records ----------------------------------------------------------------------
     def _base(self, job: Job) -> dict[str, Any]:
@@ -137,6 +192,12 @@ class LocalExecutor:
             rec["stderr"] = stderr
         slot.job = None
         self._ready.append(rec)
+        if slot.queued is not None:
+            if death:  # its payload died in the worker's pipe: it runs again elsewhere
+                self._retry.append(slot.queued)
+            else:  # the worker has started it already
+                self._begin(slot, slot.queued)
+            slot.queued = None
 
     def _flush_ready(self) -> None:
         """Store the finished records (after the freed slots got their next jobs)."""
@@ -147,6 +208,7 @@ class LocalExecutor:
 
     def _death(self, slot: _Slot, reason: str | None = None) -> None:
         """The worker of ``slot`` died or was killed; record why and drop it."""
+        self._read_board(slot)
         proc = slot.process
         proc.join(timeout=5)
         code = proc.exitcode
@@ -177,10 +239,14 @@ class LocalExecutor:
         queue = iter(jobs)
         more = True
         try:
-            while more or any(s.job for s in self._slots):
+            held: Job | None = None  # a job too large to queue, waiting for an idle worker
+            while more or held or self._retry or any(s.job for s in self._slots):
                 for slot in self._slots:
-                    while slot.job is None and more:
-                        job = next(queue, None)
+                    while (slot.job is None or slot.queued is None) and (more or held or self._retry):
+                        if held is not None and slot.job is not None:
+                            break  # only an idle worker takes it
+                        job, held = (held, None) if held is not None else (
+                            self._retry.pop(0) if self._retry else next(queue, None), None)
                         if job is None:
                             more = False
                             break
@@ -188,13 +254,21 @@ class LocalExecutor:
                             self._ready.append({**self._base(job), "outcome": outcomes.BAD_INPUT,
                                                 "error": job.load_error})
                             continue
-                        self._dispatch(slot, job)
+                        if not self._dispatch(slot, job):
+                            held = job
+                            break
                 self._flush_ready()
                 busy = [s for s in self._slots if s.job is not None]
                 if not busy:
                     continue
+                for s in busy:
+                    self._read_board(s)
                 now = time.monotonic()
                 timeout = max(0.0, min(s.deadline for s in busy) - now)
+                if not all(s.limit_begun for s in busy):
+                    # a job still in setup: its own limit begins when its board says so,
+                    # which sends no message; look again soon
+                    timeout = min(timeout, BOARD_POLL_S)
                 waitables = {s.conn: s for s in busy}
                 waitables.update({s.process.sentinel: s for s in busy})
                 ready = wait(list(waitables), timeout=timeout)
@@ -205,6 +279,8 @@ class LocalExecutor:
                     self._drain(slot)
                 now = time.monotonic()
                 for slot in busy:
+                    if slot.job is not None and now >= slot.deadline:
+                        self._read_board(slot)  # a limit that began late moves the deadline
                     if slot.job is not None and now >= slot.deadline:
                         os.kill(slot.process.pid, signal.SIGKILL)
                         self._death(slot, "timeout")
@@ -244,9 +320,11 @@ class LocalExecutor:
                         slot.ttfm_ns = info
                     if slot.phase == "groundtruth":  # setup done: the job's own limit starts
                         slot.deadline = time.monotonic() + self.timeout_s
+                        slot.limit_begun = True
                 elif kind == "done":
                     self._finish(slot, payload)
                 elif kind == "died":
+                    self._read_board(slot)
                     payload["phase"] = slot.phase
                     self._finish(slot, payload, death=True)
                     self._stop(slot)

@@ -191,8 +191,22 @@ def _die_with_parent() -> None:
         pass  # not Linux: the worker still exits when its pipe closes between jobs
 
 
-def worker_main(conn, memory_gib: float | None, log_path: str | None) -> None:
-    """Entry point of a spawned worker: serve jobs from ``conn`` until ``None``."""
+#: Phases a job reports through the shared board (:func:`worker_main`); any other name
+#: travels as a message.
+PHASES = ("dispatch", "setup", "groundtruth", "compile", "replay", "decode", "validate")
+#: The board's slots: the phase's index in :data:`PHASES`, when the job's own limit began
+#: (``time.monotonic()``, 0 = not yet: it begins at ``groundtruth``), and the TTFM (ns,
+#: -1 = not yet), reported with ``replay``.
+BOARD_PHASE, BOARD_LIMIT_FROM, BOARD_TTFM = 0, 1, 2
+
+
+def worker_main(conn, memory_gib: float | None, log_path: str | None, board=None) -> None:
+    """Entry point of a spawned worker: serve jobs from ``conn`` until ``None``.
+
+    ``board`` (a shared array of 3 doubles, see :data:`BOARD_PHASE`) is where the worker
+    reports the phase of its current job, read by the runner only when it needs it (a
+    deadline, a death): a message per phase would wake the runner several times a job.
+    Without a board, phases travel as ``("phase", (name, info))`` messages."""
     _die_with_parent()
     if log_path:
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -201,8 +215,18 @@ def worker_main(conn, memory_gib: float | None, log_path: str | None) -> None:
         sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
     _set_memory_limit(memory_gib)
 
+    codes = {p: float(i) for i, p in enumerate(PHASES)}
+
     def phase(p: str, info: Any = None) -> None:
-        conn.send(("phase", (p, info)))
+        code = codes.get(p)
+        if board is None or code is None:
+            conn.send(("phase", (p, info)))
+            return
+        if p == "groundtruth":
+            board[BOARD_LIMIT_FROM] = time.monotonic()
+        elif p == "replay" and info is not None:
+            board[BOARD_TTFM] = float(info)
+        board[BOARD_PHASE] = code
 
     while True:
         try:
@@ -211,6 +235,9 @@ def worker_main(conn, memory_gib: float | None, log_path: str | None) -> None:
             return
         if job is None:
             return
+        if board is not None:  # a new job: nothing of the last one's shows
+            board[BOARD_LIMIT_FROM], board[BOARD_TTFM] = 0.0, -1.0
+            board[BOARD_PHASE] = 0.0
         try:
             record = _job_function(job.get("job"))(job, phase)
             conn.send(("done", record))
