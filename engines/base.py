@@ -29,6 +29,10 @@ import numpy as np
 
 from harness.vocab import Vocabulary
 
+__all__ = ["BatchFiller", "CompileError", "CompiledGrammar", "EngineAdapter", "EngineUnavailable",
+           "Matcher", "allocate_bitmask", "bitmask_words", "check_bitmask", "check_rollback",
+           "default_fill_threads", "one_line"]
+
 
 class CompileError(Exception):
     """The engine refused or failed to compile the schema (message: one line)."""
@@ -83,19 +87,48 @@ def one_line(exc: BaseException | str, limit: int = 500) -> str:
 
 
 class Matcher(abc.ABC):
-    """Per-sequence matcher state."""
+    """Per-sequence matcher state: the grammar's position after the tokens committed so far.
+
+    A matcher is used from one thread at a time. Once :meth:`commit` has returned False the
+    matcher is *dead*: every later :meth:`commit` returns False, :meth:`eos_allowed`
+    returns False, and only :meth:`reset` brings it back.
+    """
 
     @abc.abstractmethod
     def fill_mask(self, bitmask: np.ndarray) -> None:
-        """Write the set of allowed next tokens into ``bitmask`` (all words)."""
+        """Write the set of allowed next tokens into ``bitmask``, every word of it.
+
+        Parameters
+        ----------
+        bitmask:
+            A caller-owned C-contiguous 1-D ``int32`` array of ``ceil(V / 32)`` words; bit
+            ``i % 32`` of word ``i // 32`` set means token ``i`` may come next. Stop tokens
+            are set exactly when :meth:`eos_allowed`; other special tokens never.
+
+        Raises
+        ------
+        ValueError
+            When ``bitmask`` has another dtype, shape or layout.
+        """
 
     @abc.abstractmethod
     def commit(self, token_id: int) -> bool:
-        """Advance by one token. False if the engine rejects it (sequence then dead)."""
+        """Advance by one token.
+
+        Returns
+        -------
+        bool
+            True when the token was accepted. False exactly when the grammar does not allow
+            it here (its bit in :meth:`fill_mask`'s mask would be clear), when it is a stop
+            token and the grammar cannot end here, when it is another special token, or when
+            the matcher is already dead; the matcher is then dead. Never raises for an
+            engine's own rejection.
+        """
 
     @abc.abstractmethod
     def eos_allowed(self) -> bool:
-        """True iff a stop token may be emitted now, i.e. the grammar can end here."""
+        """True iff a stop token may be emitted now, i.e. the grammar can end here; False
+        on a dead matcher."""
 
     def is_accepting(self) -> bool:
         """True iff the text so far is a complete sentence of the grammar."""
@@ -103,11 +136,18 @@ class Matcher(abc.ABC):
 
     @abc.abstractmethod
     def rollback(self, n: int) -> None:
-        """Undo the last ``n`` committed tokens."""
+        """Undo the last ``n`` committed tokens.
+
+        Raises
+        ------
+        ValueError
+            When ``n`` is negative, larger than the tokens committed, or the matcher is
+            dead (see :func:`check_rollback`).
+        """
 
     @abc.abstractmethod
     def reset(self) -> None:
-        """Back to the start state."""
+        """Back to the start state (a dead matcher lives again)."""
 
 
 class BatchFiller:
@@ -224,7 +264,13 @@ class EngineAdapter(abc.ABC):
 
     @abc.abstractmethod
     def compile(self, schema_text: str) -> CompiledGrammar:
-        """Compile a JSON schema given as text. Raises :class:`CompileError`."""
+        """Compile a JSON schema given as text.
+
+        Raises
+        ------
+        CompileError
+            When the engine refuses or fails to compile it (one-line message); never another
+            exception for an engine's own error."""
 
     def compile_case(self, schema_text: str, format_assertion: bool = True,
                      reading: str = "jsonschema") -> CompiledGrammar:

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
+__all__ = ["Case", "Instance", "Suite", "SuiteBase", "SuiteError", "corpus_candidates",
+           "find_corpus", "round_robin"]
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -18,6 +18,8 @@ from harness.analysis import metrics
 from harness.registry import load_target, suite_class
 from harness.store.run_store import RunStore
 
+__all__ = ["finalize", "summarize_run"]
+
 
 def summarize_run(meta: dict[str, Any], records: list[dict[str, Any]],
                   run_dir: Path | None = None) -> tuple[dict[str, Any], list[str]]:

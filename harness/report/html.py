@@ -15,6 +15,8 @@ from pathlib import Path
 from harness.report.markdown import build, report_title, write_markdown
 from harness.report.model import Bullets, Fields, Figure, Para, ReportContext, Section, Table
 
+__all__ = ["render_html", "write_reports"]
+
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 STYLE = """

@@ -31,7 +31,10 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, TypedDict
+
+__all__ = ["RECORD_FORMAT", "RUN_FORMAT", "SUMMARY_FORMAT", "Record", "RunStore", "StoreError",
+           "check_format", "upgrade_record"]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,6 +44,34 @@ RUN_FORMAT = 1
 RECORD_FORMAT = 2
 #: ``summary.json``'s format version.
 SUMMARY_FORMAT = 1
+
+
+class Record(TypedDict, total=False):
+    """One line of ``records.jsonl``: one finished (case, engine) job.
+
+    Times are integer nanoseconds unless the key says otherwise; a job that died has no
+    ``instances``. Suites add keys of their own (``e2e``, ``fuzz``, ``mask_diff``...)."""
+
+    format: int             # RECORD_FORMAT
+    engine: str             # engine label, ``name`` or ``name:config``
+    case_id: str
+    suite: str
+    subset: str
+    outcome: str            # one of harness.measure.outcomes.OUTCOMES
+    error: str              # one line, for a compile error, a death or bad input
+    phase: str              # where a job that died was
+    setup_ns: int           # building the worker's vocabulary and adapter (first job only)
+    compile_ns: int         # schema text → compiled grammar
+    ttfm_ns: int            # schema text → first mask filled
+    busy_ns: int            # the worker's time on the job
+    wall_ns: int            # the driver's time from dispatch to record
+    started_at: float       # Unix time, s
+    finished_at: float      # Unix time, s
+    worker: int
+    tokens: int             # TBM steps of the primary serialisation
+    instances: list[dict[str, Any]]  # per instance: index, label, truth, expected,
+    # label_disagrees / label_reason, and results per serialisation: status, n_tokens,
+    # mask_ns[], commit_ns[], reject_at, disagreement
 
 
 class StoreError(Exception):
@@ -210,7 +241,7 @@ class RunStore:
             os.replace(tmp, self.records_path)
         return bad
 
-    def records(self) -> Iterator[dict[str, Any]]:
+    def records(self) -> Iterator[Record]:
         """All complete records, in the order they finished, in the current format
         (version 1 records read as version 2). Raises :class:`StoreError` on a record of a
         format version this harness does not know."""
@@ -227,7 +258,7 @@ class RunStore:
         """(engine label, case id) of every job already recorded."""
         return {(r["engine"], r["case_id"]) for r in self.records()}
 
-    def append(self, record: dict[str, Any]) -> None:
+    def append(self, record: Record | dict[str, Any]) -> None:
         """Append one record, stamped with :data:`RECORD_FORMAT`: one ``write`` of the whole
         line (a killed process keeps it), fsynced with the records of the last
         :attr:`SYNC_INTERVAL_S` (group commit; :meth:`sync` and :meth:`close` fsync the
