@@ -47,6 +47,10 @@ class _Slot:
     job: Job | None = None
     #: the next job, already in the worker's pipe: it starts as soon as ``job`` ends
     queued: Job | None = None
+    #: jobs sent to this worker process, and which of them ``job`` is (its board says
+    #: which job its values are of)
+    sent: int = 0
+    seq: int = 0
     started: float = 0.0
     deadline: float = 0.0
     phase: str = ""
@@ -91,8 +95,11 @@ class LocalExecutor:
         from harness.execution.worker import worker_main
 
         parent, child = self._ctx.Pipe()
-        slot.board = self._ctx.RawArray("d", 3)
-        slot.board[2] = -1.0
+        from harness.execution.worker import BOARD_SIZE, BOARD_TTFM
+
+        slot.board = self._ctx.RawArray("d", BOARD_SIZE)
+        slot.board[BOARD_TTFM] = -1.0
+        slot.sent = slot.seq = 0
         proc = self._ctx.Process(
             target=worker_main, args=(child, self.memory_gib, slot.log_path, slot.board),
             name=f"harness-worker-{slot.index}", daemon=True,
@@ -135,13 +142,14 @@ class LocalExecutor:
                 return False
             slot.conn.send_bytes(data)
             slot.queued = job
+            slot.sent += 1
             return True
         if slot.process is None or not slot.process.is_alive():
             self._start(slot)
-        if slot.board is not None:  # the idle worker waits in recv: clear its last job's
-            slot.board[0], slot.board[1], slot.board[2] = 0.0, 0.0, -1.0
         self._begin(slot, job)
         slot.conn.send(job.payload)
+        slot.sent += 1
+        slot.seq = slot.sent
         return True
 
     def _begin(self, slot: _Slot, job: Job) -> None:
@@ -156,19 +164,19 @@ class LocalExecutor:
         slot.deadline = slot.started + SETUP_ALLOWANCE_S + self.timeout_s
 
     def _read_board(self, slot: _Slot) -> None:
-        """The current job's phase, limit and TTFM as its worker last reported them. The
-        worker may have begun its queued job already: then they are that job's, whose
-        limit can only be later, so a deadline is never brought forward by it."""
-        from harness.execution.worker import (BOARD_LIMIT_FROM, BOARD_PHASE, BOARD_TTFM,
-                                              PHASES)
+        """The current job's phase, limit and TTFM as its worker last reported them, when the
+        board is of that job (the worker may not have read it yet, or may have begun its
+        queued job already)."""
+        from harness.execution.worker import (BOARD_JOB, BOARD_LIMIT_FROM, BOARD_PHASE,
+                                              BOARD_TTFM, PHASES)
 
         b = slot.board
-        if b is None:
+        if b is None or int(b[BOARD_JOB]) != slot.seq:
             return
         code = int(b[BOARD_PHASE])
-        if code > 0:  # 0 = the worker has not started a job: keep what messages said
+        if code > 0:  # 0 = the job has just begun: keep what messages said
             slot.phase = PHASES[code]
-        if b[BOARD_LIMIT_FROM] > slot.started:  # its own limit runs from groundtruth
+        if b[BOARD_LIMIT_FROM] > 0:  # its own limit runs from groundtruth
             slot.deadline = b[BOARD_LIMIT_FROM] + self.timeout_s
             slot.limit_begun = True
         if b[BOARD_TTFM] >= 0:
@@ -197,6 +205,7 @@ class LocalExecutor:
                 self._retry.append(slot.queued)
             else:  # the worker has started it already
                 self._begin(slot, slot.queued)
+                slot.seq += 1
             slot.queued = None
 
     def _flush_ready(self) -> None:

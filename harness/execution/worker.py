@@ -195,16 +195,19 @@ def _die_with_parent() -> None:
 #: travels as a message.
 PHASES = ("dispatch", "setup", "groundtruth", "compile", "replay", "decode", "validate")
 #: The board's slots: the phase's index in :data:`PHASES`, when the job's own limit began
-#: (``time.monotonic()``, 0 = not yet: it begins at ``groundtruth``), and the TTFM (ns,
-#: -1 = not yet), reported with ``replay``.
-BOARD_PHASE, BOARD_LIMIT_FROM, BOARD_TTFM = 0, 1, 2
+#: (``time.monotonic()``, 0 = not yet: it begins at ``groundtruth``), the TTFM (ns, -1 =
+#: not yet), reported with ``replay``, and which job of this worker they are of (1 for
+#: its first job, 2 for its second...).
+BOARD_PHASE, BOARD_LIMIT_FROM, BOARD_TTFM, BOARD_JOB = 0, 1, 2, 3
+BOARD_SIZE = 4
 
 
 def worker_main(conn, memory_gib: float | None, log_path: str | None, board=None) -> None:
     """Entry point of a spawned worker: serve jobs from ``conn`` until ``None``.
 
-    ``board`` (a shared array of 3 doubles, see :data:`BOARD_PHASE`) is where the worker
-    reports the phase of its current job, read by the runner only when it needs it (a
+    ``board`` is where the worker
+    reports the phase of its current job (a shared array of :data:`BOARD_SIZE` doubles),
+    read by the runner only when it needs it (a
     deadline, a death): a message per phase would wake the runner several times a job.
     Without a board, phases travel as ``("phase", (name, info))`` messages."""
     _die_with_parent()
@@ -236,8 +239,8 @@ def worker_main(conn, memory_gib: float | None, log_path: str | None, board=None
         if job is None:
             return
         if board is not None:  # a new job: nothing of the last one's shows
-            board[BOARD_LIMIT_FROM], board[BOARD_TTFM] = 0.0, -1.0
-            board[BOARD_PHASE] = 0.0
+            board[BOARD_LIMIT_FROM], board[BOARD_TTFM], board[BOARD_PHASE] = 0.0, -1.0, 0.0
+            board[BOARD_JOB] += 1
         try:
             record = _job_function(job.get("job"))(job, phase)
             conn.send(("done", record))
