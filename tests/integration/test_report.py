@@ -188,7 +188,7 @@ def test_renders_in_headless_chromium(runs, tmp_path):
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert "<script" not in dom.stdout.lower()
     assert "&lt;script&gt;alert(2)&lt;/script&gt;" in dom.stdout
-    assert dom.stdout.count("<img") == 4 + 0  # the plots, nothing injected
+    assert dom.stdout.count("<img") == 5 + 0  # the plots (trade-off, outcomes, subsets, TBM, TTFM), nothing injected
     shot = tmp_path / "shot.png"
     res = subprocess.run([*flags, f"--screenshot={shot}", page], capture_output=True, text=True,
                          timeout=120)
