@@ -132,14 +132,23 @@ class RunConfig:
         return {**out, **self.options}
 
     @classmethod
-    def from_dict(cls, config: Mapping[str, Any]) -> "RunConfig":
-        """The configuration stored in ``run.json`` (:meth:`to_dict`'s form); keys that are
-        not fields are the suite's options."""
+    def from_dict(cls, config: Mapping[str, Any], strict: bool = False) -> "RunConfig":
+        """The configuration in :meth:`to_dict`'s form (``run.json``, or the options given on
+        the command line); keys that are not fields are the suite's options. Keys the suite
+        does not know are dropped (an older run.json held every suite's), or with
+        ``strict`` refused with :class:`ConfigError`."""
         names = {f.name for f in dataclasses.fields(cls)} - {"options"}
         core = {k: v for k, v in config.items() if k in names}
         from harness.registry import suite_class
 
-        known = suite_defaults(suite_class(core.get("suite", cls.suite)))
+        suite = suite_class(core.get("suite", cls.suite))
+        if suite is None:
+            return cls(**core)  # raises ConfigError naming the suite
+        known = suite_defaults(suite)
+        foreign = sorted(k for k in config if k not in names and k not in known)
+        if strict and foreign:
+            raise ConfigError(f"--{foreign[0].replace('_', '-')} is not an option of suite "
+                              f"{core.get('suite', cls.suite)!r}")
         options = {k: v for k, v in config.items() if k not in names and k in known}
         return cls(**core, options=options)
 

@@ -185,7 +185,8 @@ def summarize(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, 
         mine = [r for r in records if r["engine"] == label]
         counts_all = Counter(r["outcome"] for r in mine)
         head_ser = "text" if sers == ["text"] else primary
-        counts = Counter(record_outcome(r, head_ser) for r in mine)
+        heads = [record_outcome(r, head_ser) for r in mine]
+        counts = Counter(heads)
         fr, fa, nv, ni = {}, {}, {}, {}
         fr_ld, fa_ld, nv_ld, ni_ld = {}, {}, {}, {}
         for ser in sers:
@@ -236,7 +237,7 @@ def summarize(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, 
                 int(prim.loc[(prim["finding"] == "false_accept") & ~prim["label_disagrees"],
                              "case_id"].nunique()) if len(prim) else 0),
             "label_outcome_changes": sorted(
-                r["case_id"] for r in mine if record_outcome(r, head_ser) != r["outcome"]),
+                r["case_id"] for r, h in zip(mine, heads) if h != r["outcome"]),
             "escapes_change_verdict": verdict_flips(mine, label, sers),
             "eos_refused_valid": int(((prim["status"] == "no_eos") & prim["expected"]).sum()) if len(prim) else 0,
             "mask_commit_disagreements": int(prim["disagreement"].notna().sum()) if len(prim) else 0,

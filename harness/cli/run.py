@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from harness.cli.common import REPORTS_DEFAULT, RESULTS_DEFAULT, fail
-from harness.config import ConfigError, RunConfig, suite_defaults
+from harness.config import ConfigError, RunConfig
 
 
 def add_parser(sub) -> None:
@@ -88,7 +88,7 @@ def cmd_run(args) -> int:
                 return fail("--resume continues the stored run; these options differ from it: "
                             + ", ".join(f"{k}={v!r} (stored {s!r})" for k, (v, s) in diff.items()))
         else:
-            config = config_of(given)
+            config = RunConfig.from_dict(given, strict=True)
         handle = run(config, results=Path(args.results) if args.results else RESULTS_DEFAULT,
                      reports=Path(args.reports) if args.reports else REPORTS_DEFAULT,
                      resume=resume, executor=args.executor, ray_address=args.ray_address,
@@ -108,24 +108,3 @@ def cmd_run(args) -> int:
           + (f"\nparallel efficiency: {eff:.1%} ({jobs} jobs, wall {summary['wall_s']:.1f} s)"
              if eff is not None else ""))
     return 0
-
-
-def config_of(given: dict) -> RunConfig:
-    """The :class:`~harness.config.RunConfig` of the options given on the command line
-    (core keys as fields, the suite's own options as ``options``). Raises ConfigError."""
-    import dataclasses
-
-    from harness.registry import suite_class
-
-    fields = {f.name for f in dataclasses.fields(RunConfig)} - {"options"}
-    core = {k: v for k, v in given.items() if k in fields}
-    suite = suite_class(core.get("suite", RunConfig.suite))
-    if suite is None:
-        return RunConfig(**core)  # raises ConfigError naming the suite
-    known = suite_defaults(suite)
-    others = {k: v for k, v in given.items() if k not in fields}
-    foreign = sorted(k for k in others if k not in known)
-    if foreign:
-        raise ConfigError(f"--{foreign[0].replace('_', '-')} is not an option of suite "
-                          f"{core.get('suite', RunConfig.suite)!r}")
-    return RunConfig(**core, options={k: v for k, v in others.items() if k in known})

@@ -27,6 +27,15 @@ from typing import Any, Iterable, Protocol
 
 EXECUTORS = ("local", "ray")
 
+#: Phases a job reports through its worker's shared board; any other name travels as a
+#: message. The board's slots: the phase's index in :data:`PHASES`, when the job's own
+#: limit began (``time.monotonic()``, 0 = not yet: it begins at ``groundtruth``), the TTFM
+#: (ns, -1 = not yet), reported with ``replay``, and which job of its worker they are of
+#: (1 for its first job, 2 for its second...).
+PHASES = ("dispatch", "setup", "groundtruth", "compile", "replay", "decode", "validate")
+BOARD_PHASE, BOARD_LIMIT_FROM, BOARD_TTFM, BOARD_JOB = 0, 1, 2, 3
+BOARD_SIZE = 4
+
 #: Extra time a job may spend building the worker's vocabulary/adapters before its own
 #: limit starts (a fresh worker builds them on its first job of each engine).
 SETUP_ALLOWANCE_S = 300.0

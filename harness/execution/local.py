@@ -21,7 +21,8 @@ from multiprocessing.connection import wait
 from typing import Any, Callable, Iterable
 
 from harness.measure import outcomes
-from harness.execution.executor import SETUP_ALLOWANCE_S, Job
+from harness.execution.executor import (BOARD_JOB, BOARD_LIMIT_FROM, BOARD_PHASE, BOARD_SIZE,
+                                        BOARD_TTFM, PHASES, SETUP_ALLOWANCE_S, Job)
 from harness.store.run_store import RunStore
 
 #: A job is sent to a busy worker ahead of time (its pipe holds it until the worker is
@@ -95,8 +96,6 @@ class LocalExecutor:
         from harness.execution.worker import worker_main
 
         parent, child = self._ctx.Pipe()
-        from harness.execution.worker import BOARD_SIZE, BOARD_TTFM
-
         slot.board = self._ctx.RawArray("d", BOARD_SIZE)
         slot.board[BOARD_TTFM] = -1.0
         slot.sent = slot.seq = 0
@@ -167,9 +166,6 @@ class LocalExecutor:
         """The current job's phase, limit and TTFM as its worker last reported them, when the
         board is of that job (the worker may not have read it yet, or may have begun its
         queued job already)."""
-        from harness.execution.worker import (BOARD_JOB, BOARD_LIMIT_FROM, BOARD_PHASE,
-                                              BOARD_TTFM, PHASES)
-
         b = slot.board
         if b is None or int(b[BOARD_JOB]) != slot.seq:
             return

@@ -24,6 +24,8 @@ from harness.measure import outcomes  # noqa: E402
 from harness.measure.groundtruth import GroundTruth, parse_instance_text  # noqa: E402
 from harness.measure.replay import SERIALIZATIONS, replay  # noqa: E402
 from harness.measure import adapters  # noqa: E402
+from harness.execution.executor import (BOARD_JOB, BOARD_LIMIT_FROM, BOARD_PHASE,  # noqa: E402
+                                        BOARD_TTFM, PHASES)
 
 
 def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
@@ -191,22 +193,12 @@ def _die_with_parent() -> None:
         pass  # not Linux: the worker still exits when its pipe closes between jobs
 
 
-#: Phases a job reports through the shared board (:func:`worker_main`); any other name
-#: travels as a message.
-PHASES = ("dispatch", "setup", "groundtruth", "compile", "replay", "decode", "validate")
-#: The board's slots: the phase's index in :data:`PHASES`, when the job's own limit began
-#: (``time.monotonic()``, 0 = not yet: it begins at ``groundtruth``), the TTFM (ns, -1 =
-#: not yet), reported with ``replay``, and which job of this worker they are of (1 for
-#: its first job, 2 for its second...).
-BOARD_PHASE, BOARD_LIMIT_FROM, BOARD_TTFM, BOARD_JOB = 0, 1, 2, 3
-BOARD_SIZE = 4
-
-
 def worker_main(conn, memory_gib: float | None, log_path: str | None, board=None) -> None:
     """Entry point of a spawned worker: serve jobs from ``conn`` until ``None``.
 
     ``board`` is where the worker
-    reports the phase of its current job (a shared array of :data:`BOARD_SIZE` doubles),
+    reports the phase of its current job (a shared array of ``BOARD_SIZE`` doubles, laid
+    out in :mod:`harness.execution.executor`),
     read by the runner only when it needs it (a
     deadline, a death): a message per phase would wake the runner several times a job.
     Without a board, phases travel as ``("phase", (name, info))`` messages."""
