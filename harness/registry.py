@@ -161,7 +161,7 @@ def suite_class(name: str | None) -> type | None:
 
 def build_suite(name: str, **opts: Any) -> Any:
     """The suite ``name`` with the selection options ``data``, ``subsets``, ``sample`` and
-    ``schemas``. Raises :class:`suites.base.SuiteError` (one line) for an unknown suite or
+    ``schemas`` (and ``options``, its run options, for a suite that ``uses_options``). Raises :class:`suites.base.SuiteError` (one line) for an unknown suite or
     a selection it cannot make."""
     from suites.base import SuiteError
 
@@ -171,8 +171,9 @@ def build_suite(name: str, **opts: Any) -> Any:
         cls = SUITES.load(name)
     except RegistryError as e:
         raise SuiteError(str(e)) from None
+    extra = {"options": opts.get("options")} if getattr(cls, "uses_options", False) else {}
     return cls(data=opts.get("data"), subsets=opts.get("subsets"), sample=opts.get("sample"),
-               schemas=opts.get("schemas"))
+               schemas=opts.get("schemas"), **extra)
 
 
 class UnknownEngine(RegistryError):
@@ -206,21 +207,57 @@ def registered(include_hidden: bool = False) -> list[str]:
 
 @dataclass(frozen=True)
 class EngineSpec:
-    """A resolved ``name[:config]``."""
+    """A resolved ``name[:config][@env]``: ``env`` is the Python environment the engine
+    runs in (:mod:`harness.environments`); None = the adapter's own (usually the
+    harness's environment)."""
 
     name: str
     config: str = "default"
+    env: str | None = None
 
     @property
     def label(self) -> str:
-        """``name`` for the default configuration, else ``name:config`` (as in records)."""
-        return self.name if self.config == "default" else f"{self.name}:{self.config}"
+        """``name`` for the default configuration, else ``name:config``, then ``@env`` when
+        the row names an environment (as in records)."""
+        base = self.name if self.config == "default" else f"{self.name}:{self.config}"
+        return f"{base}@{self.env}" if self.env else base
+
+    @property
+    def environment(self) -> str | None:
+        """Where the engine runs: the row's ``@env``, else the adapter's own environment."""
+        return self.env or self.adapter_class().environment
 
     def adapter_class(self) -> type[EngineAdapter]:
         return adapter_class(self.name)
 
     def installed(self) -> bool:
-        return is_installed(self.name)
+        """True iff the engine can run: its module importable here, or inside its
+        environment."""
+        env = self.environment
+        if env is None:
+            return is_installed(self.name)
+        from harness.environments import environment
+
+        return environment(env).has(self.adapter_class().requires)
+
+    def version(self) -> str | None:
+        """The engine's version where it runs (inside its environment for ``@env`` rows)."""
+        env = self.environment
+        cls = self.adapter_class()
+        if env is None:
+            return cls.version()
+        from harness.environments import environment
+
+        return environment(env).version(cls.package)
+
+    def how_to_install(self) -> str | None:
+        env = self.environment
+        if env is None:
+            return self.adapter_class().how_to_install()
+        from harness.environments import environment
+
+        e = environment(env)
+        return f"{e.setup}: {e.purpose}"
 
     def build(self, vocab: Vocabulary, **overrides: Any) -> EngineAdapter:
         """The adapter in this configuration over ``vocab`` (imports the engine)."""
@@ -230,21 +267,31 @@ class EngineSpec:
 def parse_engines(text: str) -> list[EngineSpec]:
     """Parse the ``--engine`` value: ``all`` = the default configuration of every
     registered engine that is not hidden, installed or not (the run reports the ones that
-    are not installed as not run), or ``NAME[:CONFIG],...``. Duplicates are dropped.
+    are not installed as not run), or ``NAME[:CONFIG][@ENV],...`` (``@ENV``: the engine as
+    the Python environment ``ENV`` holds it, e.g. ``xgrammar@vllm``). Duplicates are dropped.
 
-    Raises :class:`UnknownEngine` for an unknown name or configuration, or an empty list."""
+    Raises :class:`UnknownEngine` for an unknown name, configuration or environment, or an
+    empty list."""
+    from harness.environments import ENVIRONMENTS
+
     specs: list[EngineSpec] = []
     for part in [p.strip() for p in text.split(",") if p.strip()]:
         if part == "all":
             specs.extend(EngineSpec(n) for n in registered())
             continue
+        part, _, env = part.partition("@")
         name, _, config = part.partition(":")
         config = config or "default"
         configs = adapter_class(name).configs
         if config not in configs:
             raise UnknownEngine(f"unknown configuration {config!r} for engine {name!r}; "
                                 f"known: {', '.join(configs)}")
-        specs.append(EngineSpec(name, config))
+        if env and env not in ENVIRONMENTS:
+            raise UnknownEngine(f"unknown environment {env!r} in {part}@{env}; known: "
+                                f"{', '.join(ENVIRONMENTS)}")
+        if env and env == adapter_class(name).environment:
+            env = ""  # the adapter's own environment: the plain name says it
+        specs.append(EngineSpec(name, config, env or None))
     if not specs:
         raise UnknownEngine("no engine given; try --engine all")
     seen: dict[str, EngineSpec] = {}

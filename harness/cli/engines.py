@@ -15,25 +15,40 @@ def add_parser(sub) -> None:
 
 
 def cmd_engines(args) -> int:
-    from harness.registry import RegistryError, adapter_class, is_installed, registered
+    from harness.environments import ENVIRONMENTS, environment
+    from harness.registry import EngineSpec, RegistryError, adapter_class, registered
 
     rows = []
     for n in registered(include_hidden=True):
         try:
             cls = adapter_class(n)
         except RegistryError as e:  # a third-party entry point that does not load
-            rows.append((n, "NO", "-", "-", str(e), ""))
+            rows.append((n, "NO", "-", "-", str(e), "", None))
             continue
-        inst = is_installed(n)
+        spec = EngineSpec(n)
+        inst = spec.installed()
         cfgs = "; ".join(f"{c}={json.dumps(o)}" if o else c for c, o in cls.configs.items())
         hidden = (cls.hidden_reason or "hidden") if cls.hidden else "-"
-        rows.append((n, "yes" if inst else "NO", cls.version() or "-", hidden,
-                     "" if inst else (cls.how_to_install() or ""), cfgs))
+        rows.append((n, "yes" if inst else "NO", spec.version() or "-", hidden,
+                     "" if inst else (spec.how_to_install() or ""), cfgs, cls.environment))
     print(f"{'engine':<14} {'installed':<10} {'version':<18} {'in --engine all':<16} configurations")
-    for n, inst, version, hidden, hint, cfgs in rows:
+    for n, inst, version, hidden, hint, cfgs, env in rows:
         print(f"{n:<14} {inst:<10} {version:<18} {'yes' if hidden == '-' else 'no':<16} {cfgs}")
         if hidden != "-":
             print(f"{'':<14} hidden: {hidden}")
         if hint:
             print(f"{'':<14} install: {hint}")
+        if env:
+            print(f"{'':<14} runs in: environment {env} ({environment(env).python()})")
+    # the environments beside the harness's own: what each holds (a row NAME@ENV runs
+    # the engine NAME from there, e.g. xgrammar@vllm)
+    for env in ENVIRONMENTS.values():
+        d = env.describe()
+        if d["available"]:
+            held = ", ".join(f"{k} {v}" for k, v in d["versions"].items())
+            print(f"\nenvironment {env.name}: {d['python']}\n  holds {held}\n"
+                  f"  rows: NAME@{env.name} runs an engine from there (e.g. xgrammar@{env.name})")
+        else:
+            print(f"\nenvironment {env.name}: not there ({d['python']}); make it with: "
+                  f"{env.setup}")
     return 0

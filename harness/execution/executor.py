@@ -50,6 +50,8 @@ class Job:
     subset: str
     payload: dict[str, Any] | None  # None: bad input, recorded without running
     load_error: str | None = None
+    #: the Python environment its worker runs in (:mod:`harness.environments`); None = ours
+    env: str | None = None
 
 
 class ExecutorError(Exception):

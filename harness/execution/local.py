@@ -60,6 +60,8 @@ class _Slot:
     started_at: float = 0.0
     #: the job's own time limit has begun (setup is over)
     limit_begun: bool = False
+    #: the Python environment the slot's worker runs in (None: the harness's own)
+    env: str | None = None
 
 
 def _signal_name(code: int) -> str:
@@ -92,7 +94,8 @@ class LocalExecutor:
         ]
 
     # -- worker lifecycle -----------------------------------------------------------
-    def _start(self, slot: _Slot) -> None:
+    def _start(self, slot: _Slot, env: str | None = None) -> None:
+        from harness.environments import spawn_in
         from harness.execution.worker import worker_main
 
         parent, child = self._ctx.Pipe()
@@ -103,9 +106,10 @@ class LocalExecutor:
             target=worker_main, args=(child, self.memory_gib, slot.log_path, slot.board),
             name=f"harness-worker-{slot.index}", daemon=True,
         )
-        proc.start()
+        with spawn_in(env):
+            proc.start()
         child.close()
-        slot.process, slot.conn = proc, parent
+        slot.process, slot.conn, slot.env = proc, parent, env
 
     def _stop(self, slot: _Slot, kill: bool = False) -> None:
         if slot.process is None:
@@ -136,6 +140,8 @@ class LocalExecutor:
         current job when the payload is small (so that the worker goes from one job to the
         next without waiting for the runner). False when it could not be queued."""
         if slot.job is not None:
+            if job.env != slot.env:
+                return False  # it needs a worker of another environment: when one is idle
             data = pickle.dumps(job.payload, protocol=pickle.HIGHEST_PROTOCOL)
             if len(data) > PIPELINE_MAX_BYTES:
                 return False
@@ -143,8 +149,10 @@ class LocalExecutor:
             slot.queued = job
             slot.sent += 1
             return True
+        if slot.process is not None and slot.env != job.env:
+            self._close_slot(slot)  # an idle worker of another environment
         if slot.process is None or not slot.process.is_alive():
-            self._start(slot)
+            self._start(slot, job.env)
         self._begin(slot, job)
         slot.conn.send(job.payload)
         slot.sent += 1

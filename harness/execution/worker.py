@@ -45,6 +45,8 @@ def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, A
     adapter = adapters.adapter(eng["name"], eng["config"], job["tokenizer"])
     vocab = adapters.vocabulary()
     record["setup_ns"] = time.perf_counter_ns() - t_busy
+    # as imported here: a row run from another environment (xgrammar@vllm) shows its own
+    record["engine_version"] = type(adapter).version()
 
     phase("groundtruth")
     truth = GroundTruth.for_case(case)

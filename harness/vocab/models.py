@@ -45,8 +45,9 @@ class ModelShape:
 
 
 SIZES: dict[str, ModelShape] = {
-    # test-only: fast, but the real 128,256-row LM head
-    "micro": ModelShape("micro", hidden=64, layers=2, heads=4, kv_heads=2, intermediate=128,
+    # test-only: fast, but the real 128,256-row LM head; head_dim 32, the smallest vLLM's
+    # CPU attention kernels take
+    "micro": ModelShape("micro", hidden=128, layers=2, heads=4, kv_heads=2, intermediate=256,
                         tied=True, context=4096),
     # ~74M: the size the issue calls tiny (~70M)
     "tiny": ModelShape("tiny", hidden=256, layers=8, heads=8, kv_heads=4, intermediate=1024,

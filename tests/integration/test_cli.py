@@ -87,15 +87,17 @@ def test_engines_command_lists_versions_and_configs():
     assert "compliant" in out.stdout and "lenient" in out.stdout
     # every registered row, the hidden ones with why, the missing ones with how to install
     lines = out.stdout.splitlines()
-    from harness.registry import ENGINES, adapter_class, is_installed
+    from harness.registry import ENGINES, EngineSpec, adapter_class
 
     for name in ENGINES.names():
         i = next(k for k, l in enumerate(lines) if l.split()[:1] == [name])
         cls = adapter_class(name)
         if cls.hidden:
             assert lines[i].split()[3] == "no" and f"hidden: {cls.hidden_reason}" in lines[i + 1]
-        if not is_installed(name):
-            assert lines[i].split()[1] == "NO" and "install: " in "\n".join(lines[i + 1:i + 3])
+        if not EngineSpec(name).installed():
+            assert lines[i].split()[1] == "NO" and "install: " in "\n".join(lines[i + 1:i + 4])
+        if cls.environment:  # a row that runs in its own Python environment says which
+            assert f"runs in: environment {cls.environment}" in "\n".join(lines[i + 1:i + 4])
 
 
 class GhostEngine(NullEngine):

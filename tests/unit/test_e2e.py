@@ -222,11 +222,13 @@ def test_e2e_suite_cases(tmp_path):
     assert case.suite == "e2e" and case.instances == () and case.schema_text
 
 
-def test_vllm_row_not_run_without_vllm():
+def test_vllm_row_not_run_without_its_environment(monkeypatch, tmp_path):
+    """The vllm row runs from its own environment: absent, the row is "not run" and says how
+    to make it; the harness's own environment never holds vllm."""
     from harness.execution.session import engine_status
 
+    assert not is_installed("vllm")  # vLLM must never land in the main venv
+    monkeypatch.setenv("HARNESS_VLLM_PYTHON", str(tmp_path / "no-such-python"))
     st = engine_status(EngineSpec("vllm", "xgrammar"))
-    if is_installed("vllm"):
-        assert st["status"] == "run"
-    else:
-        assert st["status"] == "not_run" and "vllm" in st["reason"]
+    assert st["status"] == "not_run" and "setup.sh" in st["reason"]
+    assert st["environment"]["available"] is False

@@ -1,5 +1,7 @@
-"""The ``vllm[:BACKEND]`` row of the e2e suite: vLLM offline on a random-weight Hugging Face
-folder the harness writes (GPU machines; "not run" where vllm is not installed)."""
+"""The offline route of a serving engine's row (``vllm:BACKEND``) in the e2e suite: its own
+offline engine (the adapter's ``offline``) on a model folder the harness writes, random
+weights, in a worker started in the engine's environment (``.venv-vllm``). Per job: one
+constrained and one unconstrained ``generate`` with the same seed and budget."""
 
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ def run_vllm_job(job: dict[str, Any], o: dict[str, Any], phase) -> dict[str, Any
     key = (o["model"], o["seed"], backend)
     if key not in _LLM:
         _LLM.clear()
-        folder = write_hf_model(o["model"], o["seed"], vocab, cache_root() / "models")
+        folder = write_hf_model(o["model"], vocab, cache_root() / "models")
         _LLM[key] = adapter_class(eng["name"]).offline(str(folder), backend=backend,
                                                        seed=o["seed"])
     llm = _LLM[key]
@@ -66,10 +68,11 @@ def run_vllm_job(job: dict[str, Any], o: dict[str, Any], phase) -> dict[str, Any
         outputs.append(out)
 
     def tpot(r):
-        n = sum(len(t) for t in r["token_ids"])
-        if not r["ttft_ns"] or n <= len(r["token_ids"]):
+        # per output token after the first, ns: (whole request − one-token request) / rest
+        n = max((len(t) for t in r["token_ids"]), default=0)
+        if not r["ttft_ns"] or n <= 1:
             return None
-        return (r["total_ns"] - r["ttft_ns"]) / (n - len(r["token_ids"]))
+        return max(0.0, (r["total_ns"] - r["ttft_ns"]) / (n - 1))
 
     tp, tpu = tpot(con), tpot(unc)
     record["e2e_config"] = {"runtime": eng["name"], "backend": backend, "model": o["model"],
