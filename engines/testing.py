@@ -23,6 +23,10 @@
             ===============  =====================================================
 
             Schema text that is not JSON is a :class:`CompileError`.
+``canned``  a serving engine whose server is :mod:`harness.measure.serve.canned` (no model:
+            the same valid JSON text streamed at a fixed pace; HTTP 400 to a schema titled
+            ``refuse-me``): the serve suite's launch, crash, restart and resume paths in
+            seconds (``--launch canned``; config ``slow`` paces it at 50 ms a piece).
 """
 
 from __future__ import annotations
@@ -191,3 +195,23 @@ class FaultyEngine(NullEngine):
         raise CompileError(
             f"faulty engine: unknown x-faulty mode {mode!r} (known: {', '.join(FAULTY_MODES)})"
         )
+
+
+class CannedServer(NullEngine):
+    """Test double of a serving engine: ``--suite serve --launch canned[:slow]``."""
+
+    name = "canned"
+    serving_engine = True
+    dialect = "vllm"
+    configs = {"default": {"interval_ms": 2.0}, "slow": {"interval_ms": 50.0}}
+    hidden = True
+    hidden_reason = "test double (a canned OpenAI-compatible server, no model)"
+
+    def compile(self, schema_text: str) -> CompiledGrammar:
+        raise CompileError("canned is a server only (--suite serve)")
+
+    @classmethod
+    def server_command(cls, python: str, model_dir: str, options: dict[str, Any],
+                       host: str, port: int) -> tuple[list[str], dict[str, str]]:
+        return ([python, "-m", "harness.measure.serve.canned", "--port", str(port),
+                 "--interval-ms", str(options["interval_ms"])], {})

@@ -14,4 +14,5 @@ SUITES: dict[str, str] = {
     "mask-diff": "suites.token_suites:MaskDiffSuite",
     "fuzz": "suites.token_suites:FuzzSuite",
     "adversarial": "suites.adversarial:Adversarial",
+    "serve": "suites.serve:ServeSuite",
 }

@@ -71,6 +71,9 @@ class Case:
     #: Where the expected verdict comes from: "jsonschema" (its verdict; the label only where
     #: it cannot decide) or "label" (the corpus is the specification: the JSON-Schema-Test-Suite).
     expected_from: str = "jsonschema"
+    #: A request of the serve suite (stream, rate, mode, index, arrival time...); travels
+    #: with the job as ``case["request"]``.
+    request: dict[str, Any] | None = None
 
     def to_job(self) -> dict[str, Any]:
         """The picklable payload a worker needs (no file access in the worker); each
@@ -90,6 +93,8 @@ class Case:
             job["format_assertion"] = False
         if self.expected_from != "jsonschema":
             job["expected_from"] = self.expected_from
+        if self.request is not None:
+            job["request"] = self.request
         return job
 
 
@@ -133,6 +138,12 @@ class SuiteBase:
     report_sections:
         ``"module:function"`` each a report section builder ``function(ctx)``, returning a
         section, a list of sections, or None when the runs hold none of its data.
+    executor:
+        ``"module:Class"`` that runs the suite's jobs instead of the worker pool (the serve
+        suite's requests go to servers), built as ``Class(store, config=..., on_record=...)``
+        with a ``run(jobs)`` that ends each job as one record; None = the ``--executor``.
+    uses_options:
+        True: the suite is built with ``options=`` (its run options) besides the selection.
     """
 
     name: str = ""
@@ -140,6 +151,11 @@ class SuiteBase:
     run_options: str | None = None
     summary_blocks: tuple[str, ...] = ()
     report_sections: tuple[str, ...] = ()
+    executor: str | None = None
+    uses_options: bool = False
+    #: False: the records hold no token replay, and the console shows only the suite's
+    #: own summary blocks, not the replay table.
+    replay_table: bool = True
 
 
 def round_robin(queues: list[list[Any]], n: int) -> list[Any]:

@@ -191,6 +191,35 @@ def _num(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
+def rename_rows(records: list[dict[str, Any]], meta: dict[str, Any],
+                pairs: list[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The run's records and engine statuses with each ``BASE=RUN`` pair's row ``RUN``
+    relabelled ``BASE``, so the gate judges it against the baseline's ``BASE`` (rows of
+    ``BASE`` the run also holds are dropped). Raises ValueError for a malformed pair or a
+    row the run does not hold."""
+    if not pairs:
+        return records, meta
+    rename: dict[str, str] = {}
+    for p in pairs:
+        base, sep, new = p.partition("=")
+        if not sep or not base.strip() or not new.strip():
+            raise ValueError(f"expected BASE=RUN (two engine rows), got {p!r}")
+        rename[new.strip()] = base.strip()
+    have = {r["engine"] for r in records}
+    missing = sorted(set(rename) - have)
+    if missing:
+        raise ValueError(f"the run has no row {', '.join(missing)}; its rows: "
+                         f"{', '.join(sorted(have))}")
+    targets = set(rename.values())
+    out = [({**r, "engine": rename[r["engine"]]} if r["engine"] in rename else r)
+           for r in records if r["engine"] in rename or r["engine"] not in targets]
+    engines = [({**e, "engine": rename[e["engine"]], "compared_as": e["engine"]}
+                if e["engine"] in rename else e)
+               for e in meta.get("engines", []) if e["engine"] in rename
+               or e["engine"] not in targets]
+    return out, {**meta, "engines": engines}
+
+
 def run_gate(baseline: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]], *,
              threshold: float = 0.2, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0,
              latency: str = "gate") -> GateResult:

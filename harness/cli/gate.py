@@ -60,6 +60,10 @@ def cmd_gate(args) -> int:
         return fail(str(e))
     if not records:
         return fail(f"{store.records_path}: no records: nothing to gate")
+    try:
+        records, meta = gate.rename_rows(records, meta, args.compare)
+    except ValueError as e:
+        return fail(f"--compare: {e}")
     b_primary = baseline.get("run", {}).get("primary_serialization")
     r_primary = meta.get("config", {}).get("primary", "ascii")
     if b_primary and b_primary != r_primary:
@@ -110,4 +114,8 @@ def add_parser(sub) -> None:
     g.add_argument("--bootstrap", type=int, default=2000, help="schema resamples (default 2000)")
     g.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     g.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
+    g.add_argument("--compare", action="append", default=[], metavar="BASE=RUN",
+                   help="judge the run's row RUN against the baseline's row BASE, e.g. "
+                        "xgrammar@vllm=xgrammar: what moving from vLLM's bundled xgrammar to "
+                        "the standalone release changes (repeatable)")
     g.set_defaults(handler=cmd_gate)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.cli.common import REPORTS_DEFAULT, RESULTS_DEFAULT, fail
+from harness.cli.common import REPORTS_DEFAULT, RESULTS_DEFAULT, fail, shows_replay_table
 from harness.config import ConfigError, RunConfig
 
 
@@ -100,11 +100,12 @@ def cmd_run(args) -> int:
               f"--resume {resume or 'results/<run-id>'}", file=sys.stderr)
         return 130
     summary = handle.summary()
-    print(console.render_text(summary))
+    if shows_replay_table(summary):
+        print(console.render_text(summary))
     eff = summary.get("parallel_efficiency")
     jobs = handle.meta()["config"]["jobs"]
     print(f"\nrun folder: {handle.path}\nreport:     {handle.reports / 'report.md'} "
           "(and report.html)"
           + (f"\nparallel efficiency: {eff:.1%} ({jobs} jobs, wall {summary['wall_s']:.1f} s)"
-             if eff is not None else ""))
+             if eff else ""))
     return 0

@@ -47,13 +47,17 @@ def engine_status(spec: EngineSpec) -> dict[str, Any]:
     cls = spec.adapter_class()
     info: dict[str, Any] = {
         "engine": spec.label, "name": spec.name, "config": spec.config,
-        "options": cls.configs[spec.config], "version": cls.version(),
+        "options": cls.configs[spec.config], "version": spec.version(),
     }
+    if spec.environment:
+        from harness.environments import environment
+
+        info["environment"] = environment(spec.environment).describe()
     if spec.installed():
         info["status"] = "run"
     else:
         info["status"] = "not_run"
-        hint = cls.how_to_install()
+        hint = spec.how_to_install()
         info["reason"] = "not installed" + (f" ({hint})" if hint else "")
     return info
 
@@ -77,7 +81,8 @@ def _jobs(suite, specs: list[EngineSpec], config: dict[str, Any],
                 yield Job(spec.label, case.case_id, case.subset, None, case.load_error)
                 continue
             yield Job(spec.label, case.case_id, case.subset, {
-                "engine": {"name": spec.name, "config": spec.config, "label": spec.label},
+                "engine": {"name": spec.name, "config": spec.config, "label": spec.label,
+                           "env": spec.environment},
                 "case": case.to_job(),
                 "tokenizer": config["tokenizer"],
                 "serializations": config["serializations"],
@@ -85,7 +90,7 @@ def _jobs(suite, specs: list[EngineSpec], config: dict[str, Any],
                 "segmentations": config.get("segmentations", 0),
                 "job": suite.job,
                 "options": options,
-            })
+            }, env=spec.environment)
 
 
 class BadInstanceWarnings:
@@ -148,7 +153,8 @@ def run(config: RunConfig | None, results_root: Path, resume: Path | None = None
             raise ValueError("a run needs a configuration or a run folder to resume")
         config = config.to_dict()
     suite = build_suite(config["suite"], data=config["data"], subsets=config["subsets"],
-                        sample=config["sample"], schemas=config["schemas"])
+                        sample=config["sample"], schemas=config["schemas"],
+                        options=suite_options(suite_class(config["suite"]), config))
     specs = parse_engines(config["engines"])
     vocab = load_vocabulary(config["tokenizer"])
     statuses = [engine_status(s) for s in specs]
@@ -181,10 +187,15 @@ def run(config: RunConfig | None, results_root: Path, resume: Path | None = None
         session["ray_address"] = ray_address
     bar = Progress(total, enabled=progress)
     bad_instances = BadInstanceWarnings()
-    runner = make_executor(executor, store, jobs=config["jobs"], timeout_s=config["timeout_s"],
-                           memory_gib=config["memory_gib"],
-                           on_record=lambda r: (bad_instances(r), bar.update(r)),
-                           ray_address=ray_address)
+    on_record = lambda r: (bad_instances(r), bar.update(r))  # noqa: E731
+    if getattr(suite, "executor", None):  # the suite runs its own jobs (e.g. to servers)
+        runner = load_target(suite.executor, f"suite {config['suite']!r} executor")(
+            store, config=config, on_record=on_record)
+        session["executor"] = suite.executor
+    else:
+        runner = make_executor(executor, store, jobs=config["jobs"],
+                               timeout_s=config["timeout_s"], memory_gib=config["memory_gib"],
+                               on_record=on_record, ray_address=ray_address)
     meta["sessions"].append(session)
     store.write_meta(meta)
     try:

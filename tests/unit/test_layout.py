@@ -138,7 +138,9 @@ ENGINE_PACKAGES = ("xgrammar", "llguidance", "outlines_core", "vllm")
 #: may name their own suite; every other module under harness/ is shared code.
 SUITE_MODULES = ("harness.measure.e2e", "harness.measure.tokens", "harness.analysis.conformance",
                  "harness.analysis.adversarial", "harness.report.sections.conformance",
-                 "harness.report.sections.tokens", "harness.report.sections.adversarial")
+                 "harness.report.sections.tokens", "harness.report.sections.adversarial",
+                 "harness.measure.serve", "harness.report.sections.serve",
+                 "harness.execution.serve")
 
 
 def _docstring_nodes(tree: ast.AST) -> set[int]:
@@ -171,7 +173,7 @@ def test_no_module_outside_engines_imports_an_engine():
 
 #: A server's request dialect is named after the server (``vllm``, ``sglang``, ...), not
 #: after an engine row: the OpenAI-compatible client may name dialects.
-DIALECT_MODULES = ("harness.measure.e2e.openai_client",)
+DIALECT_MODULES = ("harness.measure.e2e.openai_client", "harness.measure.serve.canned")
 
 
 def test_no_module_outside_engines_names_an_engine():

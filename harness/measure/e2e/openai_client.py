@@ -8,9 +8,19 @@ Request dialects (how each server wants the schema):
 ``llamacpp``          llama-cpp-python's server: ``response_format={"type": "json_object",
                       "schema": ...}`` (it answers HTTP 500 to ``json_schema``)
 
+Request forms (``form``), for a :class:`Constraint` of kind ``json``, ``regex``, ``choice`` or
+``grammar``:
+
+``response_format``     the OpenAI field (json only; the dialect's own shape, above)
+``structured_outputs``  vLLM's body field ``{"structured_outputs": {"json" | "regex" | "choice"
+                        | "grammar": ...}}``; SGLang's own fields (``regex``, ``ebnf``,
+                        ``json_schema``)
+``guided_json``         the old vLLM field (``guided_json`` / ``guided_regex`` /
+                        ``guided_choice`` / ``guided_grammar``), which new servers ignore
+
 Responses are streamed (SSE) so that TTFT and the inter-token latency can be timed; each
 content chunk counts as one token (llama-cpp-python, vLLM and SGLang send one token per
-chunk). The text is always validated: a server that ignores an unknown field answers
+chunk) unless the server reports ``usage`` (asked with ``stream_options``). The text is always validated: a server that ignores an unknown field answers
 unconstrained with HTTP 200, which is reported as ``constraint_not_enforced``, never a pass.
 Standard library only (``http.client``).
 """
@@ -25,6 +35,40 @@ from typing import Any
 from urllib.parse import urlsplit
 
 DIALECTS = ("vllm", "sglang", "llamacpp")
+FORMS = ("response_format", "structured_outputs", "guided_json")
+KINDS = ("json", "regex", "choice", "grammar")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What a request asks the output to match: ``kind`` (json: a schema; regex: a pattern;
+    choice: a list of strings; grammar: the server's grammar text) and its ``value``."""
+
+    kind: str
+    value: Any
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown constraint kind {self.kind!r}; known: {', '.join(KINDS)}")
+
+
+def request_fields(dialect: str, form: str, c: Constraint) -> dict[str, Any]:
+    """The body fields that ask ``dialect``'s server for ``c`` in request form ``form``.
+    Raises ValueError for a combination the form cannot express."""
+    if form == "response_format":
+        if c.kind != "json":
+            raise ValueError(f"response_format carries JSON schemas only, not {c.kind}")
+        return response_format(dialect, c.value)
+    if form == "structured_outputs":
+        if dialect == "sglang":
+            key = {"json": "json_schema", "regex": "regex", "grammar": "ebnf"}.get(c.kind)
+            if key is None:
+                raise ValueError(f"SGLang has no {c.kind} field")
+            return {key: json.dumps(c.value) if c.kind == "json" else c.value}
+        return {"structured_outputs": {c.kind: c.value}}
+    if form == "guided_json":
+        return {f"guided_{c.kind}": c.value}
+    raise ValueError(f"unknown request form {form!r}; known: {', '.join(FORMS)}")
 
 
 def response_format(dialect: str, schema: Any) -> dict[str, Any]:
@@ -54,6 +98,20 @@ class Completion:
     ttft_ns: int | None = None
     chunk_ns: list[int] = field(default_factory=list)  # gaps between content chunks
     total_ns: int = 0
+    #: output tokens as the server's ``usage`` says (None: it did not say; count chunks)
+    usage_tokens: int | None = None
+    #: when the request was sent, ``time.perf_counter_ns()``
+    sent_ns: int = 0
+    #: the gaps between pieces as the server says it sent them (a canned server's
+    #: ``server_gaps_ns``; None from real servers)
+    server_gaps_ns: list[int] | None = None
+
+    @property
+    def tokens(self) -> int:
+        """Output tokens: the server's count, else one per content chunk."""
+        if self.usage_tokens is not None:
+            return self.usage_tokens
+        return len(self.chunk_ns) + (1 if self.text else 0)
 
     @property
     def tpot_ns(self) -> float | None:
@@ -117,16 +175,25 @@ class OpenAIClient:
 
     def complete(self, schema: Any, messages: list[dict[str, str]], max_tokens: int = 128,
                  temperature: float = 1.0, seed: int | None = 0,
-                 extra: dict[str, Any] | None = None) -> Completion:
+                 extra: dict[str, Any] | None = None, constraint: Constraint | None = None,
+                 form: str = "response_format") -> Completion:
+        """One streamed chat completion. ``schema`` (a JSON schema) or ``constraint`` say
+        what the output must match (neither: unconstrained); ``form`` how it is asked
+        (:data:`FORMS`). Never raises for what the server does: an HTTP error or a broken
+        connection is a :class:`Completion` with that status (0: no HTTP answer)."""
         dialect = self.detect()
         body: dict[str, Any] = {"messages": messages, "max_tokens": max_tokens,
                                 "temperature": temperature, "stream": True}
+        if dialect in ("vllm", "sglang"):
+            body["stream_options"] = {"include_usage": True}
         if self.model:
             body["model"] = self.model
         if seed is not None:
             body["seed"] = seed
-        if schema is not None:
-            body.update(response_format(dialect, schema))
+        if constraint is None and schema is not None:
+            constraint = Constraint("json", schema)
+        if constraint is not None:
+            body.update(request_fields(dialect, form, constraint))
         body.update(extra or {})
         c = self._conn()
         t0 = time.perf_counter_ns()
@@ -138,8 +205,8 @@ class OpenAIClient:
             if r.status != 200:
                 text = r.read().decode("utf-8", "replace")
                 return Completion(r.status, error=" ".join(text.split())[:500],
-                                  total_ns=time.perf_counter_ns() - t0)
-            out = Completion(200)
+                                  total_ns=time.perf_counter_ns() - t0, sent_ns=t0)
+            out = Completion(200, sent_ns=t0)
             parts: list[str] = []
             last = None
             for raw in r:
@@ -150,7 +217,16 @@ class OpenAIClient:
                 if data == "[DONE]":
                     break
                 chunk = json.loads(data)
-                for ch in chunk.get("choices", []):
+                if chunk.get("error"):  # a server failing mid-stream says so in-band
+                    err = chunk["error"]
+                    out.error = " ".join(str(err.get("message", err) if isinstance(err, dict)
+                                             else err).split())[:500]
+                if chunk.get("server_gaps_ns") is not None:
+                    out.server_gaps_ns = list(chunk["server_gaps_ns"])
+                usage = chunk.get("usage")
+                if usage and usage.get("completion_tokens") is not None:
+                    out.usage_tokens = int(usage["completion_tokens"])
+                for ch in chunk.get("choices") or []:
                     piece = (ch.get("delta") or {}).get("content")
                     if piece:
                         now = time.perf_counter_ns()
@@ -167,18 +243,22 @@ class OpenAIClient:
             return out
         except (OSError, http.client.HTTPException, json.JSONDecodeError) as e:
             return Completion(0, error=f"{type(e).__name__}: {e}",
-                              total_ns=time.perf_counter_ns() - t0)
+                              total_ns=time.perf_counter_ns() - t0, sent_ns=t0)
         finally:
             c.close()
 
 
 def verdict(completion: Completion, truth) -> dict[str, Any]:
     """``ok`` / ``constraint_not_enforced`` (HTTP 200, output invalid) / ``truncated`` (the
-    token budget ended it: ``finish_reason == "length"``) / ``http_error``."""
+    token budget ended it: ``finish_reason == "length"``) / ``http_error`` / ``incomplete``
+    (HTTP 200 but the stream broke off: no ``finish_reason``)."""
     from harness.measure.e2e.validate import check_output
 
     if completion.status != 200:
         return {"verdict": "http_error", "why": f"HTTP {completion.status}: {completion.error}"}
+    if completion.finish_reason is None:
+        return {"verdict": "incomplete", "why": "the stream ended without a finish_reason"
+                + (f" ({completion.error})" if completion.error else "")}
     if completion.finish_reason == "length":
         return {"verdict": "truncated"}
     chk = check_output(completion.text.encode("utf-8"), truth)

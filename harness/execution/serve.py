@@ -1,0 +1,344 @@
+"""The serve suite's executor: its requests, stream by stream, to servers.
+
+It takes the run's jobs (one per request, in case order: engine by engine, rate by rate,
+the constrained stream then its unconstrained twin) and sends each stream's requests on
+their arrival schedule (:mod:`harness.measure.serve.load`); every answer becomes one record,
+appended at once, so a killed run resumes losing and duplicating nothing.
+
+Servers: with ``--launch`` each engine row's server is started on 127.0.0.1 (its command from
+the adapter's ``server_command``, its interpreter from the row's environment), probed until
+ready, logged to ``servers/<row>.log`` in the run folder, and stopped when the row is done,
+at the end, and on Ctrl-C or a kill (:mod:`harness.measure.serve.launcher`). A server that
+dies mid-stream: the requests in flight are recorded as a server crash, it is started again,
+and the stream goes on (at most ``max_restarts`` times per row). A server that never becomes
+ready ends the run with one line naming its log. With ``--server URL`` the user's server is
+driven as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from harness.execution.executor import ExecutorError, Job
+from harness.measure import outcomes
+from harness.store.run_store import RunStore
+
+log = logging.getLogger("harness")
+
+#: Seconds to wait, after a request lost its connection, for the server's death to show.
+DEATH_GRACE_S = 3.0
+
+
+def _ms(ns: float | None) -> float | None:
+    return None if ns is None else round(ns / 1e6, 3)
+
+
+def whitespace_share(text: str) -> float | None:
+    """Share of the text's characters that are JSON whitespace (space, tab, CR, LF)."""
+    if not text:
+        return None
+    return round(sum(1 for c in text if c in " \t\r\n") / len(text), 4)
+
+
+class _Target:
+    """One engine row's server: launched (with its process) or given by URL."""
+
+    def __init__(self, label: str, client, server=None, seeded: bool = True) -> None:
+        self.label, self.client, self.server = label, client, server
+        #: requests carry a seed (the row's server takes per-request seeds)
+        self.seeded = seeded
+
+
+class ServeExecutor:
+    """Runs the serve suite's request jobs (see the module's docstring)."""
+
+    def __init__(self, store: RunStore, config: dict[str, Any],
+                 on_record: Callable[[dict[str, Any]], None] = lambda r: None) -> None:
+        from suites.serve_options import DEFAULTS
+
+        self.store = store
+        self.config = config
+        self.o = {k: config.get(k, v) for k, v in DEFAULTS.items()}
+        self.on_record = on_record
+        self.target: _Target | None = None
+        self.servers: list[dict[str, Any]] = []
+
+    # -- servers ------------------------------------------------------------------------
+    def _open(self, engine: dict[str, Any]) -> _Target:
+        from harness.measure.e2e.openai_client import OpenAIClient, split_server
+
+        label = engine["label"]
+        if self.target is not None and self.target.label == label:
+            return self.target
+        self._close()
+        if not self.o["launch"]:
+            if not self.o["server"]:
+                raise ExecutorError("the serve suite needs --launch ENGINE:BACKEND (the "
+                                    "harness starts the server) or --server URL")
+            dialect, url = split_server(self.o["server"])
+            client = OpenAIClient(url, dialect=dialect, timeout=600.0)
+            try:
+                client.detect()
+            except (OSError, RuntimeError, ValueError) as e:
+                raise ExecutorError(f"--server {self.o['server']}: no answer from "
+                                    f"/v1/models ({' '.join(str(e).split())[:200]})") from None
+            self.target = _Target(label, client)
+            return self.target
+        server = self._launch(engine)
+        client = OpenAIClient(server.url, dialect=self._dialect(engine), model=server.model,
+                              timeout=600.0)
+        from harness.registry import adapter_class
+
+        seeded = getattr(adapter_class(engine["name"]), "seeded_requests", lambda: True)()
+        self.target = _Target(label, client, server, seeded=seeded)
+        return self.target
+
+    @staticmethod
+    def _dialect(engine: dict[str, Any]) -> str | None:
+        from harness.registry import adapter_class
+
+        return getattr(adapter_class(engine["name"]), "dialect", None)
+
+    def _launch(self, engine: dict[str, Any]):
+        from harness.environments import environment
+        from harness.measure.e2e.vllm_offline import write_hf_model
+        from harness.measure.serve.launcher import HOST, ServerNotReady, ServerProcess
+        from harness.registry import adapter_class
+        from harness.vocab import load_vocabulary
+        from harness.vocab.gguf import cache_root
+
+        cls = adapter_class(engine["name"])
+        if not hasattr(cls, "server_command"):
+            raise ExecutorError(f"engine {engine['label']} has no server to launch; the serve "
+                                "suite launches serving engines (harness engines lists them)")
+        env = engine.get("env")
+        python = str(environment(env).python()) if env else sys.executable
+        model_dir = str(write_hf_model(self.o["model"], load_vocabulary(self.config["tokenizer"]),
+                                       cache_root() / "models"))
+        options = cls.configs[engine["config"]]
+        safe = engine["label"].replace(":", "-").replace("@", "-").replace("/", "-")
+        server = ServerProcess(lambda port: cls.server_command(python, model_dir, options, HOST,
+                                                               port),
+                               Path(self.store.path) / "servers" / f"{safe}.log",
+                               ready_timeout_s=float(self.o["ready_timeout_s"]),
+                               label=f"{engine['label']} server")
+        log.info("starting %s (log: %s)", server.label, server.log_path)
+        try:
+            server.start()
+        except ServerNotReady as e:
+            raise ExecutorError(str(e)) from None
+        log.info("%s ready in %.0f s on %s (pid %s)", server.label, server.ready_s, server.url,
+                 server.pid)
+        self.servers.append({"engine": engine["label"], **server.describe()})
+        self._write_servers()  # at once: whoever stops a killed run finds the PID here
+        return server
+
+    def _close(self) -> None:
+        t, self.target = self.target, None
+        if t is not None and t.server is not None:
+            t.server.stop()
+            for s in self.servers:
+                if s["engine"] == t.label and s["pid"] == t.server.pid:
+                    s["starts"] = t.server.starts
+        self._write_servers()
+
+    def _write_servers(self) -> None:
+        if self.servers:
+            path = Path(self.store.path) / "servers" / "servers.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(self.servers, indent=1))
+
+    # -- records -----------------------------------------------------------------------
+    def _append(self, rec: dict[str, Any]) -> None:
+        self.store.append(rec)
+        self.on_record(rec)
+
+    def _base(self, job: Job) -> dict[str, Any]:
+        return {"engine": job.engine, "case_id": job.case_id, "subset": job.subset}
+
+    def _record(self, job: Job, res, stream_t0: float, crashed: str | None) -> dict[str, Any]:
+        from harness.measure.e2e.openai_client import verdict as judge
+        from harness.measure.groundtruth import GroundTruth
+        from suites.jsontext import json_prefix_error
+
+        case, req = job.payload["case"], job.payload["case"]["request"]
+        rec = {**self._base(job), "suite": case["suite"]}
+        ttft = res.ttft_ns
+        tokens = res.tokens
+        tpot = ((res.total_ns - ttft) / (tokens - 1)) if ttft and tokens > 1 else None
+        s: dict[str, Any] = {
+            "stream": req["stream"], "rate": req["rate"], "mode": req["mode"],
+            "index": req["index"], "constrained": req["constrained"], "form": self.o["form"],
+            "kind": req["kind"], "source": req["source"], "status": res.status,
+            "sent_s": round((res.sent_ns - stream_t0) / 1e9, 6) if res.sent_ns else None,
+            "arrival_s": req["arrival_s"],
+            "ttft_ms": _ms(ttft), "e2el_ms": _ms(res.total_ns), "tpot_ms": _ms(tpot),
+            "itl_ms": [round(x / 1e6, 3) for x in res.chunk_ns], "tokens": tokens,
+            "finish_reason": res.finish_reason, "text": res.text[:300],
+        }
+        rec["serve"] = s
+        rec["tokens"] = tokens
+        if crashed:
+            s["verdict"] = "server_crash"
+            rec.update(outcome=outcomes.CRASH,
+                       error=f"server crashed ({crashed}) with the request in flight: "
+                             f"{res.error or 'connection lost'}")
+            return rec
+        if res.status == 200 and res.finish_reason is None:
+            # the server answered, then broke the stream off with an error of its own while
+            # staying healthy (e.g. a backend that fails on the schema mid-request): a refusal
+            s["error"] = res.error
+            if res.error:
+                s["verdict"] = "refused"
+                rec.update(outcome=outcomes.COMPILE_ERROR,
+                           error=f"refused in the stream (HTTP 200, then): {res.error}")
+            else:
+                s["verdict"] = "no_answer"
+                rec.update(outcome=outcomes.CRASH,
+                           error="the stream broke off without a finish_reason or an error")
+            return rec
+        if res.status != 200:
+            s["verdict"] = "refused" if res.status else "no_answer"
+            s["error"] = res.error
+            rec.update(outcome=outcomes.COMPILE_ERROR if res.status else outcomes.CRASH,
+                       error=(f"refused: HTTP {res.status}: {res.error}" if res.status
+                              else f"no answer from the server: {res.error}"))
+            return rec
+        if res.finish_reason == "length":
+            s["whitespace_share"] = whitespace_share(res.text)
+        if not req["constrained"]:
+            s["verdict"] = "runaway" if res.finish_reason == "length" else "unconstrained"
+            rec["outcome"] = outcomes.PASSING
+            return rec
+        truth = GroundTruth.for_case(case)
+        v = judge(res, truth)
+        if v["verdict"] == "truncated":
+            # the budget ended it: judged by syntax only (can it still become JSON?)
+            why = json_prefix_error(res.text)
+            v = ({"verdict": "constraint_not_enforced",
+                  "why": f"truncated output cannot become JSON: {why}"} if why
+                 else {"verdict": "runaway"})
+        s["verdict"] = v["verdict"]
+        if v.get("why"):
+            s["why"] = v["why"]
+        if v["verdict"] == "constraint_not_enforced":
+            rec.update(outcome=outcomes.INVALIDATION_ERROR,
+                       error=f"constraint not enforced (HTTP 200, invalid output): {v['why']}")
+        else:
+            rec["outcome"] = outcomes.PASSING
+        return rec
+
+    # -- streams -----------------------------------------------------------------------
+    def _send(self, target: _Target, job: Job):
+        from harness.measure.e2e.openai_client import Constraint
+        from harness.measure.e2e.prompt import ASK, SYSTEM
+
+        case, req = job.payload["case"], job.payload["case"]["request"]
+        messages = [{"role": "system", "content": SYSTEM},
+                    {"role": "user", "content": ASK + case["schema_text"]}]
+        constraint = Constraint("json", json.loads(case["schema_text"])) \
+            if req["constrained"] else None
+        seed = int(self.o["seed"]) + int(req["index"]) if target.seeded else None
+        return target.client.complete(None, messages, max_tokens=int(self.o["max_tokens"]),
+                                      temperature=float(self.o["temperature"]), seed=seed,
+                                      constraint=constraint, form=self.o["form"])
+
+    def _run_stream(self, jobs: list[Job]) -> None:
+        from harness.measure.serve.load import Stream
+
+        runnable = []
+        for job in jobs:
+            if job.payload is None:  # a corpus file that could not be read
+                self._append({**self._base(job), "outcome": outcomes.BAD_INPUT,
+                              "error": job.load_error})
+            else:
+                runnable.append(job)
+        if not runnable:
+            return
+        target = self._open(runnable[0].payload["engine"])
+        restarts = 0
+        pending = runnable
+        concurrency = int(self.o["concurrency"] or 0) or None
+        while pending:
+            if target.server is not None and not target.server.alive():
+                self._restart(target)
+            first = pending[0].payload["case"]["request"]["arrival_s"]
+            offsets = [j.payload["case"]["request"]["arrival_s"] - first for j in pending]
+            t0 = time.perf_counter_ns()
+            dead = {"why": None}
+
+            def broken(res) -> bool:
+                return dead["why"] is not None
+
+            def on_result(job: Job, res) -> None:
+                crashed = None
+                failed = res.status == 0 or res.status >= 500 or (
+                    res.status == 200 and res.finish_reason is None)
+                if target.server is not None and failed and not self._alive(target):
+                    crashed = dead["why"] = target.server.exit_status()
+                self._append(self._record(job, res, t0, crashed))
+
+            out = Stream(lambda j: self._send(target, j), concurrency, broken).run(
+                pending, offsets, on_result)
+            pending = out.unsent
+            if pending:
+                restarts += 1
+                if restarts > int(self.o["max_restarts"]):
+                    for job in pending:
+                        self._append({**self._base(job), "suite": job.payload["case"]["suite"],
+                                      "outcome": outcomes.CRASH,
+                                      "error": f"not sent: the server crashed {restarts} times "
+                                               f"({dead['why']})"})
+                    return
+                log.warning("%s died (%s) mid-stream; its requests in flight are recorded as "
+                            "a server crash; starting it again", target.label, dead["why"])
+                self._restart(target)
+
+    def _alive(self, target: _Target) -> bool:
+        """False once the server is gone (waits a moment: a lost connection is seen before
+        the process's exit)."""
+        end = time.monotonic() + DEATH_GRACE_S
+        while time.monotonic() < end:
+            if not target.server.alive():
+                return False
+            time.sleep(0.2)
+        return target.server.healthy()
+
+    def _restart(self, target: _Target) -> None:
+        from harness.measure.serve.launcher import ServerNotReady
+
+        target.server.stop()
+        try:
+            target.server.start()
+        except ServerNotReady as e:
+            raise ExecutorError(str(e)) from None
+        target.client.base = target.server.url
+        target.client.port = target.server.port
+        for s in self.servers:
+            if s["engine"] == target.label:
+                s.update(starts=target.server.starts, pid=target.server.pid,
+                         url=target.server.url)
+        self._write_servers()
+
+    def run(self, jobs: Iterable[Job]) -> None:
+        """Run every job (consumed lazily, in order) until each has a record."""
+        batch: list[Job] = []
+        key = None
+        try:
+            for job in jobs:
+                req = (job.payload or {}).get("case", {}).get("request") or {}
+                k = (job.engine, req.get("stream"), req.get("mode"))
+                if batch and k != key:
+                    self._run_stream(batch)
+                    batch = []
+                key = k
+                batch.append(job)
+            if batch:
+                self._run_stream(batch)
+        finally:
+            self._close()

@@ -1,0 +1,52 @@
+"""The serve suite's report section: per engine row and stream, the figures of the
+constrained stream beside its unconstrained twin, their ratios, what the servers refused,
+and the engine versions inside each server's environment beside the standalone ones. Data
+come from :mod:`harness.measure.serve.metrics` (``summary["serve"]``); nothing is recomputed.
+"""
+
+from __future__ import annotations
+
+from harness.measure.serve.metrics import HEADER, RATIO_HEADER, ratio_rows, rows
+from harness.report.model import Bullets, Para, ReportContext, Section, Table
+
+
+def sec_serve(ctx: ReportContext) -> Section | None:
+    blocks = []
+    for run in ctx.runs:
+        b = run.summary.get("serve")
+        if not b:
+            continue
+        prefix = f"{run.key}: " if len(ctx.runs) > 1 else ""
+        blocks.append(Para(f"{prefix}request form {b.get('form')}, model {b.get('model')} "
+                           f"(random weights), max_tokens {b.get('max_tokens')}. Times in ms; "
+                           "mode c = constrained, u = the same stream (prompts, seeds, "
+                           "arrivals) unconstrained. Invalid: the output broke the constraint "
+                           "(strict JSON, then jsonschema), the server having answered HTTP "
+                           "200 — a constraint not enforced. Runaways: the token budget ended "
+                           "the output (with the share of whitespace in it)."))
+        blocks.append(Table(HEADER, rows(b), align=["l", "l", "l"] + ["r"] * (len(HEADER) - 3)))
+        rr = ratio_rows(b)
+        if rr:
+            blocks.append(Para("Constrained / unconstrained (latencies at p50):"))
+            blocks.append(Table(RATIO_HEADER, rr, align=["l", "l"] + ["r"] * 6))
+        v = b.get("versions") or {}
+        items = [f"{eng} server ({s['environment']}): " + ", ".join(
+            f"{k} {x}" for k, x in s["versions"].items()) for eng, s in
+            (v.get("servers") or {}).items()]
+        if v.get("standalone"):
+            items.append("standalone (the harness's environment): " + ", ".join(
+                f"{k} {x}" for k, x in v["standalone"].items()))
+        refusals = [f"{eng} {stream}: {m}" for eng, streams in b["streams"].items()
+                    for stream, d in streams.items()
+                    for m in (d.get("constrained") or {}).get("refusal_messages", [])]
+        if items:
+            blocks += [Para("Engine versions:"), Bullets(items)]
+        if refusals:
+            blocks += [Para("What the servers refused (first messages):"), Bullets(refusals)]
+        servers = b.get("servers") or []
+        if servers:
+            blocks.append(Bullets([f"{s['engine']}: started {s['starts']}×, ready in "
+                                   f"{s['ready_s']} s, log {s['log']}" for s in servers]))
+    if not blocks:
+        return None
+    return Section("Serving benchmark", blocks)

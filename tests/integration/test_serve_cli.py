@@ -1,0 +1,142 @@
+"""The serve suite through the CLI against the canned server (a real process on 127.0.0.1
+streaming a fixed text, no model): whole runs, a refusal, a server crash mid-stream and
+its restart, a killed run that leaves no server and resumes without loss."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import ROOT, link_real, write_case
+from tests.unit.test_serve import _gone
+
+
+def _run(tmp_path, *args, data=None):
+    from tests.conftest import harness
+
+    data = data or tmp_path / "data"
+    if not data.exists():
+        link_real(data)
+    return harness("run", "--suite", "serve", "--data", str(data), "--results",
+                   str(tmp_path / "results"), "--reports", str(tmp_path / "reports"),
+                   "--no-progress", *args, timeout=300)
+
+
+def test_serve_run_against_a_launched_canned_server(tmp_path):
+    """A whole run: both streams per rate, a refusal recorded and the run going on, the
+    canned text judged against every schema (it ignores constraints: not enforced), no server
+    left behind."""
+    from tests.conftest import read_records
+
+    data = tmp_path / "data"
+    link_real(data)
+    write_case(data, "refused.json", {"title": "refuse-me", "type": "object"}, [])
+    r = _run(tmp_path, "--launch", "canned", "--rate", "50,inf", "--model", "micro", data=data)
+    assert r.returncode == 0, r.stderr[-2000:]
+    run_dir, recs = read_records(tmp_path / "results")
+    assert len(recs) == 4 * 2 * 2 and len({r["case_id"] for r in recs}) == 16
+    by = {(r["serve"]["mode"], r["serve"]["source"]): r for r in recs if "/rinf/" in r["case_id"]}
+    refused = by[("c", "refused.json")]
+    assert refused["outcome"] == "compile_error" and "HTTP 400" in refused["error"]
+    assert by[("u", "refused.json")]["outcome"] == "passing"  # unconstrained: no schema sent
+    verdicts = {r["serve"]["verdict"] for r in recs if r["serve"]["mode"] == "c"}
+    assert "constraint_not_enforced" in verdicts  # the canned text fits no corpus schema
+    summary = json.loads((run_dir / "summary.json").read_text())
+    s = summary["serve"]["streams"]["canned"]["maskbench/rinf"]
+    assert s["constrained"]["refusals"] == 1 and s["unconstrained"]["completed"] == 4
+    assert s["ratio"]["itl"] and s["constrained"]["itl"]["p50"] > 1.0  # paced at 2 ms
+    assert "serving benchmark" in r.stdout and "refused: HTTP 400" in r.stdout
+    servers = json.loads((run_dir / "servers" / "servers.json").read_text())
+    assert servers[0]["pid"] and _gone(servers[0]["pid"])
+    report = (tmp_path / "reports" / run_dir.name / "report.md").read_text()
+    assert "Serving benchmark" in report and "constrained / unconstrained" in report.lower()
+
+
+def test_serve_needs_a_server():
+    from harness.config import ConfigError, RunConfig
+
+    from tests.conftest import harness
+
+    r = harness("run", "--suite", "serve", "--sample", "1", "--no-progress")
+    assert r.returncode != 0 and "--launch" in r.stderr and "--server" in r.stderr
+    assert len(r.stderr.strip().splitlines()) <= 3
+    with pytest.raises(ConfigError, match="--launch"):
+        RunConfig.from_dict({"suite": "e2e", "launch": True}, strict=True)
+
+
+def test_server_crash_mid_stream_is_recorded_and_the_server_restarted(tmp_path):
+    """SIGKILL the launched server mid-stream: its requests in flight become server-crash
+    records, the harness starts it again, and every request ends as exactly one record."""
+    from tests.conftest import read_records
+
+    env_results = tmp_path / "results"
+    data = tmp_path / "data"
+    link_real(data)
+    cmd = [sys.executable, "-m", "harness.cli", "run", "--suite", "serve", "--launch",
+           "canned:slow", "--data", str(data), "--requests", "12", "--rate", "inf",
+           "--concurrency", "2", "--no-baseline", "--model", "micro", "--no-progress",
+           "--results", str(env_results), "--reports", str(tmp_path / "reports")]
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    killed = None
+    end = time.monotonic() + 120
+    while time.monotonic() < end and killed is None:
+        runs = list(env_results.glob("*/records.jsonl")) if env_results.exists() else []
+        if runs and len(runs[0].read_text().splitlines()) >= 2:
+            servers = json.loads((runs[0].parent / "servers" / "servers.json").read_text())
+            killed = servers[0]["pid"]
+            os.kill(killed, signal.SIGKILL)
+        time.sleep(0.05)
+    out, err = p.communicate(timeout=180)
+    assert p.returncode == 0, err[-2000:]
+    run_dir, recs = read_records(env_results)
+    assert len(recs) == 12 and len({r["case_id"] for r in recs}) == 12
+    crashed = [r for r in recs if r["serve"]["verdict"] == "server_crash"]
+    assert crashed and all("killed by SIGKILL" in r["error"] for r in crashed)
+    servers = json.loads((run_dir / "servers" / "servers.json").read_text())
+    assert servers[0]["starts"] == 2 and servers[0]["pid"] != killed
+    assert "starting it again" in err
+
+
+def test_killed_run_leaves_no_server_and_resumes_without_loss(tmp_path):
+    """SIGKILL the whole run mid-stream: no server process is left (checked by PID), and
+    --resume sends only the requests that have no record, each once."""
+    from tests.conftest import harness, read_records
+
+    results = tmp_path / "results"
+    data = tmp_path / "data"
+    link_real(data)
+    cmd = [sys.executable, "-m", "harness.cli", "run", "--suite", "serve", "--launch",
+           "canned:slow", "--data", str(data), "--requests", "10", "--rate", "inf",
+           "--concurrency", "1", "--model", "micro", "--no-progress",
+           "--results", str(results), "--reports", str(tmp_path / "reports")]
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    end = time.monotonic() + 120
+    while time.monotonic() < end:
+        runs = list(results.glob("*/records.jsonl")) if results.exists() else []
+        if runs and len(runs[0].read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.05)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    run_dir = runs[0].parent
+    pid = json.loads((run_dir / "servers" / "servers.json").read_text())[0]["pid"]
+    end = time.monotonic() + 15
+    while time.monotonic() < end and not _gone(pid):
+        time.sleep(0.2)
+    assert _gone(pid)
+    before = len((run_dir / "records.jsonl").read_text().splitlines())
+    assert 3 <= before < 20
+    r = harness("run", "--resume", str(run_dir), "--no-progress", "--reports",
+                str(tmp_path / "reports"), timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    _, recs = read_records(results)
+    ids = [x["case_id"] for x in recs]
+    assert len(ids) == 20 and len(set(ids)) == 20

@@ -1,0 +1,154 @@
+"""The serve suite's parts without a model: arrivals, the stream's concurrency cap, request
+forms, the JSON prefix check, the server launcher and its guard, and whole runs against
+the canned server (a real process on 127.0.0.1 streaming a fixed text)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT, link_real, write_case
+
+
+def test_poisson_and_gamma_arrivals():
+    from suites.serve import arrival_times
+
+    t = arrival_times(4001, rate=20.0, burstiness=1.0, seed=1)
+    gaps = np.diff(t)
+    assert t[0] == 0.0 and abs(gaps.mean() - 1 / 20) < 0.005  # mean gap 1/rate
+    assert abs(gaps.std() / gaps.mean() - 1.0) < 0.1  # exponential: CV 1
+    bursty = np.diff(arrival_times(4001, rate=20.0, burstiness=0.25, seed=1))
+    assert abs(bursty.mean() - 1 / 20) < 0.01 and bursty.std() / bursty.mean() > 1.7  # CV 2
+    assert arrival_times(3, math.inf) == [0.0, 0.0, 0.0]
+    assert arrival_times(50, 5.0, seed=3) == arrival_times(50, 5.0, seed=3)  # seeded
+
+
+def test_stream_caps_requests_in_flight():
+    from harness.measure.serve.load import Stream
+
+    lock, now, peak = threading.Lock(), [0], [0]
+
+    def send(i):
+        with lock:
+            now[0] += 1
+            peak[0] = max(peak[0], now[0])
+        time.sleep(0.02)
+        with lock:
+            now[0] -= 1
+        return i
+
+    seen = []
+    out = Stream(send, concurrency=3).run(list(range(20)), [0.0] * 20,
+                                         lambda item, res: seen.append(res))
+    assert sorted(seen) == list(range(20)) and peak[0] == 3 and out.unsent == []
+
+
+def test_stream_stops_sending_when_broken():
+    from harness.measure.serve.load import Stream
+
+    out = Stream(lambda i: i, concurrency=1, broken=lambda r: r == 4).run(
+        list(range(10)), [0.01 * i for i in range(10)], lambda item, res: None)
+    assert [r for _, r in out.results] == [0, 1, 2, 3, 4] and out.unsent == [5, 6, 7, 8, 9]
+
+
+def test_request_forms():
+    from harness.measure.e2e.openai_client import Constraint, request_fields
+
+    c = Constraint("json", {"type": "integer"})
+    assert request_fields("vllm", "response_format", c)["response_format"]["type"] == "json_schema"
+    assert request_fields("vllm", "structured_outputs", c) == {
+        "structured_outputs": {"json": {"type": "integer"}}}
+    assert request_fields("vllm", "guided_json", c) == {"guided_json": {"type": "integer"}}
+    assert request_fields("vllm", "structured_outputs", Constraint("regex", "a+")) == {
+        "structured_outputs": {"regex": "a+"}}
+    assert request_fields("sglang", "structured_outputs", Constraint("grammar", "root ::= 'a'")) \
+        == {"ebnf": "root ::= 'a'"}
+    with pytest.raises(ValueError):
+        request_fields("vllm", "response_format", Constraint("regex", "a"))
+    with pytest.raises(ValueError):
+        Constraint("yaml", "x")
+
+
+@pytest.mark.parametrize("text,ok", [
+    ("", True), ("{", True), ('{"a": [1, tr', True), ('{"a": "x', True), ("-0.", True),
+    ('{"a": 1}\n\n  ', True), ("garbage", False), ('{"a" 1', False), ("[1,]", False),
+    ('{"a": 1} {', False), ("01", False), ("\t\t hello", False)])
+def test_json_prefix_check(text, ok):
+    from suites.jsontext import json_prefix_error
+
+    assert (json_prefix_error(text) is None) is ok
+
+
+def _canned(port: int, interval_ms: float = 5.0):
+    return ([sys.executable, "-m", "harness.measure.serve.canned", "--port", str(port),
+             "--interval-ms", str(interval_ms)], {})
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # a zombie of ours counts as gone
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    except OSError:
+        return True
+
+
+def test_launcher_starts_probes_and_stops_by_pid(tmp_path):
+    from harness.measure.e2e.openai_client import OpenAIClient
+    from harness.measure.serve.launcher import ServerProcess
+
+    sp = ServerProcess(_canned, tmp_path / "s.log", ready_timeout_s=30, label="canned")
+    sp.start()
+    try:
+        assert sp.url.startswith("http://127.0.0.1:") and sp.healthy()
+        r = OpenAIClient(sp.url).complete({"type": "object"}, [{"role": "user", "content": "x"}])
+        assert r.status == 200 and r.finish_reason == "stop" and json.loads(r.text)["count"] == 3
+        assert r.tokens == len(r.chunk_ns) + 1 and len(r.server_gaps_ns) == len(r.chunk_ns)
+    finally:
+        sp.stop()
+    assert _gone(sp.pid) and not sp.alive()
+    assert "starting canned" in (tmp_path / "s.log").read_text()
+
+
+def test_server_never_ready_names_its_log(tmp_path):
+    from harness.measure.serve.launcher import ServerNotReady, ServerProcess
+
+    sp = ServerProcess(lambda port: (["sleep", "60"], {}), tmp_path / "never.log",
+                       ready_timeout_s=1.5, label="sleeper")
+    with pytest.raises(ServerNotReady, match=r"not ready within 1.5 s; its log: .*never.log"):
+        sp.start()
+    assert _gone(sp.pid)
+
+
+def test_killing_the_harness_leaves_no_server(tmp_path):
+    """The guard stops the server's whole group when its parent dies, even by SIGKILL."""
+    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+            "from pathlib import Path\n"
+            "from harness.measure.serve.launcher import ServerProcess\n"
+            "import time\n"
+            f"sp = ServerProcess(lambda p: ([sys.executable, '-m', 'harness.measure.serve.canned',"
+            f" '--port', str(p)], {{}}), Path({str(tmp_path / 'k.log')!r}), 30)\n"
+            "sp.start(); print(sp.pid, flush=True); time.sleep(60)\n")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                         cwd=ROOT)
+    pid = int(p.stdout.readline())
+    assert not _gone(pid)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    end = time.monotonic() + 15
+    while time.monotonic() < end and not _gone(pid):
+        time.sleep(0.2)
+    assert _gone(pid)
