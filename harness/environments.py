@@ -197,8 +197,8 @@ def spawn_in(name: str | None) -> Iterator[None]:
     env = environment(name)
     probe = env.probe()
     if probe is None:
-        raise EnvironmentUnavailable(f"environment {name!r} is not there ({env.python()}); make it "
-                                f"with: {env.setup}")
+        raise EnvironmentUnavailable(f"environment {name!r} is not there ({env.python()}): "
+                                     f"{env.setup}")
     path = [str(PROJECT_ROOT)] + [p for p in probe["sys_path"] if p != str(PROJECT_ROOT)]
     original_data, original_exe = spawn.get_preparation_data, spawn.get_executable()
 

@@ -256,8 +256,7 @@ class EngineSpec:
             return self.adapter_class().how_to_install()
         from harness.environments import environment
 
-        e = environment(env)
-        return f"{e.setup}: {e.purpose}"
+        return environment(env).setup
 
     def build(self, vocab: Vocabulary, **overrides: Any) -> EngineAdapter:
         """The adapter in this configuration over ``vocab`` (imports the engine)."""

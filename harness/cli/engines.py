@@ -49,6 +49,6 @@ def cmd_engines(args) -> int:
             print(f"\nenvironment {env.name}: {d['python']}\n  holds {held}\n"
                   f"  rows: NAME@{env.name} runs an engine from there (e.g. xgrammar@{env.name})")
         else:
-            print(f"\nenvironment {env.name}: not there ({d['python']}); make it with: "
+            print(f"\nenvironment {env.name}: not there ({d['python']}): "
                   f"{env.setup}")
     return 0

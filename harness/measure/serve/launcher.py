@@ -150,6 +150,11 @@ class ServerProcess:
         """How the server ended, in words (for a crash record)."""
         if self.guard is None:
             return "stopped"
+        if self.pid is not None and not _pid_alive(self.pid):
+            try:  # the guard reports the server's status once it has cleaned up its group
+                self.guard.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
         code = self.guard.poll()
         if code is None:
             return "running, /health failing (engine dead)"
@@ -184,6 +189,16 @@ class ServerProcess:
         return {"label": self.label, "url": self.url, "pid": self.pid, "starts": self.starts,
                 "ready_s": None if self.ready_s is None else round(self.ready_s, 2),
                 "log": str(self.log_path), "model": self.model}
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _die_with_parent() -> None:
