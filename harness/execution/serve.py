@@ -116,6 +116,10 @@ class ServeExecutor:
         if not hasattr(cls, "server_command"):
             raise ExecutorError(f"engine {engine['label']} has no server to launch; the serve "
                                 "suite launches serving engines (harness engines lists them)")
+        if self.config.get("tokenizer") != "llama3":
+            raise ExecutorError(f"launched servers load the Llama-3 tokenizer the harness writes; "
+                                f"run the serve suite with --tokenizer llama3, not "
+                                f"{self.config.get('tokenizer')!r}")
         env = engine.get("env")
         python = str(environment(env).python()) if env else sys.executable
         model_dir = str(write_hf_model(self.o["model"], load_vocabulary(self.config["tokenizer"]),
