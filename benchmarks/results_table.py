@@ -6,7 +6,11 @@ Reads each run folder's ``run.json`` and ``summary.json`` as plain JSON (no harn
 so it works on any checkout that has the run folders) and writes one row per (run, engine):
 the run's date, commit, suite and selection, and per engine its version, schemas, outcome
 counts, TBM average / p50 / p99 (µs), the share of masks over 1 ms and TTFM p50 / p90 (ms).
-Below the table, each run's command, machine and tokenizer.
+Runs of the serve suite go to a second table, one row per (server row, stream, mode):
+throughput, TTFT / TPOT / ITL p50 and p99 (ms), invalid outputs, runaways, refusals,
+crashes, and for the constrained stream its ratios to the unconstrained one; runs of the
+e2e suite (offline rows) to a third: TTFT and TPOT (ms) with their ratio. Below the tables,
+each run's command, machine and tokenizer.
 
 A section headed ``## Whole-corpus runs (recorded)`` in the existing output file is carried
 over unchanged: figures transcribed from runs whose folders are not kept. Without ``-o`` the
@@ -87,6 +91,66 @@ def _selection(meta: dict[str, Any]) -> str:
     return suite + (f" ({'; '.join(parts)})" if parts else "")
 
 
+def _stat(d: Any, key: str) -> str:
+    return _num((d or {}).get(key), 2)
+
+
+def serve_rows(run_dir: Path, meta: dict[str, Any], summary: dict[str, Any]) -> list[list[str]]:
+    """Rows of the serving table (one per server row, stream and mode)."""
+    date, commit = _utc(meta.get("created_at")), _commit(meta)
+    model = str(summary["serve"].get("model") or "–")
+    rows = []
+    for eng, streams in summary["serve"].get("streams", {}).items():
+        for stream, d in streams.items():
+            ratio = d.get("ratio") or {}
+            for mode in ("constrained", "unconstrained"):
+                m = d.get(mode)
+                if not m:
+                    continue
+                c = mode == "constrained"
+                rows.append([date, commit, eng, stream, mode[0], model,
+                             f"{m.get('completed')}/{m.get('requests')}",
+                             _num(m.get("request_throughput"), 2),
+                             _num(m.get("output_throughput"), 0),
+                             _stat(m.get("ttft"), "p50"), _stat(m.get("ttft"), "p99"),
+                             _stat(m.get("tpot"), "p50"), _stat(m.get("tpot"), "p99"),
+                             _stat(m.get("itl"), "p50"), _stat(m.get("itl"), "p99"),
+                             _num(m.get("invalid")) if c else "–", _num(m.get("runaways")),
+                             _num(m.get("refusals")), _num(m.get("crashes")),
+                             _num(ratio.get("ttft"), 2) if c else "–",
+                             _num(ratio.get("tpot"), 2) if c else "–",
+                             _num(ratio.get("itl"), 2) if c else "–"])
+    return rows
+
+
+SERVE_HEADER = ["date of the run", "commit", "row", "stream", "mode", "model", "done",
+                "req/s", "tok/s", "TTFT p50 (ms)", "TTFT p99", "TPOT p50 (ms)", "TPOT p99",
+                "ITL p50 (ms)", "ITL p99", "invalid", "runaways", "refused", "crashed",
+                "TTFT ratio", "TPOT ratio", "ITL ratio"]
+
+
+def e2e_rows(run_dir: Path, meta: dict[str, Any], summary: dict[str, Any]) -> list[list[str]]:
+    """Rows of the end-to-end table (one per engine row with an ``e2e`` block)."""
+    date, commit = _utc(meta.get("created_at")), _commit(meta)
+    rows = []
+    for label, e in summary.get("engines", {}).items():
+        b = e.get("e2e") if isinstance(e, dict) else None
+        if not b:
+            continue
+        rows.append([date, commit, label, _num(e.get("version")), str(b.get("api") or "–"),
+                     str(b.get("model") or "–"), _num(b.get("schemas")),
+                     _num(b.get("ttft_ms"), 2), _num(b.get("ttft_unconstrained_ms"), 2),
+                     _num(b.get("tpot_ms"), 3), _num(b.get("tpot_unconstrained_ms"), 3),
+                     _num(b.get("tpot_ratio"), 3), _num(b.get("invalid_outputs")),
+                     _num(b.get("runaways")), _num(b.get("outputs"))])
+    return rows
+
+
+E2E_HEADER = ["date of the run", "commit", "engine", "version", "route", "model", "schemas",
+              "TTFT (ms)", "unconstrained", "TPOT (ms)", "unconstrained", "TPOT ratio",
+              "invalid outputs", "runaways", "outputs"]
+
+
 def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
     """Table rows (one per engine) and the run's details for the notes."""
     meta = _load(run_dir / "run.json")
@@ -95,9 +159,11 @@ def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
     date, commit, selection = _utc(meta.get("created_at")), _commit(meta), _selection(meta)
     rows = []
     engines = summary.get("engines", {})
-    if not engines:
+    if not engines and not summary.get("serve"):
         raise RunFolderError(f"{run_dir / 'summary.json'}: no engines")
-    for label, e in engines.items():
+    replay = not summary.get("serve") and not any(
+        isinstance(e, dict) and e.get("e2e") for e in engines.values())
+    for label, e in (engines.items() if replay else ()):
         head = [date, commit, selection, label, _num(e.get("version") or versions.get(label))]
         if e.get("status") == "not_run":
             rows.append(head + ["not run"] + ["–"] * 11)
@@ -129,6 +195,9 @@ def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
         "primary": summary.get("primary_serialization", "–"),
         "limits": meta.get("limits", {}),
         "wall_s": summary.get("wall_s"),
+        "serve": serve_rows(run_dir, meta, summary) if summary.get("serve") else [],
+        "e2e": e2e_rows(run_dir, meta, summary) if not replay and not summary.get("serve")
+        else [],
     }
     return rows, details
 
@@ -177,13 +246,28 @@ def render(run_dirs: list[Path], recorded: str | None, today: str) -> str:
         "serialisation; TTFM is per schema. Absolute times depend on the machine and its "
         "load: compare engines within one run.",
         "",
-        "## Runs",
-        "",
-        _md_row(HEADER),
-        "|:--|:--|:--|:--|:--|" + "--:|" * (len(HEADER) - 5),
-        *(_md_row(r) for r in rows),
-        "",
     ]
+    if rows:
+        out += ["## Runs", "", _md_row(HEADER),
+                "|:--|:--|:--|:--|:--|" + "--:|" * (len(HEADER) - 5),
+                *(_md_row(r) for r in rows), ""]
+    serve = [r for n in notes for r in n["serve"]]
+    if serve:
+        out += ["## Serving runs", "",
+                "The serve suite ([serving.md](serving.md)): per server row and stream, mode c "
+                "= constrained, u = the same stream unconstrained; ratios are constrained / "
+                "unconstrained at p50. Invalid: HTTP 200 with an output that breaks the "
+                "constraint. Random weights: runaways measure the whitespace a backend allows.",
+                "", _md_row(SERVE_HEADER), "|" + ":--|" * 6 + "--:|" * (len(SERVE_HEADER) - 6),
+                *(_md_row(r) for r in serve), ""]
+    e2e = [r for n in notes for r in n["e2e"]]
+    if e2e:
+        out += ["## End-to-end runs", "",
+                "The e2e suite: TTFT and TPOT of a constrained decode and of the same decode "
+                "unconstrained (for vLLM's offline rows: a one-token request's wall time, and "
+                "the rest of the request per token).", "",
+                _md_row(E2E_HEADER), "|" + ":--|" * 6 + "--:|" * (len(E2E_HEADER) - 6),
+                *(_md_row(r) for r in e2e), ""]
     for n in notes:
         lim = n["limits"]
         out += [

@@ -56,6 +56,11 @@ def test_serve_run_against_a_launched_canned_server(tmp_path):
     assert servers[0]["pid"] and _gone(servers[0]["pid"])
     report = (tmp_path / "reports" / run_dir.name / "report.md").read_text()
     assert "Serving benchmark" in report and "constrained / unconstrained" in report.lower()
+    table = subprocess.run([sys.executable, "benchmarks/results_table.py", str(run_dir)],
+                           cwd=ROOT, capture_output=True, text=True)
+    assert table.returncode == 0, table.stderr
+    assert "## Serving runs" in table.stdout and "## Runs" not in table.stdout
+    assert sum(1 for x in table.stdout.splitlines() if x.startswith("| ") and "| canned |" in x) == 4
 
 
 def test_serve_needs_a_server():
