@@ -88,6 +88,10 @@ class ServeExecutor:
                 raise ExecutorError(f"--server {self.o['server']}: no answer from "
                                     f"/v1/models ({' '.join(str(e).split())[:200]})") from None
             self.target = _Target(label, client)
+            self.servers.append({"engine": label, "url": url, "dialect": client.dialect,
+                                 "server_version": client.server_version(),
+                                 "launched": False})
+            self._write_servers()
             return self.target
         server = self._launch(engine)
         client = OpenAIClient(server.url, dialect=self._dialect(engine), model=server.model,
@@ -138,7 +142,11 @@ class ServeExecutor:
             raise ExecutorError(str(e)) from None
         log.info("%s ready in %.0f s on %s (pid %s)", server.label, server.ready_s, server.url,
                  server.pid)
-        self.servers.append({"engine": engine["label"], **server.describe()})
+        from harness.measure.e2e.openai_client import OpenAIClient
+
+        self.servers.append({"engine": engine["label"], **server.describe(),
+                             "server_version": OpenAIClient(server.url).server_version(),
+                             "launched": True})
         self._write_servers()  # at once: whoever stops a killed run finds the PID here
         return server
 

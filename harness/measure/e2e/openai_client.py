@@ -156,6 +156,22 @@ class OpenAIClient:
         finally:
             c.close()
 
+    def server_version(self) -> str | None:
+        """What ``GET /version`` says (vLLM and SGLang answer ``{"version": ...}``), or None."""
+        c = self._conn()
+        try:
+            c.request("GET", self.prefix + "/version")
+            r = c.getresponse()
+            body = r.read()
+            if r.status != 200:
+                return None
+            v = json.loads(body).get("version")
+            return str(v)[:100] if v is not None else None
+        except (OSError, http.client.HTTPException, json.JSONDecodeError, AttributeError):
+            return None
+        finally:
+            c.close()
+
     def detect(self) -> str:
         """The dialect from ``/v1/models``'s ``owned_by`` (vllm, sglang; llama-cpp-python's
         server says ``me``)."""

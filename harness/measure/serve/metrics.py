@@ -228,6 +228,9 @@ def render_text(block: dict[str, Any]) -> str:
     if rr:
         parts += ["\nconstrained / unconstrained (p50 for latencies)", text_table(RATIO_HEADER, rr)]
     v = block.get("versions") or {}
+    for s in block.get("servers") or []:
+        if s.get("server_version"):
+            parts.append(f"\n{s['engine']}: the server says version {s['server_version']}")
     for eng, s in (v.get("servers") or {}).items():
         inside = ", ".join(f"{k} {x}" for k, x in s["versions"].items())
         parts.append(f"\n{eng}: the server's environment ({s['environment']}) holds {inside}")

@@ -45,8 +45,12 @@ def sec_serve(ctx: ReportContext) -> Section | None:
             blocks += [Para("What the servers refused (first messages):"), Bullets(refusals)]
         servers = b.get("servers") or []
         if servers:
-            blocks.append(Bullets([f"{s['engine']}: started {s['starts']}×, ready in "
-                                   f"{s['ready_s']} s, log {s['log']}" for s in servers]))
+            blocks.append(Bullets([
+                (f"{s['engine']}: started {s.get('starts')}×, ready in {s.get('ready_s')} s, "
+                 f"log {s.get('log')}" if s.get("launched", True) else
+                 f"{s['engine']}: the server at {s.get('url')} ({s.get('dialect')})")
+                + (f"; it says version {s['server_version']}" if s.get("server_version")
+                   else "") for s in servers]))
     if not blocks:
         return None
     return Section("Serving benchmark", blocks)
