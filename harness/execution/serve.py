@@ -67,6 +67,7 @@ class ServeExecutor:
         self.on_record = on_record
         self.target: _Target | None = None
         self.servers: list[dict[str, Any]] = []
+        self._vocab = None  # the run's tokenizer: prompts carry at most 2,048 schema tokens
 
     # -- servers ------------------------------------------------------------------------
     def _open(self, engine: dict[str, Any]) -> _Target:
@@ -252,13 +253,21 @@ class ServeExecutor:
 
         case, req = job.payload["case"], job.payload["case"]["request"]
         messages = [{"role": "system", "content": SYSTEM},
-                    {"role": "user", "content": ASK + case["schema_text"]}]
+                    {"role": "user", "content": ASK + self._excerpt(case["schema_text"])}]
         constraint = Constraint("json", json.loads(case["schema_text"])) \
             if req["constrained"] else None
         seed = int(self.o["seed"]) + int(req["index"]) if target.seeded else None
         return target.client.complete(None, messages, max_tokens=int(self.o["max_tokens"]),
                                       temperature=float(self.o["temperature"]), seed=seed,
                                       constraint=constraint, form=self.o["form"])
+
+    def _excerpt(self, schema_text: str) -> str:
+        from harness.measure.e2e.prompt import schema_excerpt
+        from harness.vocab import load_vocabulary
+
+        if self._vocab is None:
+            self._vocab = load_vocabulary(self.config.get("tokenizer") or "llama3")
+        return schema_excerpt(self._vocab, schema_text)
 
     def _run_stream(self, jobs: list[Job]) -> None:
         from harness.measure.serve.load import Stream

@@ -20,6 +20,16 @@ def _special(vocab: Vocabulary, name: str) -> int:
     raise KeyError(name)
 
 
+def schema_excerpt(vocab: Vocabulary, schema_text: str, max_schema_tokens: int = 2048) -> str:
+    """The schema text as a prompt carries it: at most ``max_schema_tokens`` tokens of it (the
+    prompt of a 4,096-token model must leave room for the answer; a schema is cut, never
+    the request refused for its length)."""
+    ids = vocab.encode(schema_text)
+    if len(ids) <= max_schema_tokens:
+        return schema_text
+    return b"".join(vocab.tokens[i] for i in ids[:max_schema_tokens]).decode("utf-8", "ignore")
+
+
 def build_prompt(vocab: Vocabulary, schema_text: str, max_schema_tokens: int = 2048) -> list[int]:
     start, end, eot = (_special(vocab, "<|start_header_id|>"),
                        _special(vocab, "<|end_header_id|>"), _special(vocab, "<|eot_id|>"))

@@ -18,7 +18,8 @@ from harness.measure import outcomes
 
 def run_server_job(job: dict[str, Any], o: dict[str, Any], phase) -> dict[str, Any]:
     from harness.measure.e2e.openai_client import OpenAIClient, split_server, verdict
-    from harness.measure.e2e.prompt import ASK, SYSTEM
+    from harness.measure.e2e.prompt import ASK, SYSTEM, schema_excerpt
+    from harness.vocab import load_vocabulary
     from harness.measure.groundtruth import GroundTruth
 
     case, eng = job["case"], job["engine"]
@@ -32,7 +33,8 @@ def run_server_job(job: dict[str, Any], o: dict[str, Any], phase) -> dict[str, A
     schema = json.loads(case["schema_text"])
     truth = GroundTruth.for_case(case)
     messages = [{"role": "system", "content": SYSTEM},
-                {"role": "user", "content": ASK + case["schema_text"]}]
+                {"role": "user", "content": ASK + schema_excerpt(
+                    load_vocabulary(job["tokenizer"]), case["schema_text"])}]
     phase("decode")
     con = client.complete(schema, messages, max_tokens=o["max_tokens"],
                           temperature=o["temperature"], seed=o["seed"])

@@ -18,7 +18,7 @@ def run_vllm_job(job: dict[str, Any], o: dict[str, Any], phase) -> dict[str, Any
     from harness.registry import adapter_class
     from harness.measure.e2e.vllm_offline import write_hf_model
     from harness.vocab.gguf import cache_root
-    from harness.measure.e2e.prompt import ASK, SYSTEM
+    from harness.measure.e2e.prompt import ASK, SYSTEM, schema_excerpt
     from harness.measure.e2e.validate import check_output
     from harness.measure.groundtruth import GroundTruth
 
@@ -42,7 +42,7 @@ def run_vllm_job(job: dict[str, Any], o: dict[str, Any], phase) -> dict[str, Any
     schema = json.loads(case["schema_text"])
     truth = GroundTruth.for_case(case)
     prompt = (f"<|start_header_id|>system<|end_header_id|>\n\n{SYSTEM}<|eot_id|>"
-              f"<|start_header_id|>user<|end_header_id|>\n\n{ASK}{case['schema_text']}<|eot_id|>"
+              f"<|start_header_id|>user<|end_header_id|>\n\n{ASK}{schema_excerpt(vocab, case['schema_text'])}<|eot_id|>"
               "<|start_header_id|>assistant<|end_header_id|>\n\n")
     phase("decode")
     try:
