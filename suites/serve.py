@@ -91,6 +91,9 @@ class ServeSuite(JsonSchemaBenchView):
         o = self.options
         if o["workload"] not in WORKLOADS:
             raise SuiteError(f"unknown workload {o['workload']!r}; known: {', '.join(WORKLOADS)}")
+        if options is not None and not o["launch"] and not o["server"]:
+            raise SuiteError("the serve suite needs --launch ENGINE:BACKEND (the harness "
+                             "starts the server, e.g. vllm:xgrammar) or --server URL")
         if not 0.0 <= float(o["structured_ratio"]) <= 1.0:
             raise SuiteError(f"--structured-ratio must be in [0, 1], got {o['structured_ratio']}")
         self._requests: list[Case] | None = None
