@@ -144,33 +144,29 @@ class OpenAIClient:
         cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
         return cls(self.host, self.port, timeout=self.timeout)
 
-    def models(self) -> list[dict[str, Any]]:
+    def _get(self, path: str) -> tuple[int, bytes]:
         c = self._conn()
         try:
-            c.request("GET", self.prefix + "/v1/models")
+            c.request("GET", self.prefix + path)
             r = c.getresponse()
-            body = r.read()
-            if r.status != 200:
-                raise RuntimeError(f"GET /v1/models: HTTP {r.status}: {body[:200]!r}")
-            return json.loads(body).get("data", [])
+            return r.status, r.read()
         finally:
             c.close()
 
+    def models(self) -> list[dict[str, Any]]:
+        status, body = self._get("/v1/models")
+        if status != 200:
+            raise RuntimeError(f"GET /v1/models: HTTP {status}: {body[:200]!r}")
+        return json.loads(body).get("data", [])
+
     def server_version(self) -> str | None:
         """What ``GET /version`` says (vLLM and SGLang answer ``{"version": ...}``), or None."""
-        c = self._conn()
         try:
-            c.request("GET", self.prefix + "/version")
-            r = c.getresponse()
-            body = r.read()
-            if r.status != 200:
-                return None
-            v = json.loads(body).get("version")
-            return str(v)[:100] if v is not None else None
+            status, body = self._get("/version")
+            v = json.loads(body).get("version") if status == 200 else None
         except (OSError, http.client.HTTPException, json.JSONDecodeError, AttributeError):
             return None
-        finally:
-            c.close()
+        return str(v)[:100] if v is not None else None
 
     def detect(self) -> str:
         """The dialect from ``/v1/models``'s ``owned_by`` (vllm, sglang; llama-cpp-python's
