@@ -181,6 +181,18 @@ def environment(name: str) -> Environment:
                                 f"{', '.join(ENVIRONMENTS)}") from None
 
 
+def _is_library_path(p: str) -> bool:
+    """True for a folder of this interpreter's installed libraries (site-packages, the
+    standard library, the venv), which a child in another environment must not see."""
+    rp = os.path.realpath(p)
+    if "site-packages" in rp or "dist-packages" in rp or rp.endswith(".zip"):
+        return True
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
+        if rp.startswith(os.path.realpath(prefix) + os.sep) or rp == os.path.realpath(prefix):
+            return True
+    return False
+
+
 @contextlib.contextmanager
 def spawn_in(name: str | None) -> Iterator[None]:
     """Processes started (``multiprocessing``'s spawn) inside this block run in the
@@ -199,7 +211,11 @@ def spawn_in(name: str | None) -> Iterator[None]:
     if probe is None:
         raise EnvironmentUnavailable(f"environment {name!r} is not there ({env.python()}): "
                                      f"{env.setup}")
+    # the child's libraries are the environment's; the parent's own source folders (a test
+    # folder, PYTHONPATH) still come along, after them
+    own = [p for p in sys.path if p and not _is_library_path(p)]
     path = [str(PROJECT_ROOT)] + [p for p in probe["sys_path"] if p != str(PROJECT_ROOT)]
+    path += [p for p in own if p not in path]
     original_data, original_exe = spawn.get_preparation_data, spawn.get_executable()
 
     def preparation_data(name_: str) -> dict[str, Any]:
