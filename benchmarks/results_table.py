@@ -256,7 +256,7 @@ def render(run_dirs: list[Path], recorded: str | None, today: str) -> str:
         out += ["## Serving runs", "",
                 "The serve suite ([serving.md](serving.md)): per server row and stream, mode c "
                 "= constrained, u = the same stream unconstrained; ratios are constrained / "
-                "unconstrained at p50. Invalid: HTTP 200 with an output that breaks the "
+                "unconstrained (means). Invalid: HTTP 200 with an output that breaks the "
                 "constraint. Random weights: runaways measure the whitespace a backend allows.",
                 "", _md_row(SERVE_HEADER), "|" + ":--|" * 6 + "--:|" * (len(SERVE_HEADER) - 6),
                 *(_md_row(r) for r in serve), ""]

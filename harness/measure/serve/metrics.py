@@ -89,11 +89,15 @@ def stream_metrics(records: list[dict[str, Any]], slo_ttft_ms: float | None = No
 
 
 def ratio(c: Any, u: Any) -> float | None:
-    """``c / u`` for two numbers or two stats' p50; None when either is missing or zero."""
+    """``c / u`` for two numbers or two stats' means; None when either is missing or zero.
+
+    Means, not medians: where the client shares a small machine with the server, streamed
+    tokens arrive bunched (several per read), so a median gap can read ~0 while the mean
+    stays the time per token."""
     if isinstance(c, dict):
-        c = c.get("p50")
+        c = c.get("mean")
     if isinstance(u, dict):
-        u = u.get("p50")
+        u = u.get("mean")
     if not c or not u:
         return None
     return round(float(c) / float(u), 4)
@@ -226,14 +230,16 @@ def render_text(block: dict[str, Any]) -> str:
              text_table(HEADER, rows(block))]
     rr = ratio_rows(block)
     if rr:
-        parts += ["\nconstrained / unconstrained (p50 for latencies)", text_table(RATIO_HEADER, rr)]
+        parts += ["\nconstrained / unconstrained (means)", text_table(RATIO_HEADER, rr)]
     v = block.get("versions") or {}
-    for s in block.get("servers") or []:
-        if s.get("server_version"):
-            parts.append(f"\n{s['engine']}: the server says version {s['server_version']}")
-    for eng, s in (v.get("servers") or {}).items():
-        inside = ", ".join(f"{k} {x}" for k, x in s["versions"].items())
-        parts.append(f"\n{eng}: the server's environment ({s['environment']}) holds {inside}")
+    said = [f"{s['engine']}: the server says version {s['server_version']}"
+            for s in block.get("servers") or [] if s.get("server_version")]
+    held = [f"{eng}: the server's environment ({s['environment']}) holds "
+            + ", ".join(f"{k} {x}" for k, x in s["versions"].items())
+            for eng, s in (v.get("servers") or {}).items()]
+    if said or held:
+        parts.append("")
+        parts += said + held
     if v.get("standalone"):
         parts.append("standalone (the harness's environment): " + ", ".join(
             f"{k} {x}" for k, x in v["standalone"].items()))

@@ -27,7 +27,8 @@ def sec_serve(ctx: ReportContext) -> Section | None:
         blocks.append(Table(HEADER, rows(b), align=["l", "l", "l"] + ["r"] * (len(HEADER) - 3)))
         rr = ratio_rows(b)
         if rr:
-            blocks.append(Para("Constrained / unconstrained (latencies at p50):"))
+            blocks.append(Para("Constrained / unconstrained (means: on a small machine streamed "
+                               "tokens arrive bunched, and a median gap can read ~0):"))
             blocks.append(Table(RATIO_HEADER, rr, align=["l", "l"] + ["r"] * 6))
         v = b.get("versions") or {}
         items = [f"{eng} server ({s['environment']}): " + ", ".join(
