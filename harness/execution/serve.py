@@ -321,14 +321,18 @@ class ServeExecutor:
                 self._restart(target)
 
     def _alive(self, target: _Target) -> bool:
-        """False once the server is gone (waits a moment: a lost connection is seen before
-        the process's exit)."""
+        """False once the server is gone. A healthy server answers at once; one that is not
+        is watched for a moment (a lost connection is seen before the process's exit), so a
+        failed request stalls the stream's schedule only when the server is in trouble."""
         end = time.monotonic() + DEATH_GRACE_S
-        while time.monotonic() < end:
+        while True:
             if not target.server.alive():
                 return False
+            if target.server.healthy():
+                return True
+            if time.monotonic() >= end:
+                return False
             time.sleep(0.2)
-        return target.server.healthy()
 
     def _restart(self, target: _Target) -> None:
         from harness.measure.serve.launcher import ServerNotReady

@@ -46,7 +46,7 @@ def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, A
     vocab = adapters.vocabulary()
     record["setup_ns"] = time.perf_counter_ns() - t_busy
     # as imported here: a row run from another environment (xgrammar@vllm) shows its own
-    record["engine_version"] = type(adapter).version()
+    record["engine_version"] = adapters.engine_version(adapter)
 
     phase("groundtruth")
     truth = GroundTruth.for_case(case)

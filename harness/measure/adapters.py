@@ -46,3 +46,15 @@ def vocabulary() -> "Vocabulary":
     if _vocab is None:
         raise RuntimeError("no adapter built in this process yet")
     return _vocab
+
+
+_versions: dict[type, str | None] = {}
+
+
+def engine_version(adapter: "EngineAdapter") -> str | None:
+    """The adapter's engine version as this worker imported it (read once per worker: the
+    package metadata lookup is file I/O)."""
+    cls = type(adapter)
+    if cls not in _versions:
+        _versions[cls] = cls.version()
+    return _versions[cls]

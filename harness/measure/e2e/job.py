@@ -95,7 +95,7 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
     phase("setup")
     adapter = adapters.adapter(eng["name"], eng["config"], job["tokenizer"])
     vocab = adapters.vocabulary()
-    record["engine_version"] = type(adapter).version()  # as imported in this environment
+    record["engine_version"] = adapters.engine_version(adapter)  # as imported here
     rt = get_runtime(o)
     if getattr(rt, "vocab_checked", None) is None and hasattr(rt, "check_vocabulary"):
         rt.check_vocabulary(vocab)

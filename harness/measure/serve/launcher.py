@@ -128,13 +128,7 @@ class ServerProcess:
         """True iff the server process still runs."""
         if self.guard is None or self.guard.poll() is not None:
             return False
-        if self.pid is None:
-            return True
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
+        return self.pid is None or _pid_alive(self.pid)
 
     def healthy(self) -> bool:
         """True iff the server runs and its ``/health`` answers 200 (vLLM's API server stays

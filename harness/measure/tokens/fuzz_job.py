@@ -42,7 +42,7 @@ def run_fuzz_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[s
     phase("setup")
     adapter = adapters.adapter(eng["name"], eng["config"], job["tokenizer"])
     vocab = adapters.vocabulary()
-    record["engine_version"] = type(adapter).version()  # as imported in this environment
+    record["engine_version"] = adapters.engine_version(adapter)  # as imported here
     tc = token_classes(vocab)
     record["setup_ns"] = time.perf_counter_ns() - t_busy
 

@@ -112,7 +112,7 @@ def run_mask_diff_job(job: dict[str, Any], phase=lambda p, info=None: None) -> d
     phase("setup")
     adapter = adapters.adapter(eng["name"], eng["config"], job["tokenizer"])
     vocab = adapters.vocabulary()
-    record["engine_version"] = type(adapter).version()  # as imported in this environment
+    record["engine_version"] = adapters.engine_version(adapter)  # as imported here
     tc = token_classes(vocab)
     oracle_eng = oracle_adapter(vocab)
     record["setup_ns"] = time.perf_counter_ns() - t_busy
