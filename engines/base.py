@@ -3,7 +3,8 @@
 The runner and the measurement loop only ever see these three objects:
 
 ``EngineAdapter``  built once per worker process from a :class:`~harness.vocab.Vocabulary`
-                   and a dict of named options; compiles schemas.
+                   and a dict of named options; compiles schemas (:meth:`compile`) and
+                   grammars in the dialects it reads (:meth:`compile_grammar`).
 ``CompiledGrammar`` the result of compiling one schema; makes matchers.
 ``Matcher``        per-sequence state: fill a mask, commit a token, EOS / accepting,
                    rollback.
@@ -274,6 +275,25 @@ class EngineAdapter(abc.ABC):
         CompileError
             When the engine refuses or fails to compile it (one-line message); never another
             exception for an engine's own error."""
+
+    #: Grammar dialects :meth:`compile_grammar` reads, in the order the engine prefers
+    #: them (``"regex"``, ``"gbnf"``, ``"lark"``; :mod:`suites.grammars.languages`). A
+    #: grammar case is given in the first of these it has a form in; empty: the engine
+    #: takes JSON schemas only.
+    grammar_dialects: ClassVar[tuple[str, ...]] = ()
+
+    def compile_grammar(self, dialect: str, text: str) -> CompiledGrammar:
+        """Compile a grammar written in ``dialect`` (one of :attr:`grammar_dialects`):
+        ``regex`` — the whole output must match the pattern; ``gbnf`` — llama.cpp's GBNF
+        (start rule ``root``; XGrammar's EBNF reads the same texts); ``lark`` — a Lark
+        grammar, start rule ``start``.
+
+        Raises
+        ------
+        CompileError
+            When the engine refuses or fails to compile it, or does not read ``dialect``
+            (one-line message); never another exception for an engine's own error."""
+        raise CompileError(f"{self.label} reads no {dialect} grammars")
 
     def compile_case(self, schema_text: str, format_assertion: bool = True,
                      reading: str = "jsonschema") -> CompiledGrammar:

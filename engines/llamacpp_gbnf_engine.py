@@ -198,6 +198,15 @@ class LlamaCppGbnfEngine(EngineAdapter):
         self.compile(schema_text)  # refuses what llama.cpp cannot parse
         return grammar
 
+    grammar_dialects = ("gbnf",)
+
+    def compile_grammar(self, dialect: str, text: str) -> CompiledGrammar:
+        """``gbnf`` only, start rule ``root``, through ``llama_sampler_init_grammar``."""
+        if dialect != "gbnf":
+            raise CompileError(f"llama.cpp reads GBNF grammars only, not {dialect}")
+        return LlamaCppGbnfCompiled(self.llama_cpp, self._vocab_ptr, text, self.vocab.size,
+                                    self.vocab.stop_ids)
+
     def compile(self, schema_text: str) -> CompiledGrammar:
         return LlamaCppGbnfCompiled(self.llama_cpp, self._vocab_ptr, self.gbnf(schema_text),
                                     self.vocab.size, self.vocab.stop_ids)

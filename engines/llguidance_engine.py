@@ -257,12 +257,27 @@ class LLGuidanceEngine(EngineAdapter):
             eos_token=list(vocab.stop_ids),
         )
 
+    grammar_dialects = ("regex", "lark")
+
     def compile(self, schema_text: str) -> LLGuidanceCompiled:
         LLMatcher = self._llg.LLMatcher
+        return self._matcher_for(lambda: LLMatcher.grammar_from_json_schema(
+            schema_text, overrides=self.options or None))
+
+    def compile_grammar(self, dialect: str, text: str) -> LLGuidanceCompiled:
+        """``regex``: ``LLMatcher.grammar_from_regex``; ``lark``: ``grammar_from_lark``
+        (llguidance's own Lark dialect: terminals are lexemes, regexes in Rust syntax)."""
+        LLMatcher = self._llg.LLMatcher
+        build = {"regex": LLMatcher.grammar_from_regex,
+                 "lark": LLMatcher.grammar_from_lark}.get(dialect)
+        if build is None:
+            raise CompileError(f"llguidance reads no {dialect} grammars")
+        return self._matcher_for(lambda: build(text))
+
+    def _matcher_for(self, grammar_of) -> LLGuidanceCompiled:
+        LLMatcher = self._llg.LLMatcher
         try:
-            grammar = LLMatcher.grammar_from_json_schema(
-                schema_text, overrides=self.options or None
-            )
+            grammar = grammar_of()
             proto = LLMatcher(self.tokenizer, grammar, log_level=0)
         except MemoryError:
             raise

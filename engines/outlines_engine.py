@@ -203,9 +203,25 @@ class OutlinesEngine(EngineAdapter):
 
         return apply_token_bitmask_inplace
 
+    grammar_dialects = ("regex",)
+
     def compile(self, schema_text: str) -> OutlinesCompiled:
         try:
             regex = self._build_regex(schema_text, **self.options)
+        except MemoryError:
+            raise
+        except Exception as e:
+            raise CompileError(one_line(e)) from None
+        return self._index(regex)
+
+    def compile_grammar(self, dialect: str, text: str) -> OutlinesCompiled:
+        """``regex`` only (outlines-core builds a DFA; a context-free grammar is refused)."""
+        if dialect != "regex":
+            raise CompileError(f"outlines-core reads regular expressions only, not {dialect}")
+        return self._index(text)
+
+    def _index(self, regex: str) -> OutlinesCompiled:
+        try:
             index = self._oc.Index(regex, self.engine_vocabulary)
         except MemoryError:
             raise

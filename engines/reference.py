@@ -165,6 +165,32 @@ class ReferenceEngine(EngineAdapter):
             opts["reading"] = reading
         return self._compile(schema_text, opts)
 
+    grammar_dialects = ("regex", "gbnf")
+
+    def compile_grammar(self, dialect: str, text: str) -> ReferenceCompiled:
+        """``regex`` (Python's ``re`` syntax, full match, as a DFA over code points) or
+        ``gbnf`` (``reference_engine/gbnf.py``), compiled exactly; a construct the engine
+        does not take (a lookaround, a backreference, left recursion…) is a
+        :class:`CompileError` naming it."""
+        from reference_engine import Compiled, compile_gbnf, compile_regex
+        from reference_engine.gbnf import GbnfError
+        from reference_engine.pda import GrammarError
+        from reference_engine.regex import RegexError
+
+        if dialect not in self.grammar_dialects:
+            raise CompileError(f"the reference engine reads no {dialect} grammars")
+        try:
+            grammar = compile_regex(text) if dialect == "regex" else compile_gbnf(text)
+            compiled = Compiled(grammar, self.trie, self.vocab.stop_ids, self.vocab.special_ids,
+                                precompute_s=float(self.options["precompute_s"]))
+        except (RegexError, GbnfError, GrammarError) as e:
+            raise CompileError(one_line(f"{dialect}: {e}")) from None
+        except MemoryError:
+            raise
+        except RecursionError:
+            raise CompileError(f"{dialect}: grammar nesting too deep") from None
+        return ReferenceCompiled(compiled, self._words)
+
     def _compile(self, schema_text: str, options: dict[str, Any]) -> ReferenceCompiled:
         from reference_engine import Compiled
         from reference_engine.json_schema import SchemaCompileError, compile_schema

@@ -228,7 +228,27 @@ class XGrammarEngine(EngineAdapter):
         )
         self._errfile = tempfile.TemporaryFile() if self.capture_stderr else None
 
+    grammar_dialects = ("regex", "gbnf", "lark")
+
     def compile(self, schema_text: str) -> XGrammarCompiled:
+        return self._compiled(lambda: self._compiler.compile_json_schema(schema_text,
+                                                                         **self.options))
+
+    def compile_grammar(self, dialect: str, text: str) -> XGrammarCompiled:
+        """``regex``: ``compile_regex``; ``gbnf``: ``Grammar.from_ebnf`` (XGrammar's EBNF is
+        GBNF-style); ``lark``: ``Grammar.from_lark`` (since 0.2.5); each then
+        ``compile_grammar`` on this adapter's compiler."""
+        xgr = self._xgr
+        build = {
+            "regex": lambda: self._compiler.compile_regex(text),
+            "gbnf": lambda: self._compiler.compile_grammar(xgr.Grammar.from_ebnf(text)),
+            "lark": lambda: self._compiler.compile_grammar(xgr.Grammar.from_lark(text)),
+        }.get(dialect)
+        if build is None:
+            raise CompileError(f"xgrammar reads no {dialect} grammars")
+        return self._compiled(build)
+
+    def _compiled(self, build) -> XGrammarCompiled:
         errfile = self._errfile
         saved = -1
         if errfile is not None:
@@ -241,7 +261,7 @@ class XGrammarEngine(EngineAdapter):
             except (OSError, ValueError):
                 saved = -1
         try:
-            compiled = self._compiler.compile_json_schema(schema_text, **self.options)
+            compiled = build()
         except MemoryError:
             raise
         except Exception as e:

@@ -4,7 +4,9 @@
 seeds for every engine), each driven by the length-aware policy
 (:mod:`harness.measure.tokens.policy`) within ``walk_tokens`` tokens. A walk that ends on EOS is the
 engine's claim that its output is a valid document: it is checked with strict JSON
-(``json.loads`` without NaN, duplicate keys or raw control characters) and jsonschema.
+(``json.loads`` without NaN, duplicate keys or raw control characters) and jsonschema, or,
+for a grammar case, by its ground-truth parser and every translation's own reader
+(``translation``: the dialects that disagree with the ground truth on the output).
 
 Per walk the record keeps ``seed``, ``status`` (``valid``, ``invalid`` — a witness of a false
 accept —, ``undecided`` — jsonschema could not decide —, ``dead_end``, ``runaway``,
@@ -27,9 +29,8 @@ from harness.measure.tokens.options import resolve
 
 def run_fuzz_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
     from engines.base import CompileError, allocate_bitmask, one_line
-    from harness.measure.e2e.validate import check_output
-    from harness.measure.groundtruth import GroundTruth
-    from harness.measure.tokens.policy import DONE, RUNAWAY, schema_names, walk
+    from harness.measure.target import target_for
+    from harness.measure.tokens.policy import DONE, RUNAWAY, walk
     from harness.measure import adapters
 
     case, eng = job["case"], job["engine"]
@@ -47,11 +48,11 @@ def run_fuzz_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[s
     record["setup_ns"] = time.perf_counter_ns() - t_busy
 
     phase("groundtruth")
-    truth = GroundTruth.for_case(case)
+    target = target_for(case)
     phase("compile")
     t0 = time.perf_counter_ns()
     try:
-        grammar = adapter.compile(case["schema_text"])
+        grammar = target.compile(adapter)
         bm = allocate_bitmask(vocab.size)
         grammar.matcher().fill_mask(bm)
     except CompileError as e:
@@ -60,10 +61,11 @@ def run_fuzz_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[s
                       busy_ns=time.perf_counter_ns() - t_busy)
         return record
     record["ttfm_ns"] = record["compile_ns"] = time.perf_counter_ns() - t0
+    record["form"] = target.form
 
     phase("replay", record["ttfm_ns"])
     budget = int(o["walk_tokens"])
-    names = schema_names(tc, case["schema_text"])
+    names = target.names(tc)
     walks = []
     for w in range(int(o["walks"])):
         seed = seed_for(case["case_id"], "walk", w)
@@ -72,10 +74,17 @@ def run_fuzz_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[s
         res: dict[str, Any] = {"seed": seed, "walk": w, "n_tokens": len(wk.tokens),
                                "tokens": wk.tokens, "ns": time.perf_counter_ns() - t1}
         if wk.status == DONE:
-            chk = check_output(b"".join(vocab.tokens[t] for t in wk.tokens), truth)
+            raw = b"".join(vocab.tokens[t] for t in wk.tokens)
+            chk = target.judge(raw)
             res["status"] = {True: "valid", False: "invalid", None: "undecided"}[chk["valid"]]
             if chk.get("why"):
                 res["why"] = chk["why"]
+            # translation drift on every engine's outputs: each form's reader against the
+            # ground truth (a disagreement is a defect of the translation, not the engine's)
+            text = raw.decode("utf-8", "replace")
+            drift = [{**t, "text": text} for t in target.translations(text, chk["valid"])]
+            if drift:
+                res["translation"] = drift
         else:
             res["status"] = wk.status
             if wk.why:

@@ -57,34 +57,37 @@ WITNESS_TRIES = 3     # completions tried per witness before giving up
 _ENDS = frozenset(b'}]"0123456789el')
 
 
-def _complete(raw: bytes, truth) -> tuple[bool | None, str | None]:
-    """Is ``raw`` a complete document the schema accepts? (verdict, why-not)."""
-    from harness.measure.e2e.validate import check_output
-
-    tail = raw.rstrip(b" \t\n\r")
-    if not tail or tail[-1] not in _ENDS:  # cannot be a whole JSON text: skip the parse
+def _complete(raw: bytes, target) -> tuple[bool | None, str | None]:
+    """Is ``raw`` a complete output the case's constraint accepts? (verdict, why-not)."""
+    if not target.maybe_complete(raw):  # cannot be a whole JSON text: skip the parse
+        tail = raw.rstrip(b" \t\n\r")
         return False, "not JSON: the text cannot end here" if tail else "not JSON: empty"
-    r = check_output(raw, truth)
+    r = target.judge(raw)
     return r["valid"], r.get("why")
 
 
-def _pick_instances(case: dict[str, Any], truth, primary: str, k: int) -> list[dict[str, Any]]:
-    """The first ``k`` instances jsonschema calls valid, with the text to replay."""
+def _pick_instances(case: dict[str, Any], target, primary: str, k: int) -> list[dict[str, Any]]:
+    """The first ``k`` instances the ground truth calls valid, with the text to replay
+    (a grammar case's instances are texts; a schema's, values serialised as ``primary``)."""
     from harness.measure.replay import SERIALIZATIONS
 
     out = []
     for item in case["instances"]:
         index, data = item["index"], item["data"]
         exact = item.get("text")
-        if exact is not None:
-            from harness.measure.groundtruth import parse_instance_text
-
-            data, why = parse_instance_text(exact)
-            if why:
+        if target.kind == "grammar":
+            if exact is None or target.verdict(exact) is not True:
                 continue
-        verdict, _ = truth.verdict(data)
-        if verdict is not True:
-            continue
+        else:
+            if exact is not None:
+                from harness.measure.groundtruth import parse_instance_text
+
+                data, why = parse_instance_text(exact)
+                if why:
+                    continue
+            verdict, _ = target.truth.verdict(data)
+            if verdict is not True:
+                continue
         try:
             text = exact if exact is not None else SERIALIZATIONS[primary](data)
         except (TypeError, ValueError):
@@ -98,7 +101,7 @@ def _pick_instances(case: dict[str, Any], truth, primary: str, k: int) -> list[d
 
 def run_mask_diff_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
     from engines.base import CompileError, allocate_bitmask, one_line
-    from harness.measure.groundtruth import GroundTruth
+    from harness.measure.target import target_for
     from harness.measure.tokens.oracle import ORACLE_LABEL, ORACLE_OPTIONS, Budget, OracleTimeout, oracle_adapter
     from harness.measure import adapters
 
@@ -118,13 +121,13 @@ def run_mask_diff_job(job: dict[str, Any], phase=lambda p, info=None: None) -> d
     record["setup_ns"] = time.perf_counter_ns() - t_busy
 
     phase("groundtruth")
-    truth = GroundTruth.for_case(case)
-    instances = _pick_instances(case, truth, primary, int(o["diff_instances"]))
+    target = target_for(case)
+    instances = _pick_instances(case, target, primary, int(o["diff_instances"]))
 
     phase("compile")
     t0 = time.perf_counter_ns()
     try:
-        grammar = adapter.compile(case["schema_text"])
+        grammar = target.compile(adapter)
         m = grammar.matcher()
         bm = allocate_bitmask(vocab.size)
         m.fill_mask(bm)
@@ -134,6 +137,7 @@ def run_mask_diff_job(job: dict[str, Any], phase=lambda p, info=None: None) -> d
                       busy_ns=time.perf_counter_ns() - t_busy)
         return record
     record["ttfm_ns"] = record["compile_ns"] = time.perf_counter_ns() - t0
+    record["form"] = target.form
 
     budget = Budget(o["oracle_timeout_s"])
     oracle: dict[str, Any] = {"engine": ORACLE_LABEL, "options": ORACLE_OPTIONS}
@@ -141,8 +145,9 @@ def run_mask_diff_job(job: dict[str, Any], phase=lambda p, info=None: None) -> d
     t0 = time.perf_counter_ns()
     try:
         with budget.guard():
-            ogrammar = oracle_eng.compile(case["schema_text"])
+            ogrammar = target.compile(oracle_eng)
         oracle["status"] = "ok"
+        oracle["form"] = target.form
     except CompileError as e:
         oracle.update(status="refused", error=one_line(e))
     except OracleTimeout:
@@ -155,13 +160,13 @@ def run_mask_diff_job(job: dict[str, Any], phase=lambda p, info=None: None) -> d
     for inst in instances:
         tokens = vocab.encode(inst["text"])
         om = ogrammar.matcher() if ogrammar is not None else None
-        md, res = _lockstep(grammar.matcher(), om, tokens, bm, obm, tc, truth, budget, oracle)
+        md, res = _lockstep(grammar.matcher(), om, tokens, bm, obm, tc, target, budget, oracle)
         if oracle["status"] != "ok":
             ogrammar = None  # the budget is spent: later instances run without an oracle
         md["serialization"] = inst["ser"]
         md["witnesses"], md["over_witnesses"] = _witnesses(
-            grammar, ogrammar, md, tokens, bm, tc, truth, case["case_id"], inst["index"],
-            int(o["walk_tokens"]), case["schema_text"], budget)
+            grammar, ogrammar, md, tokens, bm, tc, target, case["case_id"], inst["index"],
+            int(o["walk_tokens"]), budget)
         if res["status"] == "accepted":
             md["rollback"] = _rollback_checks(grammar.matcher(), tokens, bm, md.pop("_raw"))
         md.pop("_raw", None)
@@ -185,7 +190,7 @@ def _ids(mask: np.ndarray) -> list[int]:
     return [int(i) for i in np.flatnonzero(mask)[:MAX_IDS]]
 
 
-def _lockstep(m, om, tokens: list[int], bm: np.ndarray, obm: np.ndarray, tc, truth,
+def _lockstep(m, om, tokens: list[int], bm: np.ndarray, obm: np.ndarray, tc, target,
               budget, oracle: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Replay ``tokens`` through engine matcher ``m`` and oracle matcher ``om`` (or None)."""
     from harness.measure.tokens.oracle import OracleTimeout
@@ -237,7 +242,7 @@ def _lockstep(m, om, tokens: list[int], bm: np.ndarray, obm: np.ndarray, tc, tru
             osizes.append(None)
         # EOS against the spec: the text so far must be a complete valid document
         if e or i == n or om is None or oe:
-            ok, why = _complete(prefix, truth)
+            ok, why = _complete(prefix, target)
             if e and ok is False:
                 early.append({"step": i, "why": why})
             elif not e and ok is True:
@@ -297,12 +302,11 @@ def _lockstep(m, om, tokens: list[int], bm: np.ndarray, obm: np.ndarray, tc, tru
 
 
 def _witness(grammar, tokens: list[int], step: int, cands: np.ndarray, bm: np.ndarray, tc,
-             truth, seed_parts: tuple, walk_tokens: int, names, goal: bool) -> dict[str, Any]:
+             target, seed_parts: tuple, walk_tokens: int, names, goal: bool) -> dict[str, Any]:
     """Commit ``tokens[:step]`` and one token drawn from ``cands`` to a fresh matcher of
     ``grammar``, complete the document under its own mask (the length-aware policy), judge
-    it with strict JSON and jsonschema. Up to :data:`WITNESS_TRIES` draws until the verdict
+    it with the case's ground truth (strict JSON and jsonschema, or the grammar's parser). Up to :data:`WITNESS_TRIES` draws until the verdict
     is ``goal`` (False: an invalid document, True: a valid one)."""
-    from harness.measure.e2e.validate import check_output
     from harness.measure.tokens.policy import DONE, walk
 
     vocab = tc.vocab
@@ -323,7 +327,7 @@ def _witness(grammar, tokens: list[int], step: int, cands: np.ndarray, bm: np.nd
         if wk.status != DONE:
             w.update(verdict=wk.status, why=wk.why)
             continue
-        chk = check_output(b"".join(vocab.tokens[t] for t in seq), truth)
+        chk = target.judge(b"".join(vocab.tokens[t] for t in seq))
         w["verdict"] = {False: "false_accept" if goal is False else "invalid", True: "valid",
                         None: "undecided"}[chk["valid"]]
         w["why"] = chk.get("why")
@@ -333,7 +337,7 @@ def _witness(grammar, tokens: list[int], step: int, cands: np.ndarray, bm: np.nd
 
 
 def _witnesses(grammar, ogrammar, md: dict[str, Any], tokens: list[int], bm: np.ndarray, tc,
-               truth, case_id: str, index: int, walk_tokens: int, schema_text: str,
+               target, case_id: str, index: int, walk_tokens: int,
                budget) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Witnesses of the first under- and over-constrained steps, each with its exact token
     sequence and seed. Under: an extra token completed under the *engine's* mask, a
@@ -342,20 +346,19 @@ def _witnesses(grammar, ogrammar, md: dict[str, Any], tokens: list[int], bm: np.
     document is valid (the spec allows what the engine cannot produce; ``invalid`` would be
     an oracle error). Over-witnesses spend the oracle's time budget."""
     from harness.measure.tokens.oracle import OracleTimeout
-    from harness.measure.tokens.policy import schema_names
 
-    names = schema_names(tc, schema_text)
+    names = target.names(tc)
     under_w: list[dict[str, Any]] = []
     over_w: list[dict[str, Any]] = []
     for d in md["diffs"]:
         under, over = d.pop("_under", None), d.pop("_over", None)
         if under is not None and len(under_w) < MAX_WITNESS_STEPS:
-            under_w.append(_witness(grammar, tokens, d["step"], under, bm, tc, truth,
+            under_w.append(_witness(grammar, tokens, d["step"], under, bm, tc, target,
                                     (case_id, index), walk_tokens, names, False))
         if over is not None and ogrammar is not None and len(over_w) < MAX_WITNESS_STEPS:
             try:
                 with budget.guard():
-                    over_w.append(_witness(ogrammar, tokens, d["step"], over, bm, tc, truth,
+                    over_w.append(_witness(ogrammar, tokens, d["step"], over, bm, tc, target,
                                            (case_id, index, "over"), walk_tokens, names, True))
             except OracleTimeout:
                 over_w.append({"step": d["step"], "verdict": "oracle_timeout"})

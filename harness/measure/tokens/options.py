@@ -15,6 +15,7 @@ DEFAULTS: dict[str, Any] = {
     "tight_k": 8,          # mask-diff: "at most k allowed tokens" threshold of tightness
     "diff_instances": 2,   # mask-diff: valid instances per schema diffed token by token
     "oracle_timeout_s": 30.0,  # mask-diff: time the reference engine may spend per job, s
+    "corpus": "jsonschemabench",  # where the cases come from: jsonschemabench | grammars
 }
 KEYS = tuple(DEFAULTS)
 
@@ -53,6 +54,9 @@ def add_run_arguments(p) -> None:
                    help="mask-diff: k of the 'at most k allowed tokens' share (default 8)")
     g.add_argument("--diff-instances", dest="diff_instances", type=_positive_int,
                    help="mask-diff: valid instances per schema compared token by token (default 2)")
+    g.add_argument("--corpus", choices=("jsonschemabench", "grammars"),
+                   help="mask-diff / fuzz: the cases' corpus: JSONSchemaBench schemas "
+                        "(default) or the grammar corpus (regexes, choices, CFGs)")
     g.add_argument("--oracle-timeout", dest="oracle_timeout_s", type=_positive_float,
                    help="mask-diff: seconds the reference engine may spend per job before "
                         "the job falls back to 'no oracle' (default 30)")
