@@ -15,4 +15,5 @@ SUITES: dict[str, str] = {
     "fuzz": "suites.token_suites:FuzzSuite",
     "adversarial": "suites.adversarial:Adversarial",
     "serve": "suites.serve:ServeSuite",
+    "grammars": "suites.grammars:Grammars",
 }

@@ -74,6 +74,9 @@ class Case:
     #: A request of the serve suite (stream, rate, mode, index, arrival time...); travels
     #: with the job as ``case["request"]``.
     request: dict[str, Any] | None = None
+    #: A grammar case (suite ``grammars``): family, source dialect and every form
+    #: (:meth:`suites.grammars.corpus.GrammarCase.payload`); travels as ``case["grammar"]``.
+    grammar: dict[str, Any] | None = None
 
     def to_job(self) -> dict[str, Any]:
         """The picklable payload a worker needs (no file access in the worker); each
@@ -95,6 +98,8 @@ class Case:
             job["expected_from"] = self.expected_from
         if self.request is not None:
             job["request"] = self.request
+        if self.grammar is not None:
+            job["grammar"] = self.grammar
         return job
 
 

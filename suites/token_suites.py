@@ -1,22 +1,55 @@
-"""Suites ``mask-diff`` and ``fuzz``: JSONSchemaBench schemas checked at the token level.
+"""Suites ``mask-diff`` and ``fuzz``: corpus cases checked at the token level.
 
-Both take their cases from the ``jsonschemabench`` corpus (same ``--data``, ``--subset``,
-``--sample``, ``--schemas`` selection; a 12-schema stratified sample when neither
-``--sample`` nor ``--schemas`` is given: these jobs run the pure-Python reference engine or
-hundreds of masked walks per schema). ``mask-diff`` keeps each case's instances (its jobs
-diff the valid ones, :mod:`harness.measure.tokens.maskdiff_job`); ``fuzz`` drops them (the engine
+Both take their cases from the ``jsonschemabench`` corpus, or with ``--corpus grammars``
+from the grammar corpus (:mod:`suites.grammars`: regexes, choices and CFGs, judged by
+their ground-truth parsers), with the same ``--data``, ``--subset``, ``--sample``,
+``--schemas`` selection; a 12-case stratified sample when neither ``--sample`` nor
+``--schemas`` is given (these jobs run the pure-Python reference engine or hundreds of
+masked walks per case). ``mask-diff`` keeps each case's instances (its jobs diff the valid
+ones, :mod:`harness.measure.tokens.maskdiff_job`); ``fuzz`` drops them (the engine
 generates, :mod:`harness.measure.tokens.fuzz_job`).
 """
 
 from __future__ import annotations
 
+from typing import Any, Iterator, Sequence
+
+from suites.base import Case, SuiteError
 from suites.jsonschemabench import JsonSchemaBenchView
 
 DEFAULT_SAMPLE = 12
+#: ``--corpus`` values
+CORPORA = ("jsonschemabench", "grammars")
 
 
 class _TokenSuite(JsonSchemaBenchView):
     default_sample = DEFAULT_SAMPLE
+    uses_options = True
+
+    def __init__(self, data: str | None = None, subsets: Sequence[str] | None = None,
+                 sample: int | None = None, schemas: str | None = None,
+                 options: dict[str, Any] | None = None) -> None:
+        corpus = (options or {}).get("corpus") or "jsonschemabench"
+        if corpus not in CORPORA:
+            raise SuiteError(f"unknown --corpus {corpus!r}; known: {', '.join(CORPORA)}")
+        self.corpus = corpus
+        if corpus == "jsonschemabench":
+            super().__init__(data=data, subsets=subsets, sample=sample, schemas=schemas)
+            return
+        from suites.grammars import Grammars
+
+        if sample is None and schemas is None:
+            sample = self.default_sample
+        g = Grammars(data=data, subsets=subsets, sample=sample, schemas=schemas,
+                     suite_name=self.name)
+        g.keep_instances = self.keep_instances
+        self.inner = g
+
+    def cases(self) -> Iterator[Case]:
+        if self.corpus == "jsonschemabench":
+            yield from super().cases()
+        else:
+            yield from self.inner.cases()
 
 
 class MaskDiffSuite(_TokenSuite):
@@ -25,7 +58,8 @@ class MaskDiffSuite(_TokenSuite):
     name = "mask-diff"
     job = "harness.measure.tokens.maskdiff_job:run_mask_diff_job"
     run_options = "harness.measure.tokens.options"
-    summary_blocks = ("harness.measure.tokens.summary:summary_block",)
+    summary_blocks = ("harness.measure.tokens.summary:summary_block",
+                      "harness.analysis.grammars:translation_block")
     report_sections = ("harness.report.sections.tokens:sec_mask_diff",
                        "harness.report.sections.tokens:sec_tightness")
 
@@ -36,6 +70,7 @@ class FuzzSuite(_TokenSuite):
     name = "fuzz"
     job = "harness.measure.tokens.fuzz_job:run_fuzz_job"
     run_options = "harness.measure.tokens.options"
-    summary_blocks = ("harness.measure.tokens.summary:summary_block",)
+    summary_blocks = ("harness.measure.tokens.summary:summary_block",
+                      "harness.analysis.grammars:translation_block")
     report_sections = ("harness.report.sections.tokens:sec_fuzz",)
     keep_instances = False

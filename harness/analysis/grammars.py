@@ -1,0 +1,231 @@
+"""The grammar suite's figures: a family × engine table, compile time against grammar size,
+and the translation and dialect findings.
+
+All figures come from the records of :mod:`harness.measure.grammar_replay` (and, for the
+translation findings, from ``fuzz`` / ``mask-diff`` records of grammar cases):
+
+- *coverage*: compiled cases / cases the engine was asked to run;
+- *false rejects / accepts*: instances (exact texts) whose replay disagrees with the
+  ground-truth parser, the EOS check included; translation defects and dialect differences
+  are counted apart, never here;
+- *TBM*: mask fill + commit per token, µs, over every replayed instance of the family;
+- *TTFM*: compile + matcher + first mask, ms, per compiled case.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from harness.measure import outcomes
+
+__all__ = ["dialect_findings", "false_accepts", "family_table", "size_series",
+           "summary_block", "translation_block", "translation_findings", "TABLE_HEADER"]
+
+_FINISHED = (outcomes.PASSING, outcomes.VALIDATION_ERROR, outcomes.INVALIDATION_ERROR)
+
+TABLE_HEADER = ["family", "engine", "cases", "coverage", "forms", "false rej", "false acc",
+                "dialect", "TBM p50 µs", "TBM p99 µs", "TTFM p50 ms"]
+
+
+def _grammar_records(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in records if r.get("family")]
+
+
+def family_table(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (family, engine), families in corpus order, engines as they ran."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in _grammar_records(records):
+        groups[(r["family"], r["engine"])].append(r)
+    order = {"regex": 0, "choice": 1, "cfg": 2}
+    rows = []
+    for (fam, eng), rs in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1])):
+        compiled = [r for r in rs if r["outcome"] in _FINISHED]
+        fr = fa = 0
+        tbm: list[np.ndarray] = []
+        for r in compiled:
+            for i in r.get("instances", ()):
+                res = i.get("results", {}).get("text") or {}
+                kind = outcomes.instance_outcome(i["expected"], res.get("status", ""))
+                fr += kind == "false_reject"
+                fa += kind == "false_accept"
+                if res.get("mask_ns"):
+                    tbm.append(np.asarray(res["mask_ns"], np.int64)
+                               + np.asarray(res["commit_ns"], np.int64))
+        t = np.concatenate(tbm) / 1e3 if tbm else np.zeros(0)
+        ttfm = [r["ttfm_ns"] / 1e6 for r in compiled if r.get("ttfm_ns") is not None]
+        forms = Counter(r.get("form") for r in compiled if r.get("form"))
+        rows.append({
+            "family": fam, "engine": eng, "cases": len(rs), "compiled": len(compiled),
+            "coverage": len(compiled) / len(rs) if rs else None,
+            "forms": dict(forms),
+            "compile_errors": sum(r["outcome"] == outcomes.COMPILE_ERROR for r in rs),
+            "deaths": sum(r["outcome"] in outcomes.DEATHS for r in rs),
+            "false_rejects": fr, "false_accepts": fa,
+            "dialect": sum(len(r.get("dialect", ())) for r in rs),
+            "translation": sum(len(r.get("translation", ())) for r in rs),
+            "tokens": int(t.size),
+            "tbm_p50_us": float(np.percentile(t, 50)) if t.size else None,
+            "tbm_p99_us": float(np.percentile(t, 99)) if t.size else None,
+            "ttfm_p50_ms": float(np.median(ttfm)) if ttfm else None,
+        })
+    return rows
+
+
+def size_series(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Compile time against the size of an injected alternation (``[inject]`` cases, e.g.
+    the SQL grammar at 10, 100 and 1,000 columns): ``{file: {engine: {size: ms}}}`` with
+    ms = TTFM of the case at that size (None where it did not compile)."""
+    out: dict[str, dict[str, dict[str, Any]]] = defaultdict(lambda: defaultdict(dict))
+    for r in _grammar_records(records):
+        size = r.get("grammar_size")
+        if size is None:
+            continue
+        base = r["case_id"].split("@", 1)[0]
+        out[base][r["engine"]][str(size)] = (round(r["ttfm_ns"] / 1e6, 3)
+                                             if r.get("ttfm_ns") is not None else None)
+    return {k: dict(v) for k, v in out.items()}
+
+
+def translation_findings(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every text on which a translation's reader disagrees with the ground truth, once per
+    (case, dialect, text): from replays (the engine's own form) and from fuzz outputs
+    (every form, on every engine's outputs)."""
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for r in records:
+        items = [(t["dialect"], t["text"], t["truth"], t.get("form_verdict"), "instance")
+                 for t in r.get("translation", ())]
+        for w in (r.get("fuzz") or {}).get("walks", ()):
+            for t in w.get("translation", ()):
+                items.append((t["dialect"], t.get("text", ""), t["truth"], t["verdict"],
+                              f"fuzz output of {r['engine']}"))
+        for dialect, text, truth, verdict, where in items:
+            key = (r["case_id"], dialect, text)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append({"case": r["case_id"], "dialect": dialect, "text": text,
+                        "truth": truth, "translation_says": verdict, "where": where})
+    return out
+
+
+def dialect_findings(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Engine verdicts that differ from the ground truth on a ``dialect_sensitive`` case."""
+    return [{"engine": r["engine"], "case": r["case_id"], "form": r.get("form"),
+             "construct": d["construct"], "text": d["text"], "truth": d["truth"],
+             "status": d["status"]}
+            for r in _grammar_records(records) for d in r.get("dialect", ())]
+
+
+def false_accepts(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every confirmed false accept: an instance the ground truth calls invalid that the
+    engine accepted (EOS included), with the text as its witness."""
+    out = []
+    for r in _grammar_records(records):
+        for i in r.get("instances", ()):
+            res = i.get("results", {}).get("text") or {}
+            if outcomes.instance_outcome(i["expected"], res.get("status", "")) == "false_accept":
+                out.append({"engine": r["engine"], "case": r["case_id"], "form": r.get("form"),
+                            "text": i["text"]})
+    return out
+
+
+def false_rejects(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every false reject: a valid instance the engine refused (where, and how)."""
+    out = []
+    for r in _grammar_records(records):
+        for i in r.get("instances", ()):
+            res = i.get("results", {}).get("text") or {}
+            if outcomes.instance_outcome(i["expected"], res.get("status", "")) == "false_reject":
+                out.append({"engine": r["engine"], "case": r["case_id"], "form": r.get("form"),
+                            "text": i["text"], "status": res.get("status"),
+                            "reject_at": res.get("reject_at")})
+    return out
+
+
+def _fmt(x: Any, digits: int = 1) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
+    """:data:`TABLE_HEADER` rows as text."""
+    return [[r["family"], r["engine"], str(r["cases"]),
+             f"{r['compiled']}/{r['cases']}",
+             ", ".join(f"{k} {v}" for k, v in sorted(r["forms"].items())) or "–",
+             str(r["false_rejects"]), str(r["false_accepts"]), str(r["dialect"]),
+             _fmt(r["tbm_p50_us"]), _fmt(r["tbm_p99_us"]), _fmt(r["ttfm_p50_ms"], 2)]
+            for r in rows]
+
+
+def _text_table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(header), *(line(r) for r in rows)])
+
+
+def _short(text: str, n: int = 60) -> str:
+    s = json.dumps(text, ensure_ascii=False)
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def summary_block(summary: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]],
+                  run_dir: Path | None = None) -> str | None:
+    """Add ``summary["grammars"]`` (table, size series, findings); write ``grammars.json``
+    into ``run_dir``; return console text (None when the run holds no grammar records)."""
+    recs = _grammar_records(records)
+    if not recs:
+        return None
+    block = {"table": family_table(recs), "sizes": size_series(recs),
+             "translation": translation_findings(records), "dialect": dialect_findings(recs),
+             "false_accepts": false_accepts(recs), "false_rejects": false_rejects(recs)}
+    summary["grammars"] = block
+    if run_dir is not None:
+        (Path(run_dir) / "grammars.json").write_text(json.dumps(block, indent=2, ensure_ascii=False))
+    return render_text(block)
+
+
+def render_text(block: dict[str, Any]) -> str:
+    lines = ["Grammars: family × engine (false rej / acc: instances against the ground-truth "
+             "parser; dialect: differences on dialect-sensitive cases, counted apart)",
+             _text_table(TABLE_HEADER, table_rows(block["table"]))]
+    for base, engines in block["sizes"].items():
+        sizes = sorted({s for v in engines.values() for s in v}, key=int)
+        lines.append(f"Compile time (TTFM ms) against alternation size, {base}:")
+        lines.append(_text_table(["engine", *sizes], [[e, *(_fmt(v.get(s), 2) for s in sizes)]
+                                                      for e, v in sorted(engines.items())]))
+    fa = block["false_accepts"]
+    lines.append(f"Confirmed false accepts: {len(fa)}" + ("" if not fa else ":"))
+    lines += [f"  {x['engine']} {x['case']} ({x['form']}): {_short(x['text'])}" for x in fa[:20]]
+    tr = block["translation"]
+    lines.append(f"Translation defects (ours): {len(tr)}" + ("" if not tr else ":"))
+    lines += [f"  {x['case']} {x['dialect']} says {x['translation_says']} on {_short(x['text'])} "
+              f"(truth {x['truth']}; {x['where']})" for x in tr[:20]]
+    dl = block["dialect"]
+    if dl:
+        lines.append(f"Dialect differences (reported, not counted as errors): {len(dl)}:")
+        lines += [f"  {x['engine']} {x['case']} [{x['construct']}]: {_short(x['text'])} "
+                  f"truth {x['truth']}, engine {x['status']}" for x in dl[:20]]
+    return "\n".join(lines)
+
+
+def translation_block(summary: dict[str, Any], meta: dict[str, Any],
+                      records: list[dict[str, Any]], run_dir: Path | None = None) -> str | None:
+    """For ``fuzz`` / ``mask-diff`` on the grammar corpus: the translation findings on the
+    engines' outputs (``summary["grammar_translation"]``); None when none were checked."""
+    if not any(r.get("form") not in (None, "json-schema") for r in records):
+        return None
+    found = translation_findings(records)
+    summary["grammar_translation"] = found
+    head = f"Translation drift on the engines' outputs: {len(found)} disagreement(s)"
+    return "\n".join([head, *(f"  {x['case']} {x['dialect']} says {x['translation_says']} on "
+                              f"{_short(x['text'])} (truth {x['truth']}; {x['where']})"
+                              for x in found[:20])])

@@ -1,0 +1,300 @@
+"""The grammar corpus: one TOML file per case under ``suites/grammars/cases/``.
+
+A case file (``docs/grammars.md`` is the user's guide to the format)::
+
+    family = "cfg"                     # regex | choice | cfg
+    description = "arithmetic with + - * / and parentheses"
+    dialect_sensitive = "…"            # optional: a construct whose meaning differs
+                                       # between engines' dialects (named in findings)
+
+    # the source form, the ground truth (exactly one of):
+    regex = '''[a-z]+'''               # family regex: Python's re.fullmatch
+    lark = '''start: …'''              # family cfg: a lark Earley parser, rule `start`
+    choices = ["yes", "no"]            # family choice: membership
+    choices_generated = {count = 10000, seed = 7}   # a deterministic menu of words
+
+    [forms]                            # translations, each checked against the source
+    gbnf = '''root ::= …'''            # llama.cpp GBNF; XGrammar's EBNF; the reference engine
+    regex = '''…'''                    # a CFG whose language is regular
+    lark = '''…'''                     # optional for a regex case (no default: a Lark
+                                       # regex terminal takes the first match, not the
+                                       # longest, so `start: /a|ab/` is not the regex's language)
+
+    [inject]                           # optional: an alternation injected per case
+    placeholder = "COLUMN"             # every form's `@COLUMN@` becomes ("c_0" | "c_1" …)
+    prefix = "c_"
+    sizes = [10, 100, 1000]            # → cases NAME@10, NAME@100, NAME@1000
+
+    [instances]                        # hand-written; the label is checked by ground truth
+    valid = ["…"]
+    invalid = ["…"]
+
+    [generated]                        # written by `python -m suites.grammars.generate`
+    valid = ["…"]                      # (derivations of the grammar, mutations of them),
+    invalid = ["…"]                    # each list chosen by ground truth
+
+Forms that are mechanical are derived, never written by hand: every form of a choice case
+(an alternation of escaped literals). A file that cannot be
+used (bad TOML, no source, unknown family, a placeholder without sizes…) gives one
+:class:`CorpusError` line naming it, and the suite records it as a ``bad_input`` case.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+__all__ = ["CASES_DIR", "FAMILIES", "GrammarCase", "CorpusError", "case_files", "gbnf_literal",
+           "lark_literal", "load_file", "regex_escape"]
+
+CASES_DIR = Path(__file__).resolve().parent / "cases"
+FAMILIES = ("regex", "choice", "cfg")
+#: the source dialect of each family (its reader is the ground truth)
+SOURCE_OF = {"regex": "regex", "choice": "choice", "cfg": "lark"}
+_KNOWN_KEYS = {"family", "description", "dialect_sensitive", "regex", "lark", "choices",
+               "choices_generated", "forms", "inject", "instances", "generated"}
+
+
+class CorpusError(Exception):
+    """A case file that cannot be used (message: one line, naming the file)."""
+
+
+@dataclass(frozen=True)
+class GrammarCase:
+    """One grammar case: its source form, every translation, and its instances.
+
+    ``forms`` maps a dialect (``regex``, ``lark``, ``gbnf``, ``choice``) to the grammar text
+    in it (for ``choice``: the menu, a list); ``forms[source]`` is the ground truth.
+    ``instances`` are ``(text, label)`` pairs, hand-written first, then generated.
+    """
+
+    case_id: str
+    family: str
+    source: str
+    forms: dict[str, Any]
+    instances: tuple[tuple[str, bool], ...]
+    path: Path
+    description: str = ""
+    dialect_sensitive: str | None = None
+    #: forms derived by code (not written in the file)
+    derived: tuple[str, ...] = ()
+    #: size of the injected alternation (``[inject]``), None without one
+    size: int | None = None
+    hand_written: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def payload(self) -> dict[str, Any]:
+        """What a job needs (no file access in the worker)."""
+        return {"family": self.family, "source": self.source, "forms": self.forms,
+                "derived": list(self.derived), "size": self.size,
+                "dialect_sensitive": self.dialect_sensitive}
+
+
+# -- escaping for the mechanical translations ------------------------------------------
+
+def _quoted(s: str, keep: str = "") -> str:
+    out = []
+    for ch in s:
+        o = ord(ch)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif o < 0x20 or o == 0x7F:
+            out.append(f"\\x{o:02x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def gbnf_literal(s: str) -> str:
+    """``s`` as a GBNF string literal (``"…"``; quote, backslash and control characters
+    escaped, other characters as themselves, read as UTF-8)."""
+    return _quoted(s)
+
+
+def lark_literal(s: str) -> str:
+    """``s`` as a Lark string literal (the same escapes as :func:`gbnf_literal`)."""
+    return _quoted(s)
+
+
+_REGEX_META = set("\\.^$|?*+()[]{}/")
+
+
+def regex_escape(s: str) -> str:
+    """``s`` as a regex matching exactly it, in the syntax every engine's dialect shares:
+    metacharacters (and ``/``, Lark's delimiter) behind a backslash, control characters as
+    ``\\xHH``, everything else as itself (Python's ``re.escape`` also escapes space, ``#``
+    and ``-``, which some dialects refuse outside a class)."""
+    out = []
+    for ch in s:
+        o = ord(ch)
+        if ch in _REGEX_META:
+            out.append("\\" + ch)
+        elif o < 0x20 or o == 0x7F:
+            out.append(f"\\x{o:02x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _choice_forms(menu: list[str]) -> dict[str, Any]:
+    return {
+        "choice": list(menu),
+        "gbnf": "root ::= " + " | ".join(gbnf_literal(c) for c in menu) + "\n",
+        "lark": "start: " + " | ".join(lark_literal(c) for c in menu) + "\n",
+        "regex": "(?:" + "|".join(regex_escape(c) for c in menu) + ")",
+    }
+
+
+_SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "ta", "shi", "vo", "xe", "zu", "pra", "den",
+              "qua", "bel", "tor", "fin", "gal", "hex", "jor", "wyn")
+
+
+def generated_menu(count: int, seed: int) -> list[str]:
+    """``count`` distinct pseudo-words, deterministic for ``seed`` (some are prefixes of
+    others: a menu engines must not close early)."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    seen: set[str] = set()
+    while len(out) < count:
+        w = "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(1, 4)))
+        if rng.random() < 0.1:
+            w = w.capitalize() + " " + rng.choice(_SYLLABLES)
+        if w not in seen:
+            seen.add(w)
+            out.append(w)
+    return out
+
+
+def injected(prefix: str, size: int) -> list[str]:
+    """The names an ``[inject]`` alternation of ``size`` holds: ``prefix0`` …"""
+    return [f"{prefix}{i}" for i in range(size)]
+
+
+def _alternation(dialect: str, names: list[str]) -> str:
+    if dialect == "regex":
+        return "(?:" + "|".join(regex_escape(n) for n in names) + ")"
+    lit = gbnf_literal if dialect == "gbnf" else lark_literal
+    return "(" + " | ".join(lit(n) for n in names) + ")"
+
+
+# -- loading ----------------------------------------------------------------------------
+
+def case_files(root: Path | None = None) -> list[Path]:
+    """Every case file under ``root`` (default: the project's corpus), sorted."""
+    return sorted((root or CASES_DIR).glob("*.toml"))
+
+
+def _strings(value: Any, where: str, path: Path) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CorpusError(f"{path.name}: {where} must be a list of strings")
+    return value
+
+
+def load_file(path: Path) -> list[GrammarCase]:
+    """The case(s) of one file: one, or one per ``[inject]`` size.
+
+    Raises :class:`CorpusError` (one line, naming the file) for anything unusable."""
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise CorpusError(f"{path.name}: cannot read: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise CorpusError(f"{path.name}: not valid TOML: {e}") from None
+    unknown = set(doc) - _KNOWN_KEYS
+    if unknown:
+        raise CorpusError(f"{path.name}: unknown key(s) {', '.join(sorted(unknown))}")
+    family = doc.get("family")
+    if family not in FAMILIES:
+        raise CorpusError(f"{path.name}: family must be one of {', '.join(FAMILIES)}, got {family!r}")
+    source = SOURCE_OF[family]
+    forms: dict[str, Any] = {}
+    written = doc.get("forms") or {}
+    if not isinstance(written, dict) or not all(isinstance(v, str) for v in written.values()):
+        raise CorpusError(f"{path.name}: [forms] must map dialects to grammar texts")
+    bad = set(written) - {"regex", "lark", "gbnf"}
+    if bad:
+        raise CorpusError(f"{path.name}: [forms] has unknown dialect(s) {', '.join(sorted(bad))}")
+    derived: list[str] = []
+    if family == "choice":
+        if "choices" in doc:
+            menu = _strings(doc["choices"], "choices", path)
+        elif isinstance(doc.get("choices_generated"), dict):
+            g = doc["choices_generated"]
+            try:
+                menu = generated_menu(int(g["count"]), int(g.get("seed", 0)))
+            except (KeyError, TypeError, ValueError):
+                raise CorpusError(f"{path.name}: choices_generated needs an integer count") from None
+        else:
+            raise CorpusError(f"{path.name}: a choice case needs choices or choices_generated")
+        if not menu or len(set(menu)) != len(menu):
+            raise CorpusError(f"{path.name}: the menu must be non-empty without repeats")
+        forms = _choice_forms(menu)
+        derived = ["gbnf", "lark", "regex"]
+    else:
+        text = doc.get(source)
+        if not isinstance(text, str) or not text.strip():
+            raise CorpusError(f"{path.name}: a {family} case needs its source form `{source} = '''…'''`")
+        forms = {**written, source: text if family == "cfg" else text.strip("\n")}
+    insts: list[tuple[str, bool]] = []
+    for table in ("instances", "generated"):
+        block = doc.get(table) or {}
+        if not isinstance(block, dict) or set(block) - {"valid", "invalid"}:
+            raise CorpusError(f"{path.name}: [{table}] holds only `valid` and `invalid` lists")
+        insts += [(t, True) for t in _strings(block.get("valid"), f"{table}.valid", path)]
+        insts += [(t, False) for t in _strings(block.get("invalid"), f"{table}.invalid", path)]
+        if table == "instances":
+            hand = len(insts)
+    base = dict(case_id=path.stem, family=family, source=source, path=path,
+                description=str(doc.get("description", "")),
+                dialect_sensitive=doc.get("dialect_sensitive"), hand_written=hand)
+    inject = doc.get("inject")
+    if inject is None:
+        return [GrammarCase(forms=forms, instances=tuple(insts), derived=tuple(derived), **base)]
+    try:
+        ph, prefix = str(inject["placeholder"]), str(inject["prefix"])
+        sizes = [int(s) for s in inject["sizes"]]
+    except (KeyError, TypeError, ValueError):
+        raise CorpusError(f"{path.name}: [inject] needs placeholder, prefix and integer sizes") from None
+    token = f"@{ph}@"
+    if not any(token in t for t in forms.values() if isinstance(t, str)):
+        raise CorpusError(f"{path.name}: [inject] placeholder {token} appears in no form")
+    out = []
+    for size in sizes:
+        names = injected(prefix, size)
+        f = {d: t.replace(token, _alternation(d, names)) for d, t in forms.items()}
+        out.append(GrammarCase(forms=f, instances=tuple(insts), derived=tuple(derived),
+                               size=size, **{**base, "case_id": f"{path.stem}@{size}"}))
+    return out
+
+
+def load_corpus(root: Path | None = None) -> Iterator[GrammarCase | CorpusError]:
+    """Every case of the corpus in file order; an unusable file yields its
+    :class:`CorpusError` in its place (the run goes on)."""
+    for path in case_files(root):
+        try:
+            yield from load_file(path)
+        except CorpusError as e:
+            yield e
+        except Exception as e:  # a loader bug must not hide the other files
+            yield CorpusError(f"{path.name}: {type(e).__name__}: {' '.join(str(e).split())[:200]}")
+
+
+def fingerprint(case: GrammarCase) -> str:
+    """sha256 prefix of the case's forms (sampling order and caches)."""
+    h = hashlib.sha256()
+    for d in sorted(case.forms):
+        h.update(d.encode())
+        h.update(repr(case.forms[d]).encode())
+    return h.hexdigest()[:16]
