@@ -14,6 +14,13 @@ by the workload:
 ``maskbench``    each sampled schema in turn
 ``mix``          as ``maskbench``, with only ``--structured-ratio`` of the requests
                  constrained (seeded choice), the rest plain chat
+``regex``        the grammar corpus's regex cases in turn (:mod:`suites.grammars`), sent as
+                 the server's regex field (vLLM ``structured_outputs.regex``)
+``choice``       its choice menus, as the choice field
+``grammar``      its CFG cases, as the grammar field with the GBNF form (vLLM's
+                 ``structured_outputs.grammar`` reads GBNF-style EBNF)
+
+Outputs of the grammar workloads are judged by the case's ground-truth parser.
 
 Requests run through :class:`harness.execution.serve.ServeExecutor`, not the worker
 pool: the executor starts the servers (``--launch``) or drives ``--server URL``.
@@ -31,6 +38,9 @@ from suites.jsonschemabench import JsonSchemaBenchView
 
 NAME = "serve"
 DEFAULT_SAMPLE = 40
+#: grammar workload → (the grammar corpus's family, the form its request field carries)
+GRAMMAR_WORKLOADS = {"regex": ("regex", "regex"), "choice": ("choice", "choice"),
+                     "grammar": ("cfg", "gbnf")}
 
 
 def arrival_times(n: int, rate: float, burstiness: float = 1.0, seed: int = 0) -> list[float]:
@@ -83,7 +93,6 @@ class ServeSuite(JsonSchemaBenchView):
     def __init__(self, data: str | None = None, subsets: Sequence[str] | None = None,
                  sample: int | None = None, schemas: str | None = None,
                  options: Mapping[str, Any] | None = None) -> None:
-        super().__init__(data=data, subsets=subsets, sample=sample, schemas=schemas)
         from suites.serve_options import DEFAULTS, WORKLOADS
 
         self.options = {**DEFAULTS, **{k: v for k, v in (options or {}).items()
@@ -91,6 +100,22 @@ class ServeSuite(JsonSchemaBenchView):
         o = self.options
         if o["workload"] not in WORKLOADS:
             raise SuiteError(f"unknown workload {o['workload']!r}; known: {', '.join(WORKLOADS)}")
+        if o["workload"] in GRAMMAR_WORKLOADS:
+            from suites.grammars import Grammars
+
+            family = GRAMMAR_WORKLOADS[o["workload"]][0]
+            if o["form"] == "response_format":
+                raise SuiteError(f"the {o['workload']} workload needs --request-form "
+                                 "structured_outputs or guided_json (response_format carries "
+                                 "JSON schemas only)")
+            if subsets:
+                raise SuiteError(f"--subset does not apply to the {o['workload']} workload "
+                                 f"(its cases are the grammar corpus's {family} family)")
+            self.inner = Grammars(subsets=[family], schemas=schemas,
+                                  sample=self.default_sample if sample is None and schemas is None
+                                  else sample)
+        else:
+            super().__init__(data=data, subsets=subsets, sample=sample, schemas=schemas)
         if options is not None and not o["launch"] and not o["server"]:
             raise SuiteError("the serve suite needs --launch ENGINE:BACKEND (the harness "
                              "starts the server, e.g. vllm:xgrammar) or --server URL")
@@ -127,7 +152,8 @@ class ServeSuite(JsonSchemaBenchView):
                     req = {"stream": f"{workload}/r{r}", "rate": r, "mode": mode, "index": i,
                            "arrival_s": round(offsets[i], 6), "source": src.case_id,
                            "constrained": bool(mode == "c" and constrained[i]),
-                           "kind": "json"}
+                           "kind": o["workload"] if o["workload"] in GRAMMAR_WORKLOADS
+                           else "json"}
                     out.append(dataclasses.replace(src, suite=self.name, case_id=cid,
                                                    schema=schema, schema_text=text,
                                                    instances=(), request=req))

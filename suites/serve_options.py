@@ -22,7 +22,7 @@ DEFAULTS: dict[str, Any] = {
     "max_tokens": 128,
     "temperature": 1.0,
     "seed": 0,
-    "workload": "maskbench",  # json | json-unique | maskbench | mix
+    "workload": "maskbench",  # json | json-unique | maskbench | mix | regex | choice | grammar
     "rates": ["inf"],         # requests/s per stream; "inf" = all at once
     "burstiness": 1.0,        # gamma shape of the gaps (1 = Poisson)
     "concurrency": 8,         # most requests in flight (None: no cap)
@@ -36,7 +36,7 @@ DEFAULTS: dict[str, Any] = {
     "baseline": True,         # the same stream unconstrained, same seed
 }
 
-WORKLOADS = ("json", "json-unique", "maskbench", "mix")
+WORKLOADS = ("json", "json-unique", "maskbench", "mix", "regex", "choice", "grammar")
 
 
 def rates(text: str) -> list[str]:
@@ -80,8 +80,9 @@ def add_run_arguments(p) -> None:
                    help="mix workload: share of constrained requests (default 1.0)")
     g.add_argument("--request-form", dest="form",
                    choices=("response_format", "structured_outputs", "guided_json"),
-                   help="how the schema is asked: response_format (default), the "
-                        "structured_outputs body field, or the old guided_json field")
+                   help="how the constraint is asked: response_format (default for JSON "
+                        "workloads), the structured_outputs body field (default for regex / "
+                        "choice / grammar), or the old guided_* fields")
     g.add_argument("--slo-ttft-ms", dest="slo_ttft_ms", type=float,
                    help="goodput counts requests with TTFT at most this (ms)")
     g.add_argument("--slo-tpot-ms", dest="slo_tpot_ms", type=float,
@@ -99,6 +100,8 @@ def config_from_args(args) -> dict[str, Any]:
         v = getattr(args, k, None)
         if v is not None:
             out[k] = v
+    if out.get("workload") in ("regex", "choice", "grammar") and "form" not in out:
+        out["form"] = "structured_outputs"  # response_format carries JSON schemas only
     if getattr(args, "launch", None):
         out["launch"] = True
         out["engines"] = args.launch

@@ -176,7 +176,7 @@ class ServeExecutor:
 
     def _record(self, job: Job, res, stream_t0: float, crashed: str | None) -> dict[str, Any]:
         from harness.measure.e2e.openai_client import verdict as judge
-        from harness.measure.groundtruth import GroundTruth
+        from harness.measure.target import target_for
         from suites.jsontext import json_prefix_error
 
         case, req = job.payload["case"], job.payload["case"]["request"]
@@ -228,11 +228,12 @@ class ServeExecutor:
             s["verdict"] = "runaway" if res.finish_reason == "length" else "unconstrained"
             rec["outcome"] = outcomes.PASSING
             return rec
-        truth = GroundTruth.for_case(case)
-        v = judge(res, truth)
+        target = target_for(case)
+        v = judge(res, target)
         if v["verdict"] == "truncated":
-            # the budget ended it: judged by syntax only (can it still become JSON?)
-            why = json_prefix_error(res.text)
+            # the budget ended it: judged by syntax only (can it still become JSON?); a
+            # grammar's truncated output is a runaway
+            why = json_prefix_error(res.text) if target.kind == "json-schema" else None
             v = ({"verdict": "constraint_not_enforced",
                   "why": f"truncated output cannot become JSON: {why}"} if why
                  else {"verdict": "runaway"})
@@ -254,8 +255,15 @@ class ServeExecutor:
         case, req = job.payload["case"], job.payload["case"]["request"]
         messages = [{"role": "system", "content": SYSTEM},
                     {"role": "user", "content": ASK + self._excerpt(case["schema_text"])}]
-        constraint = Constraint("json", json.loads(case["schema_text"])) \
-            if req["constrained"] else None
+        constraint = None
+        if req["constrained"]:
+            kind = req.get("kind", "json")
+            if kind == "json":
+                constraint = Constraint("json", json.loads(case["schema_text"]))
+            else:  # a grammar workload: the form the request field carries
+                from suites.serve import GRAMMAR_WORKLOADS
+
+                constraint = Constraint(kind, case["grammar"]["forms"][GRAMMAR_WORKLOADS[kind][1]])
         seed = int(self.o["seed"]) + int(req["index"]) if target.seeded else None
         return target.client.complete(None, messages, max_tokens=int(self.o["max_tokens"]),
                                       temperature=float(self.o["temperature"]), seed=seed,

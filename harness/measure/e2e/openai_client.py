@@ -260,12 +260,11 @@ class OpenAIClient:
             c.close()
 
 
-def verdict(completion: Completion, truth) -> dict[str, Any]:
+def verdict(completion: Completion, target) -> dict[str, Any]:
     """``ok`` / ``constraint_not_enforced`` (HTTP 200, output invalid) / ``truncated`` (the
     token budget ended it: ``finish_reason == "length"``) / ``http_error`` / ``incomplete``
-    (HTTP 200 but the stream broke off: no ``finish_reason``)."""
-    from harness.measure.e2e.validate import check_output
-
+    (HTTP 200 but the stream broke off: no ``finish_reason``). ``target`` judges the text
+    (:class:`harness.measure.target.Target`: a JSON schema or a grammar)."""
     if completion.status != 200:
         return {"verdict": "http_error", "why": f"HTTP {completion.status}: {completion.error}"}
     if completion.finish_reason is None:
@@ -273,7 +272,7 @@ def verdict(completion: Completion, truth) -> dict[str, Any]:
                 + (f" ({completion.error})" if completion.error else "")}
     if completion.finish_reason == "length":
         return {"verdict": "truncated"}
-    chk = check_output(completion.text.encode("utf-8"), truth)
+    chk = target.judge(completion.text.encode("utf-8"))
     if chk["valid"] is False:
         return {"verdict": "constraint_not_enforced", "why": chk["why"]}
     if chk["valid"] is None:

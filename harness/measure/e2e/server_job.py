@@ -20,7 +20,7 @@ def run_server_job(job: dict[str, Any], o: dict[str, Any], phase) -> dict[str, A
     from harness.measure.e2e.openai_client import OpenAIClient, split_server, verdict
     from harness.measure.e2e.prompt import ASK, SYSTEM, schema_excerpt
     from harness.vocab import load_vocabulary
-    from harness.measure.groundtruth import GroundTruth
+    from harness.measure.target import SchemaTarget
 
     case, eng = job["case"], job["engine"]
     record: dict[str, Any] = {"engine": eng["label"], "case_id": case["case_id"],
@@ -31,7 +31,7 @@ def run_server_job(job: dict[str, Any], o: dict[str, Any], phase) -> dict[str, A
     client = OpenAIClient(url, dialect=dialect)
     phase("groundtruth")
     schema = json.loads(case["schema_text"])
-    truth = GroundTruth.for_case(case)
+    target = SchemaTarget(case)
     messages = [{"role": "system", "content": SYSTEM},
                 {"role": "user", "content": ASK + schema_excerpt(
                     load_vocabulary(job["tokenizer"]), case["schema_text"])}]
@@ -44,7 +44,7 @@ def run_server_job(job: dict[str, Any], o: dict[str, Any], phase) -> dict[str, A
                             "dialect": client.dialect, "model": client.model,
                             "max_tokens": o["max_tokens"], "seed": o["seed"],
                             "temperature": o["temperature"]}
-    v = verdict(con, truth)
+    v = verdict(con, target)
     record["server"] = {"constrained": con.to_json(), "unconstrained": unc.to_json(), **v}
     record["busy_ns"] = time.perf_counter_ns() - t_busy
     if v["verdict"] == "http_error":
