@@ -9,7 +9,10 @@ counts, TBM average / p50 / p99 (µs), the share of masks over 1 ms and TTFM p50
 Runs of the serve suite go to a second table, one row per (server row, stream, mode):
 throughput, TTFT / TPOT / ITL p50 and p99 (ms), invalid outputs, runaways, refusals,
 crashes, and for the constrained stream its ratios to the unconstrained one; runs of the
-e2e suite (offline rows) to a third: TTFT and TPOT (ms) with their ratio. Below the tables,
+e2e suite (offline rows) to a third: TTFT and TPOT (ms) with their ratio; runs of the
+grammars suite to a fourth, one row per (family, engine): coverage, the forms engines were
+given, false rejects / accepts, dialect differences, TBM p50 / p99 (µs), TTFM p50 (ms), and
+compile time against the size of an injected alternation. Below the tables,
 each run's command, machine and tokenizer.
 
 A section headed ``## Whole-corpus runs (recorded)`` in the existing output file is carried
@@ -123,7 +126,39 @@ def serve_rows(run_dir: Path, meta: dict[str, Any], summary: dict[str, Any]) -> 
     return rows
 
 
-SERVE_HEADER = ["date of the run", "commit", "row", "stream", "mode", "model", "done",
+SERVE_GRAMMAR_HEADER = ["date of the run", "commit", "family", "engine", "version", "cases",
+                  "compiled", "forms", "false rejects", "false accepts", "dialect differences",
+                  "TBM p50 (µs)", "TBM p99 (µs)", "TTFM p50 (ms)"]
+
+
+def grammar_rows(meta: dict[str, Any], summary: dict[str, Any]) -> list[list[str]]:
+    """One row per (family, engine) of a grammars run's ``summary["grammars"]["table"]``."""
+    date, commit = _utc(meta.get("created_at")), _commit(meta)
+    versions = {k: (v or {}).get("version") for k, v in summary.get("engines", {}).items()}
+    out = []
+    for r in summary["grammars"].get("table", []):
+        out.append([date, commit, r["family"], r["engine"], _num(versions.get(r["engine"])),
+                    _num(r["cases"]), _num(r["compiled"]),
+                    ", ".join(f"{k} {v}" for k, v in sorted(r.get("forms", {}).items())) or "–",
+                    _num(r["false_rejects"]), _num(r["false_accepts"]), _num(r["dialect"]),
+                    _num(r.get("tbm_p50_us")), _num(r.get("tbm_p99_us")),
+                    _num(r.get("ttfm_p50_ms"), 2)])
+    return out
+
+
+def grammar_size_rows(meta: dict[str, Any], summary: dict[str, Any]) -> list[list[str]]:
+    """Compile time (TTFM ms) against alternation size: one row per (grammar, engine)."""
+    date = _utc(meta.get("created_at"))
+    out = []
+    for base, engines in summary["grammars"].get("sizes", {}).items():
+        for eng, by in sorted(engines.items()):
+            cells = [f"{s}: {_num(v, 2) if v is not None else 'no compile'}"
+                     for s, v in sorted(by.items(), key=lambda kv: int(kv[0]))]
+            out.append([date, base, eng, "; ".join(cells)])
+    return out
+
+
+HEADER = ["date of the run", "commit", "row", "stream", "mode", "model", "done",
                 "req/s", "tok/s", "TTFT p50 (ms)", "TTFT p99", "TPOT p50 (ms)", "TPOT p99",
                 "ITL p50 (ms)", "ITL p99", "invalid", "runaways", "refused", "crashed",
                 "TTFT ratio", "TPOT ratio", "ITL ratio"]
@@ -146,7 +181,39 @@ def e2e_rows(run_dir: Path, meta: dict[str, Any], summary: dict[str, Any]) -> li
     return rows
 
 
-E2E_HEADER = ["date of the run", "commit", "engine", "version", "route", "model", "schemas",
+E2E_GRAMMAR_HEADER = ["date of the run", "commit", "family", "engine", "version", "cases",
+                  "compiled", "forms", "false rejects", "false accepts", "dialect differences",
+                  "TBM p50 (µs)", "TBM p99 (µs)", "TTFM p50 (ms)"]
+
+
+def grammar_rows(meta: dict[str, Any], summary: dict[str, Any]) -> list[list[str]]:
+    """One row per (family, engine) of a grammars run's ``summary["grammars"]["table"]``."""
+    date, commit = _utc(meta.get("created_at")), _commit(meta)
+    versions = {k: (v or {}).get("version") for k, v in summary.get("engines", {}).items()}
+    out = []
+    for r in summary["grammars"].get("table", []):
+        out.append([date, commit, r["family"], r["engine"], _num(versions.get(r["engine"])),
+                    _num(r["cases"]), _num(r["compiled"]),
+                    ", ".join(f"{k} {v}" for k, v in sorted(r.get("forms", {}).items())) or "–",
+                    _num(r["false_rejects"]), _num(r["false_accepts"]), _num(r["dialect"]),
+                    _num(r.get("tbm_p50_us")), _num(r.get("tbm_p99_us")),
+                    _num(r.get("ttfm_p50_ms"), 2)])
+    return out
+
+
+def grammar_size_rows(meta: dict[str, Any], summary: dict[str, Any]) -> list[list[str]]:
+    """Compile time (TTFM ms) against alternation size: one row per (grammar, engine)."""
+    date = _utc(meta.get("created_at"))
+    out = []
+    for base, engines in summary["grammars"].get("sizes", {}).items():
+        for eng, by in sorted(engines.items()):
+            cells = [f"{s}: {_num(v, 2) if v is not None else 'no compile'}"
+                     for s, v in sorted(by.items(), key=lambda kv: int(kv[0]))]
+            out.append([date, base, eng, "; ".join(cells)])
+    return out
+
+
+HEADER = ["date of the run", "commit", "engine", "version", "route", "model", "schemas",
               "TTFT (ms)", "unconstrained", "TPOT (ms)", "unconstrained", "TPOT ratio",
               "invalid outputs", "runaways", "outputs"]
 
@@ -161,7 +228,7 @@ def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
     engines = summary.get("engines", {})
     if not engines and not summary.get("serve"):
         raise RunFolderError(f"{run_dir / 'summary.json'}: no engines")
-    replay = not summary.get("serve") and not any(
+    replay = not summary.get("serve") and not summary.get("grammars") and not any(
         isinstance(e, dict) and e.get("e2e") for e in engines.values())
     for label, e in (engines.items() if replay else ()):
         head = [date, commit, selection, label, _num(e.get("version") or versions.get(label))]
@@ -196,10 +263,44 @@ def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
         "limits": meta.get("limits", {}),
         "wall_s": summary.get("wall_s"),
         "serve": serve_rows(run_dir, meta, summary) if summary.get("serve") else [],
+        "grammars": grammar_rows(meta, summary) if summary.get("grammars") else [],
+        "grammar_sizes": grammar_size_rows(meta, summary) if summary.get("grammars") else [],
         "e2e": e2e_rows(run_dir, meta, summary) if not replay and not summary.get("serve")
         else [],
     }
     return rows, details
+
+
+GRAMMAR_HEADER = ["date of the run", "commit", "family", "engine", "version", "cases",
+                  "compiled", "forms", "false rejects", "false accepts", "dialect differences",
+                  "TBM p50 (µs)", "TBM p99 (µs)", "TTFM p50 (ms)"]
+
+
+def grammar_rows(meta: dict[str, Any], summary: dict[str, Any]) -> list[list[str]]:
+    """One row per (family, engine) of a grammars run's ``summary["grammars"]["table"]``."""
+    date, commit = _utc(meta.get("created_at")), _commit(meta)
+    versions = {k: (v or {}).get("version") for k, v in summary.get("engines", {}).items()}
+    out = []
+    for r in summary["grammars"].get("table", []):
+        out.append([date, commit, r["family"], r["engine"], _num(versions.get(r["engine"])),
+                    _num(r["cases"]), _num(r["compiled"]),
+                    ", ".join(f"{k} {v}" for k, v in sorted(r.get("forms", {}).items())) or "–",
+                    _num(r["false_rejects"]), _num(r["false_accepts"]), _num(r["dialect"]),
+                    _num(r.get("tbm_p50_us")), _num(r.get("tbm_p99_us")),
+                    _num(r.get("ttfm_p50_ms"), 2)])
+    return out
+
+
+def grammar_size_rows(meta: dict[str, Any], summary: dict[str, Any]) -> list[list[str]]:
+    """Compile time (TTFM ms) against alternation size: one row per (grammar, engine)."""
+    date = _utc(meta.get("created_at"))
+    out = []
+    for base, engines in summary["grammars"].get("sizes", {}).items():
+        for eng, by in sorted(engines.items()):
+            cells = [f"{s}: {_num(v, 2) if v is not None else 'no compile'}"
+                     for s, v in sorted(by.items(), key=lambda kv: int(kv[0]))]
+            out.append([date, base, eng, "; ".join(cells)])
+    return out
 
 
 HEADER = ["date of the run", "commit", "suite", "engine", "version", "schemas", "passing",
@@ -260,6 +361,21 @@ def render(run_dirs: list[Path], recorded: str | None, today: str) -> str:
                 "constraint. Random weights: runaways measure the whitespace a backend allows.",
                 "", _md_row(SERVE_HEADER), "|" + ":--|" * 6 + "--:|" * (len(SERVE_HEADER) - 6),
                 *(_md_row(r) for r in serve), ""]
+    gram = [r for n in notes for r in n["grammars"]]
+    if gram:
+        out += ["## Grammar runs", "",
+                "The grammars suite ([grammars.md](grammars.md)): per family and engine, the "
+                "forms engines were given, false rejects / accepts of instances against the "
+                "ground-truth parser (EOS check included), differences on dialect-sensitive "
+                "cases (counted apart), TBM per token and TTFM per case.", "",
+                _md_row(GRAMMAR_HEADER), "|" + ":--|" * 5 + "--:|" * 2 + ":--|"
+                + "--:|" * (len(GRAMMAR_HEADER) - 8), *(_md_row(r) for r in gram), ""]
+        sizes = [r for n in notes for r in n["grammar_sizes"]]
+        if sizes:
+            out += ["Compile time against grammar size (TTFM ms at each size of the injected "
+                    "alternation):", "", _md_row(["date of the run", "grammar", "engine",
+                                                  "size: TTFM ms"]),
+                    "|:--|:--|:--|:--|", *(_md_row(r) for r in sizes), ""]
     e2e = [r for n in notes for r in n["e2e"]]
     if e2e:
         out += ["## End-to-end runs", "",

@@ -8,6 +8,8 @@ translation findings, from ``fuzz`` / ``mask-diff`` records of grammar cases):
 - *false rejects / accepts*: instances (exact texts) whose replay disagrees with the
   ground-truth parser, the EOS check included; translation defects and dialect differences
   are counted apart, never here;
+- *mask/commit*: replays where the engine's commit and its own mask disagreed on a token
+  (``commit_only``: the commit took a token the mask forbids; ``mask_only``: the reverse);
 - *TBM*: mask fill + commit per token, µs, over every replayed instance of the family;
 - *TTFM*: compile + matcher + first mask, ms, per compiled case.
 """
@@ -29,11 +31,18 @@ __all__ = ["dialect_findings", "false_accepts", "family_table", "size_series",
 _FINISHED = (outcomes.PASSING, outcomes.VALIDATION_ERROR, outcomes.INVALIDATION_ERROR)
 
 TABLE_HEADER = ["family", "engine", "cases", "coverage", "forms", "false rej", "false acc",
-                "dialect", "TBM p50 µs", "TBM p99 µs", "TTFM p50 ms"]
+                "dialect", "mask/commit", "TBM p50 µs", "TBM p99 µs", "TTFM p50 ms"]
 
 
 def _grammar_records(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in records if r.get("family")]
+    """Records of grammar cases. A job that died (timeout, OOM, crash) leaves a record the
+    runner wrote, without ``family``: it takes the family its case has in the other
+    engines' records, so a death still counts against coverage."""
+    records = list(records)
+    family = {r["case_id"]: r["family"] for r in records if r.get("family")}
+    return [r if r.get("family") else {**r, "family": family[r["case_id"]]}
+            for r in records if r.get("family") or (r.get("case_id") in family
+                                                    and r.get("outcome") in outcomes.DEATHS)]
 
 
 def family_table(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -45,7 +54,7 @@ def family_table(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for (fam, eng), rs in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1])):
         compiled = [r for r in rs if r["outcome"] in _FINISHED]
-        fr = fa = 0
+        fr = fa = dis = 0
         tbm: list[np.ndarray] = []
         for r in compiled:
             for i in r.get("instances", ()):
@@ -53,6 +62,7 @@ def family_table(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                 kind = outcomes.instance_outcome(i["expected"], res.get("status", ""))
                 fr += kind == "false_reject"
                 fa += kind == "false_accept"
+                dis += bool(res.get("disagreement"))
                 if res.get("mask_ns"):
                     tbm.append(np.asarray(res["mask_ns"], np.int64)
                                + np.asarray(res["commit_ns"], np.int64))
@@ -65,7 +75,7 @@ def family_table(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             "forms": dict(forms),
             "compile_errors": sum(r["outcome"] == outcomes.COMPILE_ERROR for r in rs),
             "deaths": sum(r["outcome"] in outcomes.DEATHS for r in rs),
-            "false_rejects": fr, "false_accepts": fa,
+            "false_rejects": fr, "false_accepts": fa, "mask_commit": dis,
             "dialect": sum(len(r.get("dialect", ())) for r in rs),
             "translation": sum(len(r.get("translation", ())) for r in rs),
             "tokens": int(t.size),
@@ -127,6 +137,8 @@ def false_accepts(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     engine accepted (EOS included), with the text as its witness."""
     out = []
     for r in _grammar_records(records):
+        if r["outcome"] not in _FINISHED:
+            continue
         for i in r.get("instances", ()):
             res = i.get("results", {}).get("text") or {}
             if outcomes.instance_outcome(i["expected"], res.get("status", "")) == "false_accept":
@@ -139,6 +151,8 @@ def false_rejects(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every false reject: a valid instance the engine refused (where, and how)."""
     out = []
     for r in _grammar_records(records):
+        if r["outcome"] not in _FINISHED:
+            continue
         for i in r.get("instances", ()):
             res = i.get("results", {}).get("text") or {}
             if outcomes.instance_outcome(i["expected"], res.get("status", "")) == "false_reject":
@@ -162,6 +176,7 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
              f"{r['compiled']}/{r['cases']}",
              ", ".join(f"{k} {v}" for k, v in sorted(r["forms"].items())) or "–",
              str(r["false_rejects"]), str(r["false_accepts"]), str(r["dialect"]),
+             str(r.get("mask_commit", 0)),
              _fmt(r["tbm_p50_us"]), _fmt(r["tbm_p99_us"]), _fmt(r["ttfm_p50_ms"], 2)]
             for r in rows]
 

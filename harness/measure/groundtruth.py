@@ -106,6 +106,14 @@ class GroundTruth:
             pass
         return self.UNKNOWN
 
+    def judge(self, raw: bytes) -> dict[str, Any]:
+        """A finished output's verdict: ``{"valid": True|False|None, "why": …}`` after UTF-8,
+        strict JSON and this schema (the judge interface of
+        :class:`harness.measure.target.Target`)."""
+        from harness.measure.e2e.validate import check_output
+
+        return check_output(raw, self)
+
     def verdict(self, instance: Any) -> tuple[bool | None, str | None]:
         """(valid?, reason jsonschema could not decide). ``None`` = undecidable here."""
         if self.validator is None:

@@ -72,9 +72,7 @@ class SchemaTarget(Target):
         return adapter.compile(self.text)
 
     def judge(self, raw: bytes) -> dict[str, Any]:
-        from harness.measure.e2e.validate import check_output
-
-        return check_output(raw, self.truth)
+        return self.truth.judge(raw)
 
     def maybe_complete(self, raw: bytes) -> bool:
         tail = raw.rstrip(b" \t\n\r")

@@ -224,3 +224,28 @@ def test_form_order_and_derived_forms(adapters):
     if adapters["llguidance"] is not None:
         t.compile(adapters["llguidance"])
         assert (t.form, t.derived) == ("lark", False)
+
+
+def test_family_table_counts_deaths_and_keeps_findings_apart():
+    from harness.analysis.grammars import false_accepts, family_table, false_rejects
+
+    def rec(engine, cid, outcome, status=None, expected=True, **kw):
+        r = {"engine": engine, "case_id": cid, "outcome": outcome, **kw}
+        if status is not None:
+            r.update(family="regex", form="regex", ttfm_ns=2_000_000, instances=[
+                {"text": "x", "expected": expected, "results": {"text": {
+                    "status": status, "mask_ns": [1000, 3000], "commit_ns": [0, 0]}}}])
+        return r
+
+    recs = [rec("a", "c1", "passing", "accepted"),
+            rec("a", "c2", "invalidation_error", "accepted", expected=False),
+            rec("b", "c1", "timeout"),  # the runner's record of a dead job: no family
+            rec("b", "c2", "validation_error", "rejected",
+                dialect=[{"text": "y", "truth": True, "status": "rejected", "construct": "\\d"}])]
+    rows = {r["engine"]: r for r in family_table(recs)}
+    assert (rows["a"]["cases"], rows["a"]["compiled"], rows["a"]["false_accepts"]) == (2, 2, 1)
+    assert (rows["b"]["cases"], rows["b"]["compiled"], rows["b"]["deaths"]) == (2, 1, 1)
+    assert rows["b"]["false_rejects"] == 1 and rows["b"]["dialect"] == 1
+    assert rows["a"]["tbm_p50_us"] == 2.0 and rows["a"]["ttfm_p50_ms"] == 2.0
+    assert [x["case"] for x in false_accepts(recs)] == ["c2"]
+    assert [(x["engine"], x["case"]) for x in false_rejects(recs)] == [("b", "c2")]

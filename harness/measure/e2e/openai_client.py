@@ -263,8 +263,10 @@ class OpenAIClient:
 def verdict(completion: Completion, target) -> dict[str, Any]:
     """``ok`` / ``constraint_not_enforced`` (HTTP 200, output invalid) / ``truncated`` (the
     token budget ended it: ``finish_reason == "length"``) / ``http_error`` / ``incomplete``
-    (HTTP 200 but the stream broke off: no ``finish_reason``). ``target`` judges the text
-    (:class:`harness.measure.target.Target`: a JSON schema or a grammar)."""
+    (HTTP 200 but the stream broke off: no ``finish_reason``). ``target`` judges the text:
+    anything with ``judge(raw) -> {"valid", "why"}`` (a
+    :class:`~harness.measure.groundtruth.GroundTruth`, or a
+    :class:`harness.measure.target.Target`: a JSON schema or a grammar)."""
     if completion.status != 200:
         return {"verdict": "http_error", "why": f"HTTP {completion.status}: {completion.error}"}
     if completion.finish_reason is None:

@@ -31,6 +31,7 @@ def sec_grammars(ctx: ReportContext) -> Section | None:
             "re for regexes, lark Earley for CFGs, membership for choices), the EOS check "
             "included. Dialect: verdicts that differ on a case marked dialect-sensitive, "
             "reported apart; translation defects (ours) are never counted against an engine. "
+            "Mask/commit: replays where the engine's commit and its own mask disagreed. "
             "TBM: mask + commit per token, µs; TTFM: compile + first mask, ms."))
         blocks.append(Table(TABLE_HEADER, table_rows(b["table"]),
                             align=["l", "l"] + ["r"] * (len(TABLE_HEADER) - 2)))
