@@ -9,15 +9,17 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from harness.measure.groundtruth import GroundTruth, parse_instance_text
+from suites.jsontext import parse_instance_text
 
 
 def detokenize(tokens: Sequence[bytes], ids: Sequence[int]) -> bytes:
     return b"".join(tokens[i] for i in ids)
 
 
-def check_output(raw: bytes, truth: GroundTruth) -> dict[str, Any]:
-    """``{"valid": True|False|None, "why": ...}``; None = jsonschema could not decide."""
+def check_output(raw: bytes, truth: Any) -> dict[str, Any]:
+    """``{"valid": True|False|None, "why": ...}``; None = jsonschema could not decide.
+    ``truth``: a :class:`harness.measure.groundtruth.GroundTruth` (its ``GroundTruth.judge``
+    calls this)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
