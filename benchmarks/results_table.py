@@ -126,39 +126,7 @@ def serve_rows(run_dir: Path, meta: dict[str, Any], summary: dict[str, Any]) -> 
     return rows
 
 
-SERVE_GRAMMAR_HEADER = ["date of the run", "commit", "family", "engine", "version", "cases",
-                  "compiled", "forms", "false rejects", "false accepts", "dialect differences",
-                  "TBM p50 (µs)", "TBM p99 (µs)", "TTFM p50 (ms)"]
-
-
-def grammar_rows(meta: dict[str, Any], summary: dict[str, Any]) -> list[list[str]]:
-    """One row per (family, engine) of a grammars run's ``summary["grammars"]["table"]``."""
-    date, commit = _utc(meta.get("created_at")), _commit(meta)
-    versions = {k: (v or {}).get("version") for k, v in summary.get("engines", {}).items()}
-    out = []
-    for r in summary["grammars"].get("table", []):
-        out.append([date, commit, r["family"], r["engine"], _num(versions.get(r["engine"])),
-                    _num(r["cases"]), _num(r["compiled"]),
-                    ", ".join(f"{k} {v}" for k, v in sorted(r.get("forms", {}).items())) or "–",
-                    _num(r["false_rejects"]), _num(r["false_accepts"]), _num(r["dialect"]),
-                    _num(r.get("tbm_p50_us")), _num(r.get("tbm_p99_us")),
-                    _num(r.get("ttfm_p50_ms"), 2)])
-    return out
-
-
-def grammar_size_rows(meta: dict[str, Any], summary: dict[str, Any]) -> list[list[str]]:
-    """Compile time (TTFM ms) against alternation size: one row per (grammar, engine)."""
-    date = _utc(meta.get("created_at"))
-    out = []
-    for base, engines in summary["grammars"].get("sizes", {}).items():
-        for eng, by in sorted(engines.items()):
-            cells = [f"{s}: {_num(v, 2) if v is not None else 'no compile'}"
-                     for s, v in sorted(by.items(), key=lambda kv: int(kv[0]))]
-            out.append([date, base, eng, "; ".join(cells)])
-    return out
-
-
-HEADER = ["date of the run", "commit", "row", "stream", "mode", "model", "done",
+SERVE_HEADER = ["date of the run", "commit", "row", "stream", "mode", "model", "done",
                 "req/s", "tok/s", "TTFT p50 (ms)", "TTFT p99", "TPOT p50 (ms)", "TPOT p99",
                 "ITL p50 (ms)", "ITL p99", "invalid", "runaways", "refused", "crashed",
                 "TTFT ratio", "TPOT ratio", "ITL ratio"]
@@ -181,39 +149,7 @@ def e2e_rows(run_dir: Path, meta: dict[str, Any], summary: dict[str, Any]) -> li
     return rows
 
 
-E2E_GRAMMAR_HEADER = ["date of the run", "commit", "family", "engine", "version", "cases",
-                  "compiled", "forms", "false rejects", "false accepts", "dialect differences",
-                  "TBM p50 (µs)", "TBM p99 (µs)", "TTFM p50 (ms)"]
-
-
-def grammar_rows(meta: dict[str, Any], summary: dict[str, Any]) -> list[list[str]]:
-    """One row per (family, engine) of a grammars run's ``summary["grammars"]["table"]``."""
-    date, commit = _utc(meta.get("created_at")), _commit(meta)
-    versions = {k: (v or {}).get("version") for k, v in summary.get("engines", {}).items()}
-    out = []
-    for r in summary["grammars"].get("table", []):
-        out.append([date, commit, r["family"], r["engine"], _num(versions.get(r["engine"])),
-                    _num(r["cases"]), _num(r["compiled"]),
-                    ", ".join(f"{k} {v}" for k, v in sorted(r.get("forms", {}).items())) or "–",
-                    _num(r["false_rejects"]), _num(r["false_accepts"]), _num(r["dialect"]),
-                    _num(r.get("tbm_p50_us")), _num(r.get("tbm_p99_us")),
-                    _num(r.get("ttfm_p50_ms"), 2)])
-    return out
-
-
-def grammar_size_rows(meta: dict[str, Any], summary: dict[str, Any]) -> list[list[str]]:
-    """Compile time (TTFM ms) against alternation size: one row per (grammar, engine)."""
-    date = _utc(meta.get("created_at"))
-    out = []
-    for base, engines in summary["grammars"].get("sizes", {}).items():
-        for eng, by in sorted(engines.items()):
-            cells = [f"{s}: {_num(v, 2) if v is not None else 'no compile'}"
-                     for s, v in sorted(by.items(), key=lambda kv: int(kv[0]))]
-            out.append([date, base, eng, "; ".join(cells)])
-    return out
-
-
-HEADER = ["date of the run", "commit", "engine", "version", "route", "model", "schemas",
+E2E_HEADER = ["date of the run", "commit", "engine", "version", "route", "model", "schemas",
               "TTFT (ms)", "unconstrained", "TPOT (ms)", "unconstrained", "TPOT ratio",
               "invalid outputs", "runaways", "outputs"]
 

@@ -60,6 +60,15 @@ def test_grammars_run_with_malformed_files_and_a_wrong_translation(tmp_path):
     assert "Grammars: family × engine" in r.stdout
     report = (tmp_path / "reports" / run_dir.name / "report.md").read_text()
     assert "Grammars: regex, choice and CFG" in report
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    table = subprocess.run([sys.executable, "benchmarks/results_table.py", str(run_dir)],
+                           cwd=ROOT, capture_output=True, text=True)
+    assert table.returncode == 0, table.stderr
+    assert "## Grammar runs" in table.stdout and "| cfg | outlines |" in table.stdout
 
 
 def test_a_translation_defect_is_not_an_engine_false_accept(tmp_path):
