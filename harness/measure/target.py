@@ -32,6 +32,9 @@ class Target:
     form: str | None = None
     #: True when that form was derived by code rather than written in the case file
     derived: bool = False
+    #: the construct whose meaning differs between dialects (a grammar case marked
+    #: ``dialect_sensitive``): an engine's disagreement there is a dialect difference
+    dialect_sensitive: str | None = None
 
     def compile(self, adapter: EngineAdapter) -> CompiledGrammar:
         """Compile for ``adapter``; raises :class:`~engines.base.CompileError`."""
@@ -98,6 +101,7 @@ class GrammarTarget(Target):
         self.source: str = g["source"]
         self.forms: dict[str, Any] = g["forms"]
         self.derived_forms = set(g.get("derived") or ())
+        self.dialect_sensitive = g.get("dialect_sensitive")
         self.text = case.get("schema_text") or ""
         self.truth = reader(self.source, self.forms[self.source])
         self._readers: dict[str, Any] | None = None

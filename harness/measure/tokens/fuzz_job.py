@@ -9,7 +9,8 @@ for a grammar case, by its ground-truth parser and every translation's own reade
 (``translation``: the dialects that disagree with the ground truth on the output).
 
 Per walk the record keeps ``seed``, ``status`` (``valid``, ``invalid`` — a witness of a false
-accept —, ``undecided`` — jsonschema could not decide —, ``dead_end``, ``runaway``,
+accept —, ``undecided`` — jsonschema could not decide —, ``dialect`` — invalid by the ground
+truth on a grammar case marked ``dialect_sensitive``, a dialect difference —, ``dead_end``, ``runaway``,
 ``commit_refused``, ``error``), the exact ``tokens`` and, for a runaway, the share of
 whitespace-only tokens (``ws_share``: the "endless whitespace" users report).
 Outcome: ``invalidation_error`` if any walk is invalid, else ``passing``.
@@ -79,6 +80,9 @@ def run_fuzz_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[s
             res["status"] = {True: "valid", False: "invalid", None: "undecided"}[chk["valid"]]
             if chk.get("why"):
                 res["why"] = chk["why"]
+            if chk["valid"] is False and target.dialect_sensitive:
+                # a construct whose meaning differs between dialects: reported, not an error
+                res.update(status="dialect", construct=target.dialect_sensitive)
             # translation drift on every engine's outputs: each form's reader against the
             # ground truth (a disagreement is a defect of the translation, not the engine's)
             text = raw.decode("utf-8", "replace")

@@ -222,8 +222,8 @@ def fuzz_block(recs: list[dict[str, Any]]) -> dict[str, Any]:
             c[w["status"]] += 1
             if "ws_share" in w:
                 ws.append(w["ws_share"])
-    keys = ("schemas", "walks", "valid", "invalid", "undecided", "dead_end", "runaway",
-            "commit_refused", "error", "schemas_invalid")
+    keys = ("schemas", "walks", "valid", "invalid", "undecided", "dialect", "dead_end",
+            "runaway", "commit_refused", "error", "schemas_invalid")
     out: dict[str, Any] = {k: int(c[k]) for k in keys}
     out["runaway_ws_share"] = round(float(np.mean(ws)), 3) if ws else None
     return out
@@ -293,7 +293,7 @@ def render_text(summary: dict[str, Any]) -> str:
         lines.append(f"  {'engine':<22} {'walks':>6} {'valid':>6} {'invalid':>7} {'dead end':>8} "
                      f"{'runaway':>7} {'other':>6} {'schemas invalid':>15}")
         for l, f in fz.items():
-            other = f["undecided"] + f["commit_refused"] + f["error"]
+            other = f["undecided"] + f.get("dialect", 0) + f["commit_refused"] + f["error"]
             lines.append(f"  {l:<22} {f['walks']:>6} {f['valid']:>6} {f['invalid']:>7} "
                          f"{f['dead_end']:>8} {f['runaway']:>7} {other:>6} {f['schemas_invalid']:>15}")
     return "\n".join(lines) if lines else ""
