@@ -57,6 +57,9 @@ def _lark_reader(text: str) -> Reader:
     import lark
     from lark.exceptions import LarkError
 
+    if re.search(r"^\s*%import\b", text, re.M):
+        # lark would read grammar files from disk: a case must be self-contained
+        raise ReaderError("lark grammar uses %import: a case's grammar must be self-contained")
     try:
         parser = lark.Lark(text, start="start", parser="earley", lexer="dynamic_complete")
     except (LarkError, re.error, RecursionError, TypeError, ValueError) as e:

@@ -105,6 +105,8 @@ def test_readers_refuse_unbuildable_grammars():
         reader("gbnf", "root ::= root \"a\" | \"b\"")  # left recursion
     with pytest.raises(ReaderError):
         reader("lark", 'start: "a"\n%ignore " "')
+    with pytest.raises(ReaderError, match="self-contained"):
+        reader("lark", 'start: WORD\n%import common.WORD')
 
 
 def test_escaping_round_trips_through_every_reader():
