@@ -30,7 +30,7 @@ import numpy as np
 
 from harness.vocab import Vocabulary
 
-__all__ = ["BatchFiller", "CompileError", "CompiledGrammar", "EngineAdapter", "EngineUnavailable",
+__all__ = ["BatchFiller", "CachedCompiler", "CompileError", "CompiledGrammar", "EngineAdapter", "EngineUnavailable",
            "Matcher", "allocate_bitmask", "bitmask_words", "check_bitmask", "check_rollback",
            "default_fill_threads", "one_line"]
 
@@ -195,6 +195,31 @@ def default_fill_threads(batch: int) -> int:
     return max(1, min(int(batch), os.cpu_count() or 1))
 
 
+class CachedCompiler:
+    """A long-lived compiler with the engine's own cache of compiled schemas on, as a
+    server keeps one (suite ``churn``).
+
+    This default has no cache (``has_cache`` False): every :meth:`compile` is a fresh
+    :meth:`EngineAdapter.compile`. An engine with a compile cache overrides
+    :meth:`EngineAdapter.cached_compiler` with one whose repeated schemas hit it.
+    """
+
+    has_cache = False
+    #: what the cache is keyed on and where it lives, for the report
+    describe = "no compile cache: every request compiles"
+
+    def __init__(self, adapter: "EngineAdapter") -> None:
+        self.adapter = adapter
+
+    def compile(self, schema_text: str) -> "CompiledGrammar":
+        """Compile (or fetch from the cache); raises :class:`CompileError`."""
+        return self.adapter.compile(schema_text)
+
+    def cache_bytes(self) -> int | None:
+        """Bytes the cache holds now, or None when the engine does not say."""
+        return None
+
+
 class CompiledGrammar(abc.ABC):
     @abc.abstractmethod
     def matcher(self) -> Matcher:
@@ -314,6 +339,11 @@ class EngineAdapter(abc.ABC):
         ``[B, W]`` int32 on the logits' device), or None when the engine has none (the
         harness's shared kernel is then used). Imports the engine."""
         return None
+
+    def cached_compiler(self) -> CachedCompiler:
+        """A new long-lived compiler with the engine's own compile cache on (empty at
+        first); the default has none (:class:`CachedCompiler`)."""
+        return CachedCompiler(self)
 
     def batch_filler(self, threads: int) -> BatchFiller:
         """A filler for the masks of a batch of this engine's matchers (default: a thread

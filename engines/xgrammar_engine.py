@@ -27,6 +27,7 @@ import numpy as np
 
 from engines.base import (
     BatchFiller,
+    CachedCompiler,
     CompiledGrammar,
     CompileError,
     EngineAdapter,
@@ -181,6 +182,26 @@ class XGrammarBatchFiller(BatchFiller):
             self._batch.batch_fill_next_token_bitmask(native, bitmask, idx)
 
 
+class XGrammarCachedCompiler(CachedCompiler):
+    """A ``GrammarCompiler`` with ``cache_enabled=True`` (xgrammar's own cache, keyed on the
+    schema text and options), single-threaded like the adapter's own."""
+
+    has_cache = True
+    describe = "xgrammar GrammarCompiler cache (cache_enabled=True, unbounded)"
+
+    def __init__(self, adapter: "XGrammarEngine") -> None:
+        super().__init__(adapter)
+        self._compiler = adapter._xgr.GrammarCompiler(adapter.tokenizer_info, max_threads=1,
+                                                      cache_enabled=True)
+
+    def compile(self, schema_text: str) -> XGrammarCompiled:
+        a = self.adapter
+        return a._compiled(lambda: self._compiler.compile_json_schema(schema_text, **a.options))
+
+    def cache_bytes(self) -> int | None:
+        return int(self._compiler.get_cache_size_bytes())
+
+
 class XGrammarEngine(EngineAdapter):
     """xgrammar ``GrammarCompiler.compile_json_schema`` (single-threaded, no cache)."""
 
@@ -284,6 +305,9 @@ class XGrammarEngine(EngineAdapter):
         import xgrammar as xgr
 
         return xgr.apply_token_bitmask_inplace
+
+    def cached_compiler(self) -> XGrammarCachedCompiler:
+        return XGrammarCachedCompiler(self)
 
     def batch_filler(self, threads: int) -> XGrammarBatchFiller:
         return XGrammarBatchFiller(self._xgr, threads)

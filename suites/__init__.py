@@ -16,4 +16,5 @@ SUITES: dict[str, str] = {
     "adversarial": "suites.adversarial:Adversarial",
     "serve": "suites.serve:ServeSuite",
     "grammars": "suites.grammars:Grammars",
+    "churn": "suites.churn:ChurnSuite",
 }

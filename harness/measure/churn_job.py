@@ -1,0 +1,73 @@
+"""Worker job of the ``churn`` suite: one Zipf stream through one long-lived compiler.
+
+The engine's :meth:`~engines.base.EngineAdapter.cached_compiler` (its own compile cache
+on, empty at the start of the job) takes the stream's requests in order. Per request the
+record keeps ``rank`` (the pool entry), ``repeat`` (the rank came earlier in the stream:
+a cache *could* hit), ``ttft_ns`` (compile or cache fetch + matcher + first mask: the
+grammar's share of a request's time to first token), ``compile_ns`` (the compile call
+alone) and, where the engine reports its cache size, ``hit`` (the cache did not grow:
+served from it). A request the engine refuses is ``error`` (one line) and the stream goes
+on.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from typing import Any
+
+from harness.measure import adapters, outcomes
+
+__all__ = ["run_churn_job"]
+
+
+def run_churn_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
+    from engines.base import CompileError, allocate_bitmask, one_line
+
+    case, eng = job["case"], job["engine"]
+    req = case["request"]
+    record: dict[str, Any] = {"engine": eng["label"], "case_id": case["case_id"],
+                              "suite": case["suite"], "subset": case["subset"]}
+    t_busy = time.perf_counter_ns()
+    phase("setup")
+    adapter = adapters.adapter(eng["name"], eng["config"], job["tokenizer"])
+    vocab = adapters.vocabulary()
+    record["engine_version"] = adapters.engine_version(adapter)
+    record["setup_ns"] = time.perf_counter_ns() - t_busy
+    cc = adapter.cached_compiler()
+    bitmask = allocate_bitmask(vocab.size)
+    clock = time.perf_counter_ns
+    seen: set[int] = set()
+    rows: list[dict[str, Any]] = []
+    phase("compile")
+    gc.collect()
+    for i, rank in enumerate(req["ranks"]):
+        text = req["pool"][str(rank)]
+        before = cc.cache_bytes()
+        row: dict[str, Any] = {"i": i, "rank": rank, "repeat": rank in seen}
+        t0 = clock()
+        try:
+            g = cc.compile(text)
+            t1 = clock()
+            g.matcher().fill_mask(bitmask)
+            t2 = clock()
+            row.update(compile_ns=t1 - t0, ttft_ns=t2 - t0)
+        except CompileError as e:
+            row.update(error=one_line(e, 200), ttft_ns=clock() - t0)
+        after = cc.cache_bytes()
+        if before is not None and after is not None and "error" not in row:
+            row["hit"] = after == before
+        seen.add(rank)
+        rows.append(row)
+        if i % 20 == 0:
+            phase("replay", rows[0]["ttft_ns"])
+    record["churn"] = {"exponent": req["exponent"], "has_cache": cc.has_cache,
+                       "cache": cc.describe, "requests": rows,
+                       "cache_bytes": cc.cache_bytes()}
+    ok = [r for r in rows if "error" not in r]
+    record["ttfm_ns"] = ok[0]["ttft_ns"] if ok else None
+    record["outcome"] = outcomes.PASSING if ok else outcomes.COMPILE_ERROR
+    if not ok:
+        record["error"] = rows[0].get("error", "no request compiled") if rows else "empty stream"
+    record["busy_ns"] = time.perf_counter_ns() - t_busy
+    return record
