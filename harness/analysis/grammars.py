@@ -132,34 +132,33 @@ def dialect_findings(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             for r in _grammar_records(records) for d in r.get("dialect", ())]
 
 
-def false_accepts(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every confirmed false accept: an instance the ground truth calls invalid that the
-    engine accepted (EOS included), with the text as its witness."""
+def _wrong_instances(records: Iterable[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    """Instances of finished jobs whose replay is a ``kind`` (``false_accept`` or
+    ``false_reject``) against the ground truth, with engine, case, form and text."""
     out = []
     for r in _grammar_records(records):
         if r["outcome"] not in _FINISHED:
             continue
         for i in r.get("instances", ()):
             res = i.get("results", {}).get("text") or {}
-            if outcomes.instance_outcome(i["expected"], res.get("status", "")) == "false_accept":
-                out.append({"engine": r["engine"], "case": r["case_id"], "form": r.get("form"),
-                            "text": i["text"]})
+            if outcomes.instance_outcome(i["expected"], res.get("status", "")) == kind:
+                item = {"engine": r["engine"], "case": r["case_id"], "form": r.get("form"),
+                        "text": i["text"]}
+                if kind == "false_reject":
+                    item.update(status=res.get("status"), reject_at=res.get("reject_at"))
+                out.append(item)
     return out
+
+
+def false_accepts(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every confirmed false accept: an instance the ground truth calls invalid that the
+    engine accepted (EOS included), with the text as its witness."""
+    return _wrong_instances(records, "false_accept")
 
 
 def false_rejects(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every false reject: a valid instance the engine refused (where, and how)."""
-    out = []
-    for r in _grammar_records(records):
-        if r["outcome"] not in _FINISHED:
-            continue
-        for i in r.get("instances", ()):
-            res = i.get("results", {}).get("text") or {}
-            if outcomes.instance_outcome(i["expected"], res.get("status", "")) == "false_reject":
-                out.append({"engine": r["engine"], "case": r["case_id"], "form": r.get("form"),
-                            "text": i["text"], "status": res.get("status"),
-                            "reject_at": res.get("reject_at")})
-    return out
+    return _wrong_instances(records, "false_reject")
 
 
 def _fmt(x: Any, digits: int = 1) -> str:

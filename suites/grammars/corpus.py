@@ -41,7 +41,6 @@ used (bad TOML, no source, unknown family, a placeholder without sizes…) gives
 
 from __future__ import annotations
 
-import hashlib
 import random
 import tomllib
 from dataclasses import dataclass, field
@@ -96,7 +95,7 @@ class GrammarCase:
 
 # -- escaping for the mechanical translations ------------------------------------------
 
-def _quoted(s: str, keep: str = "") -> str:
+def _quoted(s: str) -> str:
     out = []
     for ch in s:
         o = ord(ch)
@@ -289,12 +288,3 @@ def load_corpus(root: Path | None = None) -> Iterator[GrammarCase | CorpusError]
             yield e
         except Exception as e:  # a loader bug must not hide the other files
             yield CorpusError(f"{path.name}: {type(e).__name__}: {' '.join(str(e).split())[:200]}")
-
-
-def fingerprint(case: GrammarCase) -> str:
-    """sha256 prefix of the case's forms (sampling order and caches)."""
-    h = hashlib.sha256()
-    for d in sorted(case.forms):
-        h.update(d.encode())
-        h.update(repr(case.forms[d]).encode())
-    return h.hexdigest()[:16]
