@@ -24,15 +24,17 @@ from __future__ import annotations
 import abc
 import os
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
 from harness.vocab import Vocabulary
 
-__all__ = ["BatchFiller", "CachedCompiler", "CompileError", "CompiledGrammar", "EngineAdapter", "EngineUnavailable",
+__all__ = ["BatchFiller", "CHOICES", "CachedCompiler", "CompileError", "CompiledGrammar",
+           "EngineAdapter", "EngineUnavailable", "FORMATS", "ToolFormat", "ToolSpec",
            "Matcher", "allocate_bitmask", "bitmask_words", "check_bitmask", "check_rollback",
-           "default_fill_threads", "one_line"]
+           "default_fill_threads", "one_line", "byte_token_ids", "encode_exact", "utf8_complete"]
 
 
 class CompileError(Exception):
@@ -85,6 +87,90 @@ def one_line(exc: BaseException | str, limit: int = 500) -> str:
     text = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ------------------------------------------------------------ tool-call requests
+
+#: ``tool_choice`` values (OpenAI's ``{"type": "function", ...}`` is ``named``)
+CHOICES = ("auto", "required", "named")
+
+
+@dataclass(frozen=True)
+class ToolFormat:
+    """One output format: a call is ``name_prefix + NAME + args_prefix + ARGS + end``;
+    free text ends where ``trigger`` (a prefix of every call) appears."""
+
+    name: str
+    #: the key of XGrammar's built-in structural tag for the format
+    xgrammar_model: str
+    trigger: str
+    name_prefix: str
+    args_prefix: str
+    end: str
+    #: what the format is, for docs and reports
+    about: str
+
+    def begin(self, tool: str) -> str:
+        return self.name_prefix + tool + self.args_prefix
+
+    def call(self, tool: str, args_json: str) -> str:
+        """A call's exact text, with ``args_json`` as given."""
+        return self.begin(tool) + args_json + self.end
+
+
+#: format name → format
+FORMATS: dict[str, ToolFormat] = {
+    "llama3.1": ToolFormat(
+        "llama3.1", "llama", '{"name": ', '{"name": "', '", "parameters": ', "}",
+        "Llama 3.1 JSON tool calling: {\"name\": …, \"parameters\": {…}}"),
+    "tool_call": ToolFormat(
+        "tool_call", "qwen_3", "<tool_call>", '<tool_call>\n{"name": "', '", "arguments": ',
+        "}\n</tool_call>",
+        "Hermes / Qwen <tool_call> tags: <tool_call>\\n{\"name\": …, \"arguments\": {…}}\\n</tool_call>"),
+}
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool-call request: the output format, the tools (name, parameters schema as
+    JSON text) in request order, the tool choice and whether calls may come in parallel
+    (more than one per output). ``named`` is the tool a ``named`` choice forces."""
+
+    format: str
+    tools: tuple[tuple[str, str], ...]
+    choice: str = "required"
+    parallel: bool = False
+    named: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.format not in FORMATS:
+            raise ValueError(f"unknown tool-call format {self.format!r}; known: "
+                             f"{', '.join(FORMATS)}")
+        if self.choice not in CHOICES:
+            raise ValueError(f"unknown tool choice {self.choice!r}; known: {', '.join(CHOICES)}")
+        if not self.tools:
+            raise ValueError("a tool-call request needs at least one tool")
+        if self.choice == "named" and self.named not in dict(self.tools):
+            raise ValueError(f"the named tool {self.named!r} is not among the request's tools")
+
+    @property
+    def fmt(self) -> ToolFormat:
+        return FORMATS[self.format]
+
+    def callable_tools(self) -> tuple[tuple[str, str], ...]:
+        """The tools a call may name: all of them, or the named one."""
+        if self.choice == "named":
+            return tuple((n, s) for n, s in self.tools if n == self.named)
+        return self.tools
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": self.format, "tools": [list(t) for t in self.tools],
+                "choice": self.choice, "parallel": self.parallel, "named": self.named}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ToolSpec:
+        return cls(d["format"], tuple((n, s) for n, s in d["tools"]), d["choice"],
+                   bool(d["parallel"]), d.get("named"))
 
 
 class Matcher(abc.ABC):
@@ -149,6 +235,80 @@ class Matcher(abc.ABC):
     @abc.abstractmethod
     def reset(self) -> None:
         """Back to the start state (a dead matcher lives again)."""
+
+    def forced_continuation(self) -> tuple[bytes, list[int]] | None:
+        """The continuation the engine offers for jump-forward decoding from the current
+        state (suite ``jump-forward``); the state is unchanged.
+
+        Returns
+        -------
+        tuple[bytes, list[int]] | None
+            ``(forced bytes, forced token ids)``: the bytes the engine says every output
+            must continue with, and the token ids it would append without a forward pass
+            (their bytes are the forced bytes or a prefix of them; engines may stop short
+            of a partial UTF-8 character or of a token a longer one could extend).
+            ``(b"", [])`` when nothing is forced, and always on a dead matcher (a token
+            was rejected). None exactly when the engine has no jump-forward API (this
+            default): the caller must report "not measured", never "nothing forced".
+        """
+        return None
+
+    #: The engine API :meth:`validate_draft` uses, in words (suite ``drafts``).
+    draft_api: ClassVar[str] = "token by token"
+
+    def draft_stop_ids(self) -> frozenset[int]:
+        """The stop ids that end a draft in :meth:`validate_draft`'s default: the
+        adapter's ``_stop`` set, where the built-in adapters keep them; an adapter that
+        keeps them elsewhere overrides this."""
+        stops = getattr(self, "_stop", None)
+        if stops is None:
+            raise NotImplementedError(f"{type(self).__name__}: override draft_stop_ids()")
+        return frozenset(stops)
+
+    def validate_draft(self, tokens: Sequence[int]) -> int:
+        """How many of ``tokens`` (a speculative draft), from the current state, the
+        grammar accepts in a row. A stop token counts when the grammar may end there, and
+        nothing after a stop token is ever accepted. The matcher's state is unchanged
+        afterwards; a dead matcher accepts nothing (0).
+
+        This default (:attr:`draft_api` ``"token by token"``) fills the mask before each
+        token, commits the token only when its bit is set (a refused commit would leave
+        the matcher dead, and rollback cannot revive a dead matcher), stops at the first
+        clear bit or after a stop token (:meth:`draft_stop_ids`: committing a stop token
+        changes no state, so the tokens after it would otherwise be judged as if it had
+        not been there), then rolls the committed tokens back. The scratch bitmask has
+        the adapter's ``_words`` words. Engines with a draft API override this.
+
+        Raises
+        ------
+        RuntimeError
+            When ``commit`` refuses a token the matcher's own mask allowed (the matcher
+            is then dead: the state cannot be restored).
+        ValueError
+            From :meth:`rollback`, for an engine that cannot roll the draft back.
+        """
+        if not tokens:
+            return 0
+        stops = self.draft_stop_ids()
+        bm = self.__dict__.get("_draft_bm")
+        if bm is None:
+            bm = self.__dict__["_draft_bm"] = np.zeros(int(getattr(self, "_words")), np.int32)
+        accepted = committed = 0
+        for t in tokens:
+            t = int(t)
+            self.fill_mask(bm)
+            if not 0 <= t < bm.size * 32 or not (int(bm[t >> 5]) >> (t & 31)) & 1:
+                break
+            if not self.commit(t):
+                raise RuntimeError(f"commit({t}) refused a token the matcher's own mask "
+                                   "allowed (the matcher is now dead)")
+            accepted += 1
+            if t in stops:
+                break
+            committed += 1
+        if committed:
+            self.rollback(committed)
+        return accepted
 
 
 class BatchFiller:
@@ -218,6 +378,11 @@ class CachedCompiler:
     def cache_bytes(self) -> int | None:
         """Bytes the cache holds now, or None when the engine does not say."""
         return None
+
+    def compile_tool_calls(self, spec: ToolSpec) -> "CompiledGrammar":
+        """A tool-call request (suite ``tools``) through the same cache; default:
+        :meth:`EngineAdapter.compile_tool_calls`, every time."""
+        return self.adapter.compile_tool_calls(spec)
 
 
 class CompiledGrammar(abc.ABC):
@@ -320,6 +485,22 @@ class EngineAdapter(abc.ABC):
             (one-line message); never another exception for an engine's own error."""
         raise CompileError(f"{self.label} reads no {dialect} grammars")
 
+    #: The native form :meth:`compile_tool_calls` builds, in words (None: it has none).
+    tool_call_form: ClassVar[str | None] = None
+
+    def compile_tool_calls(self, spec: ToolSpec) -> CompiledGrammar:
+        """Compile a tool-call request (:class:`engines.base.ToolSpec`: the tools,
+        the tool choice, single or parallel calls, the output format) into the engine's
+        own native form (:attr:`tool_call_form`), whose language is the one
+        :mod:`engines.tool_calls` states.
+
+        Raises
+        ------
+        CompileError
+            When the engine refuses or fails to compile it, or has no form for such a
+            request (one-line message, naming why)."""
+        raise CompileError(f"{self.label} has no tool-call form")
+
     def compile_case(self, schema_text: str, format_assertion: bool = True,
                      reading: str = "jsonschema") -> CompiledGrammar:
         """Compile for a case whose ground truth asserts ``format`` (True) or reads it as
@@ -359,3 +540,57 @@ class EngineAdapter(abc.ABC):
             "version": self.version(),
             "options": self.options,
         }
+
+
+# Token bytes helpers (jump-forward: forced bytes and their tokens)
+
+
+def encode_exact(vocab: Vocabulary, data: bytes) -> list[int]:
+    """Token ids whose bytes are exactly ``data``: UTF-8 runs by ``vocab.encode`` (the
+    canonical tokenisation), bytes that are not valid UTF-8 (a character split by a token
+    boundary) as their single-byte tokens."""
+    try:
+        return vocab.encode(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        pass
+    byte_ids = byte_token_ids(vocab)
+    out: list[int] = []
+    pos = 0
+    while pos < len(data):
+        try:
+            out += vocab.encode(data[pos:].decode("utf-8"))
+            break
+        except UnicodeDecodeError as e:
+            if e.start:
+                out += vocab.encode(data[pos:pos + e.start].decode("utf-8"))
+            out += [byte_ids[b] for b in data[pos + e.start:pos + e.end]]
+            pos += e.end
+    return out
+
+
+_BYTE_TOKEN_IDS: dict[str, dict[int, int]] = {}
+
+
+def byte_token_ids(vocab: Vocabulary) -> dict[int, int]:
+    """Byte value → id of its single-byte (non-special) token (Llama 3 has one for every
+    byte value), computed once per vocabulary."""
+    ids = _BYTE_TOKEN_IDS.get(vocab.fingerprint)
+    if ids is None:
+        ids = {}
+        for i, t in enumerate(vocab.tokens):
+            if len(t) == 1 and i not in vocab.special_ids:
+                ids.setdefault(t[0], i)
+        _BYTE_TOKEN_IDS[vocab.fingerprint] = ids
+    return ids
+
+
+def utf8_complete(data: bytes) -> bytes:
+    """``data`` less a trailing partial UTF-8 character (a lead byte and fewer
+    continuation bytes than it announces)."""
+    for back in range(1, min(4, len(data)) + 1):
+        b = data[-back]
+        if b & 0xC0 == 0x80:  # a continuation byte: look further back for its lead
+            continue
+        need = 2 if b & 0xE0 == 0xC0 else 3 if b & 0xF0 == 0xE0 else 4 if b & 0xF8 == 0xF0 else 1
+        return data[:-back] if need > back else data
+    return data

@@ -145,6 +145,34 @@ class LlamaCppGbnfMatcher(Matcher):
         except Exception:
             pass
 
+    draft_api = "token by token on a clone of the grammar sampler (llama_sampler_clone)"
+
+    def validate_draft(self, tokens) -> int:
+        """llama.cpp's grammar cannot roll back, so the draft runs token by token on a
+        matcher over a clone of this one's sampler (``llama_sampler_clone``), freed
+        afterwards: this matcher's state is never touched. Each token is checked against
+        the clone's mask before it is accepted, as :meth:`commit` does; a stop id counts
+        where the grammar can end and ends the draft. 0 on a dead matcher."""
+        if self._dead or not len(tokens):
+            return 0
+        twin = LlamaCppGbnfMatcher.__new__(LlamaCppGbnfMatcher)
+        twin._o = self._o
+        twin._smpl = self._o.llama_cpp.llama_sampler_clone(self._smpl)
+        twin._dead = False
+        twin._mask = self._mask  # never written in place: commit replaces it
+        twin._bm = None
+        n = 0
+        try:
+            for t in tokens:
+                if not twin.commit(int(t)):
+                    break
+                n += 1
+                if int(t) in self._o.stop_ids:
+                    break
+        finally:
+            del twin  # __del__ frees the cloned sampler
+        return n
+
 
 class LlamaCppGbnfCompiled(CompiledGrammar):
     def __init__(self, llama_cpp, vocab_ptr, gbnf: str, V: int, stop_ids):

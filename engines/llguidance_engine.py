@@ -13,6 +13,14 @@ Quirks absorbed here (``docs/engines.md`` lists them; checked against 1.9.1):
   checks the count first and raises ValueError.
 - Consuming EOS when stopped is not recorded for rollback (``rollback(1)`` afterwards
   undoes the token *before* EOS): stop tokens are never forwarded to the engine.
+- Jump-forward (:meth:`LLGuidanceMatcher.forced_continuation`): ``compute_ff_bytes`` may
+  end inside a UTF-8 character (``h\\xc3`` when ``é`` and ``è`` may come next);
+  ``compute_ff_tokens`` then stops before it.
+- ``validate_tokens([EOS, ...])`` on a matcher that has stopped by itself (the grammar
+  can only end: ``is_stopped()``) returns 0, though the mask allows EOS and
+  ``validate_tokens(prefix + [EOS])`` from before the end counts it: the adapter's
+  ``validate_draft`` answers that case itself. ``try_consume_tokens(tokens + [EOS])``
+  likewise leaves EOS out of its count when the grammar stopped on the last token.
 """
 
 from __future__ import annotations
@@ -174,6 +182,45 @@ class LLGuidanceMatcher(Matcher):
         else:
             self._n = 0
 
+    def forced_continuation(self) -> tuple[bytes, list[int]]:
+        """``compute_ff_bytes()`` and ``compute_ff_tokens()``; ``(b"", [])`` on a dead
+        matcher (llguidance's error state would still answer)."""
+        if self._dead or self._m.is_error():
+            return b"", []
+        data, ids = bytes(self._m.compute_ff_bytes()), list(self._m.compute_ff_tokens())
+        if self._m.is_error():
+            self._dead = True
+            return b"", []
+        return data, ids
+
+    draft_api = "llguidance validate_tokens"
+
+    def validate_draft(self, tokens) -> int:
+        """``validate_tokens(draft)``: how many tokens in a row llguidance would consume
+        from here, without changing the state; a stop id counts where the grammar can end
+        (llguidance's tokenizer was given every stop id as EOS), and nothing after it is
+        accepted. Once the grammar has stopped by itself (``is_stopped()``: nothing but a
+        stop token can come), llguidance answers 0 even for a stop token its mask allows;
+        the adapter answers that case itself (1 for a leading stop id, else 0). 0 on a
+        dead matcher."""
+        if self._dead or not len(tokens) or self._m.is_error():
+            return 0
+        ids = [int(t) for t in tokens]
+        limit = self._words * 32
+        for i, t in enumerate(ids):
+            if not 0 <= t < limit:
+                ids = ids[:i]
+                break
+        if ids and self._m.is_stopped():
+            # llguidance answers 0 for a stop token once the grammar has stopped by itself
+            # (nothing else can come), though its mask allows it: decided here instead
+            return 1 if ids[0] in self._stop and self._m.is_accepting() else 0
+        n = int(self._m.validate_tokens(ids)) if ids else 0
+        if self._m.is_error():
+            self._dead = True
+            return 0
+        return n
+
 
 class LLGuidanceCompiled(CompiledGrammar):
     def __init__(self, proto: Any, stop_ids: frozenset[int], words: int, warnings: list[str]):
@@ -273,6 +320,19 @@ class LLGuidanceEngine(EngineAdapter):
         if build is None:
             raise CompileError(f"llguidance reads no {dialect} grammars")
         return self._matcher_for(lambda: build(text))
+
+    tool_call_form = "Lark grammar: %json per tool, free text as a lazy lexeme up to the trigger"
+
+    def compile_tool_calls(self, spec) -> LLGuidanceCompiled:
+        """The request as a Lark grammar (:func:`engines.tool_calls.lark_grammar`) through
+        ``grammar_from_lark``; this configuration's JSON options do not reach ``%json``
+        (llguidance's defaults apply there)."""
+        from engines.tool_calls import lark_grammar
+
+        LLMatcher = self._llg.LLMatcher
+        out = self._matcher_for(lambda: LLMatcher.grammar_from_lark(lark_grammar(spec)))
+        out.form = "lark: %json per tool, lazy trigger"
+        return out
 
     def _matcher_for(self, grammar_of) -> LLGuidanceCompiled:
         LLMatcher = self._llg.LLMatcher

@@ -220,6 +220,26 @@ class OutlinesEngine(EngineAdapter):
             raise CompileError(f"outlines-core reads regular expressions only, not {dialect}")
         return self._index(text)
 
+    tool_call_form = "one regex: build_regex_from_schema per tool inside the envelope"
+
+    def compile_tool_calls(self, spec) -> OutlinesCompiled:
+        """The request as one regular expression (:func:`engines.tool_calls.regex`), each
+        tool's arguments from ``build_regex_from_schema`` with this configuration's
+        options, then one ``Index`` (a DFA over the whole request)."""
+        from engines.tool_calls import regex
+
+        def args(schema_text: str) -> str:
+            try:
+                return self._build_regex(schema_text, **self.options)
+            except MemoryError:
+                raise
+            except Exception as e:
+                raise CompileError(one_line(e)) from None
+
+        out = self._index(regex(spec, args))
+        out.form = "regex"
+        return out
+
     def _index(self, regex: str) -> OutlinesCompiled:
         try:
             index = self._oc.Index(regex, self.engine_vocabulary)

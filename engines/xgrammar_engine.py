@@ -13,6 +13,19 @@ Quirks absorbed here (``docs/engines.md`` lists them; checked against 0.2.9):
   captured during compilation and exposed as ``CompiledGrammar.warnings`` (not re-printed).
 - A rejected token leaves xgrammar's state unchanged; the adapter still marks the
   matcher dead (uniform semantics across engines, see :class:`XGrammarMatcher`).
+- Jump-forward (:meth:`XGrammarMatcher.forced_continuation`): ``find_jump_forward_string``
+  stops before a partial UTF-8 character (the omitted bytes are still forced), and
+  ``find_jump_forward_tokens`` matches the longest tokens greedily, which is not always the
+  canonical tokenisation (``llo`` → ``ll``, ``o``; Llama 3 encodes ``l``, ``lo``).
+- ``traverse_draft_tree`` (the adapter's ``validate_draft``, with the draft as a chain)
+  fills a mask for every node it reaches, the node after the last draft token included;
+  the node after a refused token or a stop token gets an all-zero row and the nodes
+  beyond it are left untouched (whatever the buffer held): the adapter zeroes the rows
+  first. Measured on one corpus schema (k = 1 / 4 / 8 tokens):
+  traverse 2.7 / 4.9 / 12.5 µs, ``fork()`` + ``accept_token`` 3.5 / 4.7 / 7.3 µs,
+  ``accept_token`` + ``rollback`` on the matcher itself 1.2 / 2.8 / 5.1 µs, against
+  3.3 / 10.3 / 20.8 µs for single steps (mask + accept): traverse is kept because it is
+  xgrammar's speculative-decoding API (it gives the masks the target model needs).
 """
 
 from __future__ import annotations
@@ -21,6 +34,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 from typing import Any
 
 import numpy as np
@@ -140,6 +154,70 @@ class XGrammarMatcher(Matcher):
         self._n = 0
         self._dead = False
 
+    def forced_continuation(self) -> tuple[bytes, list[int]]:
+        """``find_jump_forward_string()`` (UTF-8 encoded) and ``find_jump_forward_tokens()``;
+        ``(b"", [])`` on a dead matcher (xgrammar's state would answer for the prefix
+        before the rejected token)."""
+        if self._dead:
+            return b"", []
+        return (self._m.find_jump_forward_string().encode("utf-8"),
+                list(self._m.find_jump_forward_tokens()))
+
+    draft_api = "xgrammar traverse_draft_tree (the draft as a chain)"
+
+    def validate_draft(self, tokens) -> int:
+        """``traverse_draft_tree`` over the draft as a chain (node 0 the current state,
+        node ``i + 1`` draft token ``i``), which fills one mask per node and leaves the
+        state as it was; the accepted length is how many draft tokens in a row have their
+        bit set in the mask of the node before them. Stop ids go through xgrammar's own
+        ``stop_token_ids`` (their bit is set exactly when the grammar can end). Nothing
+        is added to xgrammar's answer after a stop token: what it accepts there is its
+        own. 0 on a dead matcher."""
+        if self._dead or not len(tokens):
+            return 0
+        ids = [int(t) for t in tokens]
+        limit = self._words * 32
+        for i, t in enumerate(ids):
+            if not 0 <= t < limit:  # xgrammar indexes its tables with the id
+                ids = ids[:i]
+                break
+        if not ids:
+            return 0
+        nxt, sib, draft, masks, rows = _draft_buffers(len(ids) + 1, self._words)
+        draft.numpy()[1:] = ids
+        rows.fill(0)  # nodes xgrammar does not visit keep what the last draft left
+        self._m.traverse_draft_tree(nxt, sib, draft, masks)
+        n = 0
+        for i, t in enumerate(ids):
+            if not (int(rows[i, t >> 5]) >> (t & 31)) & 1:
+                break
+            n += 1
+        return n
+
+
+_draft_local = threading.local()
+
+
+def _draft_buffers(nodes: int, words: int):
+    """Per-thread tensors for a chain of ``nodes`` nodes (reused: xgrammar wants torch
+    tensors, and allocating them per draft costs more than the traversal of a short one):
+    next-token and sibling indices, the draft tokens (node 0's token is ignored), the
+    ``[nodes, words]`` masks and a numpy view of them."""
+    cache = getattr(_draft_local, "bufs", None)
+    if cache is None:
+        cache = _draft_local.bufs = {}
+    key = (nodes, words)
+    if key not in cache:
+        import torch
+
+        nxt = torch.tensor([i + 1 if i + 1 < nodes else -1 for i in range(nodes)],
+                           dtype=torch.int64)
+        sib = torch.full((nodes,), -1, dtype=torch.int64)
+        draft = torch.zeros(nodes, dtype=torch.int64)
+        masks = torch.zeros((nodes, words), dtype=torch.int32)
+        cache[key] = (nxt, sib, draft, masks, masks.numpy())
+    return cache[key]
+
 
 class XGrammarCompiled(CompiledGrammar):
     def __init__(self, xgr: Any, compiled: Any, stop_ids: frozenset[int],
@@ -200,6 +278,9 @@ class XGrammarCachedCompiler(CachedCompiler):
 
     def cache_bytes(self) -> int | None:
         return int(self._compiler.get_cache_size_bytes())
+
+    def compile_tool_calls(self, spec) -> XGrammarCompiled:
+        return self.adapter._tool_calls(self._compiler, spec)
 
 
 class XGrammarEngine(EngineAdapter):
@@ -268,6 +349,27 @@ class XGrammarEngine(EngineAdapter):
         if build is None:
             raise CompileError(f"xgrammar reads no {dialect} grammars")
         return self._compiled(build)
+
+    tool_call_form = "built-in structural tag of the format's model (get_model_structural_tag)"
+
+    def compile_tool_calls(self, spec) -> XGrammarCompiled:
+        """``get_model_structural_tag`` for the format's model (``llama`` for Llama 3.1,
+        ``qwen_3`` for ``<tool_call>`` tags), then ``compile_structural_tag``; the
+        configuration's ``any_order`` and ``max_whitespace_cnt`` apply to every tool's
+        arguments."""
+        return self._tool_calls(self._compiler, spec)
+
+    def _tool_calls(self, compiler, spec) -> XGrammarCompiled:
+        from engines.tool_calls import xgrammar_structural_tag
+
+        def build():
+            tag = xgrammar_structural_tag(spec, any_order=bool(self.options["any_order"]),
+                                          max_whitespace_cnt=self.options["max_whitespace_cnt"])
+            return compiler.compile_structural_tag(tag)
+
+        out = self._compiled(build)
+        out.form = f"structural tag: built-in '{spec.fmt.xgrammar_model}'"
+        return out
 
     def _compiled(self, build) -> XGrammarCompiled:
         errfile = self._errfile

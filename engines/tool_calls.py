@@ -1,0 +1,179 @@
+"""Tool-call requests as engines take them: the native forms adapters build from a
+request (:class:`engines.base.ToolSpec`) in one of the output formats
+(:data:`engines.base.FORMATS`).
+
+The request and the formats live in :mod:`engines.base` (the protocol); this module
+holds what adapters build from them. The language of a request (what the ground truth,
+:mod:`suites.tools.truth`, accepts) is the one XGrammar's built-in structural tags give
+serving stacks (vLLM, SGLang), written out here so that every engine is held to the same one. With ``T`` any text that does not
+contain the format's trigger, and ``C`` a call, ``begin(name) ARGS end`` for a tool of the
+request (``ARGS``: a JSON value valid against the tool's parameters schema, nothing
+around it):
+
+=================  ==================
+tool choice        output
+=================  ==================
+auto, parallel     ``T (C T)*``
+auto, single       ``T C?``  (nothing after the call)
+required, single   ``C``
+required, parallel ``C (T C)* T``
+named              ``C`` of the named tool
+=================  ==================
+
+The native forms (each adapter's :meth:`~engines.base.EngineAdapter.compile_tool_calls`
+says which it uses): XGrammar's built-in structural tag for the format's model
+(:func:`xgrammar_structural_tag`), a Lark grammar with ``%json`` per tool and a lazy
+trigger for llguidance (:func:`lark_grammar`), one regular expression for engines that
+read only regexes (:func:`regex`), and the reference engine's own CFG (built in
+``engines/reference.py`` from :func:`text_regex` and the tools' compiled schemas).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from engines.base import CHOICES, FORMATS, ToolFormat, ToolSpec
+
+__all__ = ["CHOICES", "FORMATS", "ToolFormat", "ToolSpec", "lark_grammar", "regex",
+           "rx_escape", "text_regex", "xgrammar_structural_tag"]
+
+# ------------------------------------------------------------------ regular expressions
+
+_META = set("\\.+*?()|[]{}^$#&-~/")
+
+
+def rx_escape(text: str) -> str:
+    """``text`` as a literal in both Python's ``re`` and Rust's ``regex`` syntax (and
+    inside llguidance's ``/…/``): metacharacters and ``/`` escaped, control characters as
+    ``\\xHH``, everything else as is."""
+    out = []
+    for ch in text:
+        if ch in _META:
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _class_escape(ch: str) -> str:
+    return "\\" + ch if ch in "\\]^-[" else (f"\\x{ord(ch):02x}" if ord(ch) < 0x20 else ch)
+
+
+def text_regex(trigger: str) -> str:
+    """A regex for every text that does not contain ``trigger`` (free text ``T``).
+
+    Built from the trigger's matching automaton (state = how much of the trigger the text
+    ends with): a text stays out of the last state by ending each partial match with a
+    character that neither continues it nor starts a new one, or with the first
+    character again (a new attempt). Exact when the trigger's first character occurs
+    nowhere else in it, which every format here satisfies (checked: ValueError otherwise).
+    """
+    if not trigger:
+        raise ValueError("empty trigger")
+    c0 = trigger[0]
+    if c0 in trigger[1:]:
+        raise ValueError(f"trigger {trigger!r}: its first character recurs in it")
+    m = len(trigger)
+    prefixes = [rx_escape(trigger[:i]) for i in range(1, m)]  # proper, non-empty
+    attempts = "(?:" + "|".join(prefixes) + ")*"
+    loop = [f"[^{_class_escape(c0)}]"]
+    for i in range(1, m):
+        ci = trigger[i]
+        loop.append(f"{attempts}{rx_escape(trigger[:i])}[^{_class_escape(ci)}{_class_escape(c0)}]")
+    return "(?:" + "|".join(loop) + ")*" + attempts
+
+
+def compose(spec: ToolSpec, call: str, rest: str, text: str) -> str:
+    """The request's language from pieces written in one notation: ``call`` (any call),
+    ``rest`` (a call without its leading trigger, after free text that ends with the
+    trigger), ``text`` (free text without the trigger), where ``text + trigger + rest`` is
+    written by the caller as ``pre + rest`` … here, for regexes: concatenation and ``*``."""
+    pre = f"{text}{rx_escape(spec.fmt.trigger)}"
+    if spec.choice == "named" or (spec.choice == "required" and not spec.parallel):
+        return call
+    if spec.choice == "required":
+        return f"{call}(?:{pre}{rest})*{text}"
+    if spec.parallel:
+        return f"(?:{pre}{rest})*{text}"
+    return f"{text}(?:{rx_escape(spec.fmt.trigger)}{rest})?"
+
+
+def regex(spec: ToolSpec, args_regex: Callable[[str], str]) -> str:
+    """The request as one regular expression, ``args_regex(schema_text)`` giving each
+    tool's arguments (e.g. outlines-core's ``build_regex_from_schema``)."""
+    fmt = spec.fmt
+    tools = spec.callable_tools()
+    calls, rests = [], []
+    for name, schema in tools:
+        args = f"(?:{args_regex(schema)})"
+        calls.append(rx_escape(fmt.begin(name)) + args + rx_escape(fmt.end))
+        rests.append(rx_escape(fmt.begin(name)[len(fmt.trigger):]) + args + rx_escape(fmt.end))
+    call = "(?:" + "|".join(calls) + ")"
+    rest = "(?:" + "|".join(rests) + ")"
+    return compose(spec, call, rest, text_regex(fmt.trigger))
+
+
+# ------------------------------------------------------------------------ llguidance
+
+
+def _lark_string(s: str) -> str:
+    return json.dumps(s, ensure_ascii=True)
+
+
+def lark_grammar(spec: ToolSpec) -> str:
+    """The request as an llguidance Lark grammar: each tool's arguments as ``%json``, free
+    text as a lazy lexeme that ends at the first trigger (so a trigger always opens a
+    call), and the text after the last call as a regex intersected with the complement
+    of "contains the trigger" (llguidance's ``&`` / ``~``)."""
+    fmt = spec.fmt
+    trig = rx_escape(fmt.trigger)
+    lines = ["%llguidance {}"]
+    tools = spec.callable_tools()
+    call_alts, rest_alts = [], []
+    for i, (name, schema) in enumerate(tools):
+        lines.append(f"args_{i}: %json {json.dumps(json.loads(schema))}")
+        begin = fmt.begin(name)
+        lines.append(f"call_{i}: {_lark_string(begin)} args_{i} {_lark_string(fmt.end)}")
+        lines.append(f"rest_{i}: {_lark_string(begin[len(fmt.trigger):])} args_{i} "
+                     f"{_lark_string(fmt.end)}")
+        call_alts.append(f"call_{i}")
+        rest_alts.append(f"rest_{i}")
+    lines.append("call: " + " | ".join(call_alts))
+    lines.append("rest: " + " | ".join(rest_alts))
+    lines.append(f"pre[lazy]: /(?s:.*){trig}/")
+    lines.append("tail: TAIL")
+    lines.append(f"TAIL: /(?s:.*)/ & ~/(?s:.*){trig}(?s:.*)/")
+    if spec.choice == "named" or (spec.choice == "required" and not spec.parallel):
+        start = "call"
+    elif spec.choice == "required":
+        start = "call (pre rest)* tail"
+    elif spec.parallel:
+        start = "(pre rest)* tail"
+    else:
+        start = "tail | pre rest"
+    lines.insert(1, f"start: {start}")
+    return "\n".join(lines) + "\n"
+
+
+# -------------------------------------------------------------------------- xgrammar
+
+
+def xgrammar_structural_tag(spec: ToolSpec, any_order: bool = False,
+                            max_whitespace_cnt: int | None = None) -> Any:
+    """XGrammar's built-in structural tag for the format's model
+    (``xgrammar.builtin_structural_tag.get_model_structural_tag``), reasoning disabled and
+    special-token exclusions off (free text is then any text without the trigger)."""
+    from xgrammar.builtin_structural_tag import get_model_structural_tag
+
+    tools = [{"type": "function", "function": {"name": n, "parameters": json.loads(s)}}
+             for n, s in spec.tools]
+    choice: Any = spec.choice
+    if spec.choice == "named":
+        choice = {"type": "function", "function": {"name": spec.named}}
+    return get_model_structural_tag(
+        spec.fmt.xgrammar_model, tools=tools, tool_choice=choice, reasoning="disabled",
+        any_order=any_order, exclude_special_tokens=False,
+        max_whitespace_cnt=max_whitespace_cnt, parallel_tool_calls=spec.parallel)
