@@ -17,4 +17,5 @@ SUITES: dict[str, str] = {
     "serve": "suites.serve:ServeSuite",
     "grammars": "suites.grammars:Grammars",
     "churn": "suites.churn:ChurnSuite",
+    "tools": "suites.tools:ToolsSuite",
 }

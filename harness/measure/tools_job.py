@@ -1,0 +1,198 @@
+"""Worker job of the ``tools`` suite: one tool-call request through one engine.
+
+The engine gets the request in its own native form
+(:meth:`engines.base.EngineAdapter.compile_tool_calls`; the record's ``form`` says which).
+Measured, in nanoseconds:
+
+``compile``   ``cold_ns``: the request compiled by a fresh long-lived compiler
+              (:meth:`~engines.base.EngineAdapter.cached_compiler`, the engine's own cache
+              on and empty); ``warm_ns``: the same request again through that compiler
+              (``warm_hit``: its cache did not grow, where the engine reports its size);
+              ``overlap_ns``: then a request sharing half its tools (``overlap_shared``
+              of them) with the first. ``ttfm_ns``: cold compile + matcher + first mask.
+``replay``    every instance token by token with the EOS check
+              (:func:`harness.measure.replay.replay`), its verdict from the ground truth
+              (:class:`suites.tools.truth.ToolTruth`); ``call_spans``: the ``[first,
+              end)`` token ranges inside calls, so that the analysis splits TBM between
+              free text and calls.
+``fuzz``      ``tool_walks`` seeded walks under the engine's mask from the start of a
+              call (after the free text of the first valid output, with the call's name
+              prefix), driven by the length-aware policy
+              (:mod:`harness.measure.tokens.policy`) with the tools' names and property
+              names to spell; each finished output is judged by the ground truth
+              (``valid`` / ``invalid`` / ``runaway`` / ``dead_end`` …).
+
+A refused or failed compile is ``compile_error`` with its one line (``error``); a warm or
+overlap compile that fails is kept as ``warm_error`` / ``overlap_error`` and the job goes on.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import time
+from typing import Any
+
+import numpy as np
+
+from harness.measure import adapters, outcomes
+from harness.measure.replay import replay
+
+__all__ = ["run_tools_job"]
+
+
+def _byte_offsets(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    return [(len(text[:a].encode("utf-8")), len(text[:b].encode("utf-8"))) for a, b in spans]
+
+
+def call_spans(tokens: list[int], token_bytes, spans: list[tuple[int, int]]) -> list[list[int]]:
+    """Token ranges ``[first, end)`` whose tokens start inside one of the byte ``spans``."""
+    out: list[list[int]] = []
+    pos = 0
+    starts = []
+    for t in tokens:
+        starts.append(pos)
+        pos += len(token_bytes[t])
+    for a, b in spans:
+        idx = [i for i, s in enumerate(starts) if a <= s < b]
+        if idx:
+            out.append([idx[0], idx[-1] + 1])
+    return out
+
+
+def run_tools_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
+    """Run one (tools case, engine) job to its record."""
+    from engines.base import CompileError, allocate_bitmask, one_line
+    from engines.base import ToolSpec
+    from suites.tools.truth import ToolTruth
+
+    case, eng = job["case"], job["engine"]
+    req = case["request"]
+    opts = job.get("options") or {}
+    record: dict[str, Any] = {"engine": eng["label"], "case_id": case["case_id"],
+                              "suite": case["suite"], "subset": case["subset"],
+                              "tool_count": req["tools"], "tool_format": req["format"],
+                              "mode": req["mode"]}
+    t_busy = time.perf_counter_ns()
+    phase("setup")
+    adapter = adapters.adapter(eng["name"], eng["config"], job["tokenizer"])
+    vocab = adapters.vocabulary()
+    record["engine_version"] = adapters.engine_version(adapter)
+    record["setup_ns"] = time.perf_counter_ns() - t_busy
+    spec = ToolSpec.from_json(req["spec"])
+    overlap = ToolSpec.from_json(req["overlap"]) if req.get("overlap") else None
+    truth = ToolTruth(spec)
+    record["form"] = adapter.tool_call_form
+
+    phase("compile")
+    gc.collect()
+    clock = time.perf_counter_ns
+    cc = adapter.cached_compiler()
+    bitmask = allocate_bitmask(vocab.size)
+    t0 = clock()
+    try:
+        grammar = cc.compile_tool_calls(spec)
+        t1 = clock()
+        grammar.matcher().fill_mask(bitmask)
+        t2 = clock()
+    except CompileError as e:
+        record.update(outcome=outcomes.COMPILE_ERROR, error=one_line(e), cold_ns=clock() - t0,
+                      busy_ns=clock() - t_busy)
+        return record
+    record.update(cold_ns=t1 - t0, compile_ns=t1 - t0, ttfm_ns=t2 - t0,
+                  form=getattr(grammar, "form", None) or adapter.tool_call_form)
+    before = cc.cache_bytes()
+    t0 = clock()
+    try:
+        cc.compile_tool_calls(spec)
+        record["warm_ns"] = clock() - t0
+        after = cc.cache_bytes()
+        if before is not None and after is not None:
+            record["warm_hit"] = after == before
+    except CompileError as e:
+        record["warm_error"] = one_line(e)
+    if overlap is not None:
+        t0 = clock()
+        try:
+            cc.compile_tool_calls(overlap)
+            record["overlap_ns"] = clock() - t0
+            record["overlap_shared"] = req.get("shared")
+        except CompileError as e:
+            record["overlap_error"] = one_line(e)
+    record["cache"] = cc.describe
+
+    phase("replay", record["ttfm_ns"])
+    instances = []
+    kinds = req.get("kinds") or []
+    for item in case["instances"]:
+        text = item["text"]
+        v = truth.judge_text(text)
+        expected = item["label"] if v["valid"] is None else v["valid"]
+        tokens = vocab.encode(text)
+        r = replay(grammar.matcher(), tokens, bitmask, vocab.stop_ids)
+        spans = _byte_offsets(text, [(c["start"], c["end"]) for c in v.get("calls", ())])
+        inst = {"index": item["index"], "kind": kinds[item["index"]] if item["index"] < len(kinds) else "", "label": item["label"],
+                "truth": v["valid"], "expected": expected, "text": text,
+                "results": {"text": r.to_json()}, "call_spans": call_spans(tokens, vocab.tokens, spans)}
+        if not v["valid"] and v.get("why"):
+            inst["why"] = v["why"]
+        instances.append(inst)
+    record["instances"] = instances
+    record["tokens"] = sum(len(i["results"]["text"].get("mask_ns", ())) for i in instances)
+    record["outcome"] = outcomes.classify(instances, "text")
+
+    walks = int(opts.get("tool_walks", 8))
+    if walks:
+        phase("fuzz")
+        record["fuzz"] = _fuzz(grammar, truth, spec, case, vocab, bitmask, walks,
+                               int(opts.get("tool_walk_tokens", 256)))
+        if any(w["status"] == "invalid" for w in record["fuzz"]["walks"]) \
+                and record["outcome"] == outcomes.PASSING:
+            record["outcome"] = outcomes.INVALIDATION_ERROR
+    record["busy_ns"] = clock() - t_busy
+    return record
+
+
+def _fuzz(grammar, truth, spec, case: dict[str, Any], vocab, bitmask: np.ndarray, walks: int,
+          budget: int) -> dict[str, Any]:
+    from harness.measure.tokens.maskops import seed_for, token_classes
+    from harness.measure.tokens.policy import DONE, walk, schema_names
+
+    tc = token_classes(vocab)
+    fmt = spec.fmt
+    lead = ""
+    kinds = case["request"].get("kinds") or []
+    for item in case["instances"]:
+        valid = item["index"] < len(kinds) and kinds[item["index"]] == "valid"
+        if valid and fmt.trigger in item["text"]:
+            lead = item["text"][: item["text"].index(fmt.trigger)]
+            break
+    prefix = vocab.encode(lead + fmt.name_prefix)
+    names_doc = json.dumps({"required": [n for n, _ in spec.callable_tools()],
+                            "anyOf": [json.loads(s) for _, s in spec.callable_tools()]})
+    names = schema_names(tc, names_doc)
+    out = []
+    for w in range(walks):
+        seed = seed_for(case["case_id"], "tool-walk", w)
+        m = grammar.matcher()
+        res: dict[str, Any] = {"walk": w, "seed": seed}
+        if not all(m.commit(t) for t in prefix):
+            res.update(status="prefix_refused", why="the engine refused the start of a call")
+            out.append(res)
+            continue
+        t0 = time.perf_counter_ns()
+        wk = walk(m, bitmask, tc, np.random.default_rng(seed), budget, prefix=prefix, names=names)
+        res.update(n_tokens=len(wk.tokens), ns=time.perf_counter_ns() - t0)
+        if wk.status == DONE:
+            raw = b"".join(vocab.tokens[t] for t in list(prefix) + wk.tokens)
+            chk = truth.judge(raw)
+            res["status"] = {True: "valid", False: "invalid", None: "undecided"}[chk["valid"]]
+            if chk["valid"] is False:
+                res.update(why=chk.get("why"), kind=chk.get("kind"),
+                           text=raw.decode("utf-8", "replace")[:2000])
+        else:
+            res["status"] = wk.status
+            if wk.why:
+                res["why"] = wk.why
+        out.append(res)
+    return {"walks": out, "budget": budget, "prefix": lead + fmt.name_prefix}

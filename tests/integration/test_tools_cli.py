@@ -1,0 +1,50 @@
+"""The tools suite through the CLI on real engines and the corpus's real BFCL files:
+records carry each engine's native form, the cold / warm / overlap compiles and the
+verdicts; xgrammar's cache serves the warm compile; the console block, summary.json,
+tools.json and the report's compile-vs-tools plot are written."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import harness, read_records
+
+
+def test_tools_run(tmp_path, corpus_dir):
+    r = harness("run", "--suite", "tools", "--engine", "xgrammar,llguidance", "--data",
+                str(corpus_dir), "--tool-counts", "1,10", "--sample", "4", "--tool-walks", "3",
+                "--results", str(tmp_path / "results"), "--reports", str(tmp_path / "reports"),
+                "--no-progress", timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    run_dir, recs = read_records(tmp_path / "results")
+    ids = {"llama3.1-required-1", "tool_call-required-10", "tool_call-auto-parallel-1",
+           "llama3.1-auto-parallel-10"}
+    assert {(x["engine"], x["case_id"]) for x in recs} == {
+        (e, c) for e in ("xgrammar", "llguidance") for c in ids}
+    for x in recs:
+        assert x["outcome"] == "passing", (x["engine"], x["case_id"], x.get("error"))
+        assert x["cold_ns"] > 0 and x["warm_ns"] > 0 and x["overlap_ns"] > 0
+        assert len(x["fuzz"]["walks"]) == 3
+        kinds = {i["kind"] for i in x["instances"]}
+        assert {"valid", "wrong_name", "wrong_args", "truncated"} <= kinds
+        assert any(i["call_spans"] for i in x["instances"])
+    xg = [x for x in recs if x["engine"] == "xgrammar"]
+    assert all(x["warm_hit"] for x in xg) and all("structural tag" in x["form"] for x in xg)
+    assert all("lark" in x["form"] for x in recs if x["engine"] == "llguidance")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    rows = {(row["engine"], row["tools"]) for row in summary["tools"]["compile"]}
+    assert rows == {(e, n) for e in ("xgrammar", "llguidance") for n in (1, 10)}
+    eng = {row["engine"]: row for row in summary["tools"]["engines"]}
+    assert eng["xgrammar"]["false_rejects"] == 0 and eng["xgrammar"]["valid"] > 0
+    assert (run_dir / "tools.json").exists()
+    assert "Tool calls: compile against the number of tools" in r.stdout
+    report_dir = tmp_path / "reports" / run_dir.name
+    report = (report_dir / "report.md").read_text()
+    assert "Tool calls with many tools" in report and "tools_compile.png" in report
+    assert any(p.stat().st_size > 1000 for p in report_dir.rglob("tools_compile.png"))
+
+
+def test_tools_options_refused_in_one_line(tmp_path, corpus_dir):
+    r = harness("run", "--suite", "tools", "--engine", "xgrammar", "--data", str(corpus_dir),
+                "--tool-formats", "xml", "--results", str(tmp_path / "results"), timeout=120)
+    assert r.returncode != 0 and "known formats are" in r.stderr
