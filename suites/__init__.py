@@ -17,5 +17,6 @@ SUITES: dict[str, str] = {
     "serve": "suites.serve:ServeSuite",
     "grammars": "suites.grammars:Grammars",
     "churn": "suites.churn:ChurnSuite",
+    "jump-forward": "suites.jump_forward:JumpForwardSuite",
     "tools": "suites.tools:ToolsSuite",
 }

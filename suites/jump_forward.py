@@ -1,0 +1,40 @@
+"""Suite ``jump-forward``: the forced continuations engines offer for jump-forward decoding.
+
+Cases are the ``jsonschemabench`` corpus's (``--data``, ``--subset``, ``--sample``,
+``--schemas``; a 12-schema stratified sample when neither ``--sample`` nor ``--schemas``
+is given: each job runs the pure-Python reference engine at every step). Each case keeps
+its instances: the job (:mod:`harness.measure.jump_forward_job`) walks the first
+``--jf-instances`` valid ones token by token and, at every step, asks the engine for its
+forced continuation (:meth:`engines.base.Matcher.forced_continuation`: xgrammar's
+``find_jump_forward_string`` / ``find_jump_forward_tokens``, llguidance's
+``compute_ff_bytes`` / ``compute_ff_tokens``) and the reference engine for the bytes the
+schema really forces. The figures (:mod:`harness.analysis.jump_forward`): the share of
+output tokens that need no forward pass, continuations the grammar does not force, and
+forced tokens that are not the canonical tokenisation of their bytes. Engines without a
+jump-forward API are listed as not measured.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from suites.jsonschemabench import JsonSchemaBenchView
+
+NAME = "jump-forward"
+DEFAULT_SAMPLE = 12
+
+
+class JumpForwardSuite(JsonSchemaBenchView):
+    """Corpus schemas whose valid instances are walked with each engine's jump-forward."""
+
+    name = NAME
+    job = "harness.measure.jump_forward_job:run_jump_forward_job"
+    run_options = "suites.jump_forward_options"
+    summary_blocks = ("harness.analysis.jump_forward:summary_block",)
+    report_sections = ("harness.report.sections.jump_forward:sec_jump_forward",)
+    keep_instances = True
+    default_sample = DEFAULT_SAMPLE
+    replay_table = False
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "suite": NAME}

@@ -1,0 +1,54 @@
+"""``harness run`` options of the jump-forward suite (its ``SuiteBase.run_options``).
+
+Prefixed ``--jf-`` so that they never clash with another suite's flags (every suite's
+options module adds its group to the same ``harness run`` parser).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+#: configuration key → default
+DEFAULTS: dict[str, Any] = {
+    "jf_instances": 2,            # valid instances per (schema, engine) walked step by step
+    "jf_oracle_timeout_s": 30.0,  # seconds the reference engine may spend per job
+}
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} must be at least 1")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"{v} must be > 0")
+    return v
+
+
+def add_run_arguments(p) -> None:
+    g = p.add_argument_group("jump-forward suite (forced continuations)")
+    g.add_argument("--jf-instances", dest="jf_instances", type=_positive_int,
+                   help="valid instances per schema and engine walked step by step (default 2)")
+    g.add_argument("--jf-oracle-timeout", dest="jf_oracle_timeout_s", type=_positive_float,
+                   help="seconds the reference engine (the oracle of forced bytes) may spend "
+                        "per job before the job goes on without it (default 30)")
+
+
+def config_from_args(args) -> dict[str, Any]:
+    return {k: getattr(args, k) for k in DEFAULTS if getattr(args, k, None) is not None}
+
+
+def resolve(opts: dict[str, Any] | None) -> dict[str, Any]:
+    """The job's options: the payload's values over the defaults."""
+    return {**DEFAULTS, **{k: v for k, v in (opts or {}).items() if v is not None}}
