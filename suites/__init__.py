@@ -17,6 +17,7 @@ SUITES: dict[str, str] = {
     "serve": "suites.serve:ServeSuite",
     "grammars": "suites.grammars:Grammars",
     "churn": "suites.churn:ChurnSuite",
+    "drafts": "suites.drafts:DraftsSuite",
     "jump-forward": "suites.jump_forward:JumpForwardSuite",
     "tools": "suites.tools:ToolsSuite",
 }

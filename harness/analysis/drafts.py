@@ -1,0 +1,147 @@
+"""The drafts suite's figures ("the speculative table"), per engine:
+
+- *API*: what :meth:`engines.base.Matcher.validate_draft` calls (the engine's own draft
+  API, or ``token by token``);
+- *schemas*: records of the engine; *compiled*: those that compiled; *died*: jobs whose
+  worker was killed or crashed (timeout, OOM, crash: their drafts are lost);
+- *drafts*: drafts checked (corrupt, clean and past-the-end together);
+- *wrong length*: drafts whose accepted length differs from the expected one (a corrupt
+  draft must stop exactly at its corrupt token, a clean one accept all ``k`` tokens, a
+  past-the-end one its ``j`` tokens and the stop token); *short* / *long* split them;
+- *rollback mismatch*: drafts after which some mask differs bit for bit from a fresh
+  replay's (the state after ``validate_draft``, along the committed accepted prefix, or
+  after rolling it back), or a commit refused a token the draft API accepted;
+- *after stop*: tokens accepted after a stop token, all drafts together;
+- *errors*: drafts on which the engine raised;
+- *rollback*: ``checked`` where committed prefixes were rolled back and compared,
+  ``unsupported`` where the engine cannot roll back (then not checked);
+- per draft length ``k``: the median time of one ``validate_draft`` call, the median time
+  of the same draft as single steps (``fill_mask`` + ``commit`` per token, then
+  ``rollback``), both µs, and their ratio (validate / steps: below 1, the draft API is
+  faster than stepping).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.measure import outcomes
+
+#: the records' block (and summary.json's) this module reads and writes
+KEY = "drafts"
+
+__all__ = ["HEADER", "KEY", "draft_rows", "summary_block", "table_header", "table_rows"]
+
+HEADER = ["engine", "API", "schemas", "compiled", "died", "drafts", "wrong length", "short",
+          "long", "rollback mismatch", "after stop", "errors", "rollback"]
+
+
+def _median_us(xs: list[int]) -> float | None:
+    return float(np.median(np.asarray(xs, dtype=float))) / 1e3 if xs else None
+
+
+def draft_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per engine (sorted by name); the figures of the module docstring.
+    ``per_k`` maps each draft length (as text) to ``{"drafts", "validate_us",
+    "steps_us", "ratio"}`` (medians over the drafts of that length; None without data)."""
+    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        # a job whose worker died has no drafts block: it still counts (as died)
+        if r.get(KEY) is not None or r.get("outcome") in outcomes.DEATHS:
+            by[r["engine"]].append(r)
+    out = []
+    for eng in sorted(by):
+        recs = by[eng]
+        blocks = [r[KEY] for r in recs if r.get(KEY) is not None]
+        apis = sorted({b["api"] for b in blocks if b.get("api")})
+        rows = [d for b in blocks for d in b["rows"]]
+        got = [d for d in rows if d.get("got") is not None]
+        rb = {d.get("rollback") for d in rows if d.get("rollback")}
+        per_k: dict[str, dict[str, Any]] = {}
+        for k in sorted({d["k"] for d in rows}):
+            ds = [d for d in rows if d["k"] == k]
+            v = _median_us([d["validate_ns"] for d in ds if d.get("validate_ns") is not None])
+            s = _median_us([d["steps_ns"] for d in ds if d.get("steps_ns") is not None])
+            per_k[str(k)] = {"drafts": len(ds), "validate_us": v, "steps_us": s,
+                             "ratio": v / s if v is not None and s else None}
+        out.append({
+            "engine": eng, "api": ", ".join(apis) or None, "schemas": len(recs),
+            "compiled": sum(r.get(KEY) is not None
+                            and r.get("outcome") != outcomes.COMPILE_ERROR for r in recs),
+            "died": sum(r.get("outcome") in outcomes.DEATHS for r in recs),
+            "drafts": len(rows),
+            "wrong_length": sum(d["got"] != d["expected"] for d in got),
+            "short": sum(d["got"] < d["expected"] for d in got),
+            "long": sum(d["got"] > d["expected"] for d in got),
+            "rollback_mismatch": sum(bool(d.get("mismatch")) for d in rows),
+            "after_stop": sum(int(d.get("after_stop") or 0) for d in rows),
+            "errors": sum(bool(d.get("error")) for d in rows),
+            "rollback": ("unsupported" if "unsupported" in rb else
+                         "checked" if "checked" in rb else "–"),
+            "per_k": per_k,
+            "failures": [dict(f, case_id=r["case_id"]) for r in recs
+                         if r.get(KEY) is not None for f in r[KEY]["failures"]],
+        })
+    return out
+
+
+def _f(x: float | None, d: int = 1) -> str:
+    return "–" if x is None else f"{x:.{d}f}"
+
+
+def _ks(rows: list[dict[str, Any]]) -> list[str]:
+    return sorted({k for r in rows for k in r["per_k"]}, key=int)
+
+
+def table_header(rows: list[dict[str, Any]]) -> list[str]:
+    """:data:`HEADER` and one column per draft length: ``validate / steps µs (ratio)``."""
+    return HEADER + [f"k={k}: validate / steps µs (ratio)" for k in _ks(rows)]
+
+
+def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
+    ks = _ks(rows)
+    out = []
+    for r in rows:
+        cells = [r["engine"], r["api"] or "–", str(r["schemas"]), str(r["compiled"]),
+                 str(r["died"]), str(r["drafts"]), str(r["wrong_length"]), str(r["short"]), str(r["long"]),
+                 str(r["rollback_mismatch"]), str(r["after_stop"]), str(r["errors"]),
+                 r["rollback"]]
+        for k in ks:
+            pk = r["per_k"].get(k)
+            cells.append("–" if pk is None else
+                         f"{_f(pk['validate_us'])} / {_f(pk['steps_us'])} ({_f(pk['ratio'], 2)})")
+        out.append(cells)
+    return out
+
+
+def summary_block(summary: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]],
+                  run_dir: Path | None = None) -> str | None:
+    """``summary["drafts"]`` (``{"rows": [...]}``, failures with their evidence included)
+    and ``drafts.json`` in the run folder; console text (None when the run holds no drafts
+    records)."""
+    rows = draft_rows(records)
+    if not rows:
+        return None
+    summary["drafts"] = {"rows": rows}
+    if run_dir is not None:
+        (Path(run_dir) / "drafts.json").write_text(json.dumps(rows, indent=2))
+    header = table_header(rows)
+    body = table_rows(rows)
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    text = ["Speculative drafts (accepted length vs expected; masks after rollback vs a fresh "
+            "replay; time of one draft vs k single steps)", line(header), *(line(b) for b in body)]
+    for r in rows:
+        for f in r["failures"][:3]:
+            what = f.get("error") or f.get("mismatch") or (
+                f"{f['after_stop']} token(s) accepted after the stop" if f.get("after_stop") else None)
+            text.append(f"  {r['engine']} {f['case_id']} instance {f['instance']} {f['kind']} "
+                        f"k={f['k']} p={f['p']}" + (f" c={f['c']}" if "c" in f else "")
+                        + f": got {f.get('got')}, expected {f['expected']}"
+                        + (f" ({what})" if what else ""))
+    return "\n".join(text)
