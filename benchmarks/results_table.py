@@ -12,7 +12,8 @@ crashes, and for the constrained stream its ratios to the unconstrained one; run
 e2e suite (offline rows) to a third: TTFT and TPOT (ms) with their ratio; runs of the
 grammars suite to a fourth, one row per (family, engine): coverage, the forms engines were
 given, false rejects / accepts, dialect differences, TBM p50 / p99 (µs), TTFM p50 (ms), and
-compile time against the size of an injected alternation. Below the tables,
+compile time against the size of an injected alternation; runs of the suites with their own
+figures (tools, churn, jump-forward, drafts: :data:`OWN_TABLES`) to one table each. Below the tables,
 each run's command, machine and tokenizer.
 
 A section headed ``## Whole-corpus runs (recorded)`` in the existing output file is carried
@@ -164,7 +165,8 @@ def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
     engines = summary.get("engines", {})
     if not engines and not summary.get("serve"):
         raise RunFolderError(f"{run_dir / 'summary.json'}: no engines")
-    replay = not summary.get("serve") and not summary.get("grammars") and not any(
+    own = [k for k in OWN_TABLES if summary.get(k)]
+    replay = not summary.get("serve") and not summary.get("grammars") and not own and not any(
         isinstance(e, dict) and e.get("e2e") for e in engines.values())
     for label, e in (engines.items() if replay else ()):
         head = [date, commit, selection, label, _num(e.get("version") or versions.get(label))]
@@ -202,7 +204,8 @@ def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
         "grammars": grammar_rows(meta, summary) if summary.get("grammars") else [],
         "grammar_sizes": grammar_size_rows(meta, summary) if summary.get("grammars") else [],
         "e2e": e2e_rows(run_dir, meta, summary) if not replay and not summary.get("serve")
-        else [],
+        and not own else [],
+        "own": {k: OWN_TABLES[k][2](meta, summary[k]) for k in own},
     }
     return rows, details
 
@@ -238,6 +241,90 @@ def grammar_size_rows(meta: dict[str, Any], summary: dict[str, Any]) -> list[lis
             out.append([date, base, eng, "; ".join(cells)])
     return out
 
+
+def _f(v: Any, digits: int = 2) -> str:
+    return _num(v, digits) if v is not None else "–"
+
+
+def tools_rows(meta: dict[str, Any], block: dict[str, Any]) -> list[list[str]]:
+    """Compile against tools (ms): one row per (engine, number of tools) of a tools run."""
+    date = _utc(meta.get("created_at"))
+    return [[date, r["engine"], _num(r["tools"]), _f(r["cold_ms"]), _f(r["warm_ms"]),
+             _f(r["overlap_ms"]), _f(r["ttfm_ms"]), _num(r["errors"])]
+            for r in block.get("compile", [])]
+
+
+def churn_rows(meta: dict[str, Any], block: dict[str, Any]) -> list[list[str]]:
+    """One row per (engine, Zipf exponent) of a churn run."""
+    date = _utc(meta.get("created_at"))
+    return [[date, r["engine"], f"{r['exponent']:g}", _num(r["requests"]),
+             _f(r["hit_rate"]), _f(r["ttft_ms"]["mean"]), _f(r["ttft_ms"]["p50"]),
+             _f(r["ttft_ms"]["p99"])] for r in block.get("rows", [])]
+
+
+def _pct(v: Any) -> str:
+    return f"{100 * v:.1f}%" if isinstance(v, (int, float)) else "–"
+
+
+def jump_forward_rows(meta: dict[str, Any], block: dict[str, Any]) -> list[list[str]]:
+    """One row per (engine, subset) of a jump-forward run, and engines not measured."""
+    date = _utc(meta.get("created_at"))
+    out = [[date, r["engine"], r["subset"], _num(r["steps"]), _pct(r["offered"]),
+            _pct(r["jf_share"]), _pct(r["spec_share"]), _num(r["wrong"]), _num(r["unforced"]),
+            _num(r["conflicts"]), _pct(r["noncanonical"])] for r in block.get("rows", [])]
+    out += [[date, n["engine"], "all", "–", str(n.get("reason") or "not measured"), "–",
+             "–", "–", "–", "–", "–"] for n in block.get("not_measured", [])]
+    return out
+
+
+def drafts_rows(meta: dict[str, Any], block: dict[str, Any]) -> list[list[str]]:
+    """One row per engine of a drafts run: checks and validate / single-step times per k."""
+    date = _utc(meta.get("created_at"))
+    out = []
+    for r in block.get("rows", []):
+        per_k = "; ".join(
+            f"k={k}: {_f(v.get('validate_us'), 1)} / {_f(v.get('steps_us'), 1)} µs"
+            for k, v in sorted(r.get("per_k", {}).items(), key=lambda kv: int(kv[0])))
+        out.append([date, r["engine"], str(r.get("api") or "–"), _num(r["drafts"]),
+                    _num(r["wrong_length"]), _num(r["rollback_mismatch"]),
+                    _num(r["after_stop"]), _num(r["errors"]), per_k or "–"])
+    return out
+
+
+#: columns of text (left-aligned) in those tables
+TEXT_COLUMNS = {"date of the run", "engine", "subset", "API", "validate / single steps"}
+
+#: summary block → (heading and sentence, header, rows) for suites with their own figures
+OWN_TABLES: dict[str, tuple[str, list[str], Any]] = {
+    "tools": ("## Tool-call runs\n\nThe tools suite ([tools.md](tools.md)): compile time "
+              "against the number of tools, ms (median over the cases with that many tools): "
+              "cold, warm (the same request through the engine's cache), overlap (half the "
+              "tools shared); TTFM = cold compile + first mask.",
+              ["date of the run", "engine", "tools", "cold (ms)", "warm (ms)", "overlap (ms)",
+               "TTFM (ms)", "refused / died"], tools_rows),
+    "churn": ("## Churn runs\n\nThe churn suite ([suites.md](suites.md)): per engine and "
+              "Zipf exponent (0 = every request new), the share of requests the engine's "
+              "cache served and the TTFT a request sees from its grammar (ms).",
+              ["date of the run", "engine", "Zipf", "requests", "hit rate", "TTFT mean (ms)",
+               "p50", "p99"], churn_rows),
+    "jump_forward": ("## Jump-forward runs\n\nThe jump-forward suite ([suites.md](suites.md)): "
+                     "per engine and subset, steps with a forced continuation offered, the "
+                     "share of output tokens committed without a forward pass (the engine's, "
+                     "and the schema's own forcing), offers the schema does not allow "
+                     "(wrong) or does not force (unforced), mask conflicts, non-canonical "
+                     "forced tokens.",
+                     ["date of the run", "engine", "subset", "steps", "offered", "JF share",
+                      "spec share", "wrong", "unforced", "conflicts", "non-canonical"],
+                     jump_forward_rows),
+    "drafts": ("## Speculative-draft runs\n\nThe drafts suite ([suites.md](suites.md)): per "
+               "engine, the API that validated the drafts, drafts checked, wrong accept "
+               "lengths, rollback mismatches, tokens accepted after the stop token, errors, "
+               "and per draft length the median time of one validation against the same "
+               "draft as single steps (µs).",
+               ["date of the run", "engine", "API", "drafts", "wrong length",
+                "rollback mismatch", "after stop", "errors", "validate / single steps"],
+               drafts_rows),
+}
 
 HEADER = ["date of the run", "commit", "suite", "engine", "version", "schemas", "passing",
           "compile errors", "timeout / OOM / crash", "validation errors (every instance)",
@@ -312,6 +399,11 @@ def render(run_dirs: list[Path], recorded: str | None, today: str) -> str:
                     "alternation):", "", _md_row(["date of the run", "grammar", "engine",
                                                   "size: TTFM ms"]),
                     "|:--|:--|:--|:--|", *(_md_row(r) for r in sizes), ""]
+    for key, (heading, header, _) in OWN_TABLES.items():
+        own = [r for n in notes for r in n["own"].get(key, [])]
+        if own:
+            align = "|" + "".join(":--|" if h in TEXT_COLUMNS else "--:|" for h in header)
+            out += [heading, "", _md_row(header), align, *(_md_row(r) for r in own), ""]
     e2e = [r for n in notes for r in n["e2e"]]
     if e2e:
         out += ["## End-to-end runs", "",

@@ -6,8 +6,10 @@ tools.json and the report's compile-vs-tools plot are written."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
-from tests.conftest import harness, read_records
+from tests.conftest import ROOT, harness, read_records
 
 
 def test_tools_run(tmp_path, corpus_dir):
@@ -42,6 +44,11 @@ def test_tools_run(tmp_path, corpus_dir):
     report = (report_dir / "report.md").read_text()
     assert "Tool calls with many tools" in report and "tools_compile.png" in report
     assert any(p.stat().st_size > 1000 for p in report_dir.rglob("tools_compile.png"))
+    table = subprocess.run([sys.executable, "benchmarks/results_table.py", str(run_dir)],
+                           cwd=ROOT, capture_output=True, text=True)
+    assert table.returncode == 0, table.stderr
+    assert "## Tool-call runs" in table.stdout and "| xgrammar | 10 |" in table.stdout
+    assert "## Runs" not in table.stdout  # no replay rows for a suite with its own figures
 
 
 def test_tools_options_refused_in_one_line(tmp_path, corpus_dir):
