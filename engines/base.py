@@ -163,6 +163,18 @@ class ToolSpec:
             return tuple((n, s) for n, s in self.tools if n == self.named)
         return self.tools
 
+    @property
+    def shape(self) -> str:
+        """The output's shape, with ``T`` free text without the trigger and ``C`` a call:
+        ``"one"`` — ``C`` (required single, named); ``"calls"`` — ``C (T C)* T``
+        (required, parallel); ``"any"`` — ``T (C T)*`` (auto, parallel); ``"at_most_one"``
+        — ``T C?`` (auto single)."""
+        if self.choice == "named" or (self.choice == "required" and not self.parallel):
+            return "one"
+        if self.choice == "required":
+            return "calls"
+        return "any" if self.parallel else "at_most_one"
+
     def to_json(self) -> dict[str, Any]:
         return {"format": self.format, "tools": [list(t) for t in self.tools],
                 "choice": self.choice, "parallel": self.parallel, "named": self.named}

@@ -343,14 +343,11 @@ class ReferenceEngine(EngineAdapter):
             rules["rest"] = ir.alt(*rests)
             call, rest, T = ir.Ref("call"), ir.Ref("rest"), ir.Ref("text")
             pre_rest = ir.seq(T, ir.lit(fmt.trigger), rest)
-            if spec.choice == "named" or (spec.choice == "required" and not spec.parallel):
-                root = call
-            elif spec.choice == "required":
-                root = ir.seq(call, ir.star(pre_rest), T)
-            elif spec.parallel:
-                root = ir.seq(ir.star(pre_rest), T)
-            else:
-                root = ir.seq(T, ir.opt(ir.seq(ir.lit(fmt.trigger), rest)))
+            root = {"one": lambda: call,
+                    "calls": lambda: ir.seq(call, ir.star(pre_rest), T),
+                    "any": lambda: ir.seq(ir.star(pre_rest), T),
+                    "at_most_one": lambda: ir.seq(T, ir.opt(ir.seq(ir.lit(fmt.trigger), rest))),
+                    }[spec.shape]()
             rules["tool_calls"] = root
             grammar = ir.Grammar(rules, "tool_calls")
             compiled = Compiled(grammar, self.trie, self.vocab.stop_ids, self.vocab.special_ids,

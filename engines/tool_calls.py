@@ -87,18 +87,14 @@ def text_regex(trigger: str) -> str:
 
 
 def compose(spec: ToolSpec, call: str, rest: str, text: str) -> str:
-    """The request's language from pieces written in one notation: ``call`` (any call),
-    ``rest`` (a call without its leading trigger, after free text that ends with the
-    trigger), ``text`` (free text without the trigger), where ``text + trigger + rest`` is
-    written by the caller as ``pre + rest`` … here, for regexes: concatenation and ``*``."""
+    """The request's language as one regex, from regexes for ``call`` (any call of the
+    request), ``rest`` (a call without its leading trigger) and ``text`` (free text
+    without the trigger): a call after free text is ``text + trigger + rest``, so that the
+    text ends exactly where the first trigger starts (see the module docstring's table)."""
     pre = f"{text}{rx_escape(spec.fmt.trigger)}"
-    if spec.choice == "named" or (spec.choice == "required" and not spec.parallel):
-        return call
-    if spec.choice == "required":
-        return f"{call}(?:{pre}{rest})*{text}"
-    if spec.parallel:
-        return f"(?:{pre}{rest})*{text}"
-    return f"{text}(?:{rx_escape(spec.fmt.trigger)}{rest})?"
+    return {"one": call, "calls": f"{call}(?:{pre}{rest})*{text}",
+            "any": f"(?:{pre}{rest})*{text}",
+            "at_most_one": f"{text}(?:{rx_escape(spec.fmt.trigger)}{rest})?"}[spec.shape]
 
 
 def regex(spec: ToolSpec, args_regex: Callable[[str], str]) -> str:
@@ -146,14 +142,8 @@ def lark_grammar(spec: ToolSpec) -> str:
     lines.append(f"pre[lazy]: /(?s:.*){trig}/")
     lines.append("tail: TAIL")
     lines.append(f"TAIL: /(?s:.*)/ & ~/(?s:.*){trig}(?s:.*)/")
-    if spec.choice == "named" or (spec.choice == "required" and not spec.parallel):
-        start = "call"
-    elif spec.choice == "required":
-        start = "call (pre rest)* tail"
-    elif spec.parallel:
-        start = "(pre rest)* tail"
-    else:
-        start = "tail | pre rest"
+    start = {"one": "call", "calls": "call (pre rest)* tail", "any": "(pre rest)* tail",
+             "at_most_one": "tail | pre rest"}[spec.shape]
     lines.insert(1, f"start: {start}")
     return "\n".join(lines) + "\n"
 

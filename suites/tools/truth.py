@@ -166,13 +166,12 @@ class ToolTruth:
             return {"valid": False, "kind": kind, "why": p.error, "calls": calls}
         n = len(p.calls)
         mode = None
-        if spec.choice == "named" or (spec.choice == "required" and not spec.parallel):
-            if n != 1 or p.texts[0] or p.texts[1]:
-                mode = "exactly one call and no free text"
-        elif spec.choice == "required":
-            if n < 1 or p.texts[0]:
-                mode = "at least one call, and the output starts with it"
-        elif not spec.parallel and (n > 1 or (n == 1 and p.texts[1])):
+        shape = spec.shape
+        if shape == "one" and (n != 1 or p.texts[0] or p.texts[1]):
+            mode = "exactly one call and no free text"
+        elif shape == "calls" and (n < 1 or p.texts[0]):
+            mode = "at least one call, and the output starts with it"
+        elif shape == "at_most_one" and (n > 1 or (n == 1 and p.texts[1])):
             mode = "at most one call, and nothing after it"
         if mode is not None:
             return {"valid": False, "kind": "mode", "why": f"{spec.choice}"
