@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
+
+from suites.options import config_from, floats
 
 #: configuration key → default
 DEFAULTS: dict[str, Any] = {
@@ -13,19 +14,9 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-def _exponents(text: str) -> list[float]:
-    try:
-        out = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: comma-separated numbers expected") from None
-    if not out or any(x < 0 for x in out):
-        raise argparse.ArgumentTypeError(f"{text!r}: exponents must be >= 0")
-    return out
-
-
 def add_run_arguments(p) -> None:
     g = p.add_argument_group("churn suite (compile cache under schema churn)")
-    g.add_argument("--zipf", type=_exponents,
+    g.add_argument("--zipf", type=floats(0, "exponents"),
                    help="Zipf exponents of the schema streams, comma-separated (default 1.0,0; "
                         "0 = every request a new schema)")
     g.add_argument("--churn-requests", dest="churn_requests", type=int,
@@ -35,5 +26,4 @@ def add_run_arguments(p) -> None:
 
 
 def config_from_args(args) -> dict[str, Any]:
-    out = {k: getattr(args, k) for k in DEFAULTS if getattr(args, k, None) is not None}
-    return out
+    return config_from(args, DEFAULTS)

@@ -6,8 +6,9 @@ options module adds its group to the same ``harness run`` parser).
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
+
+from suites.options import config_from, positive_float, positive_int
 
 #: configuration key → default
 DEFAULTS: dict[str, Any] = {
@@ -16,37 +17,17 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{v} must be at least 1")
-    return v
-
-
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"{v} must be > 0")
-    return v
-
-
 def add_run_arguments(p) -> None:
     g = p.add_argument_group("jump-forward suite (forced continuations)")
-    g.add_argument("--jf-instances", dest="jf_instances", type=_positive_int,
+    g.add_argument("--jf-instances", dest="jf_instances", type=positive_int,
                    help="valid instances per schema and engine walked step by step (default 2)")
-    g.add_argument("--jf-oracle-timeout", dest="jf_oracle_timeout_s", type=_positive_float,
+    g.add_argument("--jf-oracle-timeout", dest="jf_oracle_timeout_s", type=positive_float,
                    help="seconds the reference engine (the oracle of forced bytes) may spend "
                         "per job before the job goes on without it (default 30)")
 
 
 def config_from_args(args) -> dict[str, Any]:
-    return {k: getattr(args, k) for k in DEFAULTS if getattr(args, k, None) is not None}
+    return config_from(args, DEFAULTS)
 
 
 def resolve(opts: dict[str, Any] | None) -> dict[str, Any]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from suites.options import config_from, positive_float, positive_int
+
 #: configuration key → default
 DEFAULTS: dict[str, Any] = {
     "walks": 8,            # fuzz: seeded random walks per (schema, engine)
@@ -20,50 +22,26 @@ DEFAULTS: dict[str, Any] = {
 KEYS = tuple(DEFAULTS)
 
 
-def _positive_int(text: str) -> int:
-    import argparse
-
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{v} must be at least 1")
-    return v
-
-
-def _positive_float(text: str) -> float:
-    import argparse
-
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"{v} must be > 0")
-    return v
-
-
 def add_run_arguments(p) -> None:
     g = p.add_argument_group("mask-diff and fuzz suites (token level)")
-    g.add_argument("--walks", type=_positive_int, help="fuzz: random walks per schema and engine (default 8)")
-    g.add_argument("--walk-tokens", dest="walk_tokens", type=_positive_int,
+    g.add_argument("--walks", type=positive_int, help="fuzz: random walks per schema and engine (default 8)")
+    g.add_argument("--walk-tokens", dest="walk_tokens", type=positive_int,
                    help="fuzz / witnesses: token budget per walk; no EOS by then is a runaway "
                         "(default 384)")
-    g.add_argument("--tight-k", dest="tight_k", type=_positive_int,
+    g.add_argument("--tight-k", dest="tight_k", type=positive_int,
                    help="mask-diff: k of the 'at most k allowed tokens' share (default 8)")
-    g.add_argument("--diff-instances", dest="diff_instances", type=_positive_int,
+    g.add_argument("--diff-instances", dest="diff_instances", type=positive_int,
                    help="mask-diff: valid instances per schema compared token by token (default 2)")
     g.add_argument("--corpus", choices=("jsonschemabench", "grammars"),
                    help="mask-diff / fuzz: the cases' corpus: JSONSchemaBench schemas "
                         "(default) or the grammar corpus (regexes, choices, CFGs)")
-    g.add_argument("--oracle-timeout", dest="oracle_timeout_s", type=_positive_float,
+    g.add_argument("--oracle-timeout", dest="oracle_timeout_s", type=positive_float,
                    help="mask-diff: seconds the reference engine may spend per job before "
                         "the job falls back to 'no oracle' (default 30)")
 
 
 def config_from_args(args) -> dict[str, Any]:
-    return {k: getattr(args, k) for k in KEYS if getattr(args, k, None) is not None}
+    return config_from(args, KEYS)
 
 
 def resolve(opts: dict[str, Any] | None) -> dict[str, Any]:
