@@ -7,7 +7,8 @@ its adapter, and the first ask of an (engine, configuration) builds it.
 from __future__ import annotations
 
 import gc
-from typing import TYPE_CHECKING
+import time
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from engines.base import EngineAdapter
@@ -58,3 +59,21 @@ def engine_version(adapter: "EngineAdapter") -> str | None:
     if cls not in _versions:
         _versions[cls] = cls.version()
     return _versions[cls]
+
+
+def start_job(job: dict[str, Any], phase) -> "tuple[dict[str, Any], EngineAdapter, Vocabulary, int]":
+    """The common start of a worker job: the record's identity (``engine``, ``case_id``,
+    ``suite``, ``subset``), the adapter and the vocabulary built under phase ``setup``,
+    ``engine_version`` and ``setup_ns`` (ns). Returns ``(record, adapter, vocab, t_busy)``,
+    ``t_busy`` the ``perf_counter_ns`` the job started at (for ``busy_ns``)."""
+    case, eng = job["case"], job["engine"]
+    record: dict[str, Any] = {"engine": eng["label"], "case_id": case["case_id"],
+                              "suite": case["suite"], "subset": case["subset"]}
+    t_busy = time.perf_counter_ns()
+    phase("setup")
+    a = adapter(eng["name"], eng["config"], job["tokenizer"])
+    vocab = vocabulary()
+    record["engine_version"] = engine_version(a)
+    record["setup_ns"] = time.perf_counter_ns() - t_busy
+    return record, a, vocab, t_busy
+

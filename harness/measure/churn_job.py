@@ -24,16 +24,9 @@ __all__ = ["run_churn_job"]
 def run_churn_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
     from engines.base import CompileError, allocate_bitmask, one_line
 
-    case, eng = job["case"], job["engine"]
+    case = job["case"]
     req = case["request"]
-    record: dict[str, Any] = {"engine": eng["label"], "case_id": case["case_id"],
-                              "suite": case["suite"], "subset": case["subset"]}
-    t_busy = time.perf_counter_ns()
-    phase("setup")
-    adapter = adapters.adapter(eng["name"], eng["config"], job["tokenizer"])
-    vocab = adapters.vocabulary()
-    record["engine_version"] = adapters.engine_version(adapter)
-    record["setup_ns"] = time.perf_counter_ns() - t_busy
+    record, adapter, vocab, t_busy = adapters.start_job(job, phase)
     cc = adapter.cached_compiler()
     bitmask = allocate_bitmask(vocab.size)
     clock = time.perf_counter_ns

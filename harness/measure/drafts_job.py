@@ -238,19 +238,12 @@ def run_drafts_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict
     from harness.measure.target import target_for
     from harness.measure.tokens.maskdiff_job import _pick_instances
 
-    case, eng = job["case"], job["engine"]
+    case = job["case"]
     o = {**FALLBACK_OPTIONS, **{k: v for k, v in (job.get("options") or {}).items()
                                 if v is not None}}
     ks = [int(k) for k in o["draft_k"]]
     seed = int(o["draft_seed"])
-    record: dict[str, Any] = {"engine": eng["label"], "case_id": case["case_id"],
-                              "suite": case["suite"], "subset": case["subset"]}
-    t_busy = time.perf_counter_ns()
-    phase("setup")
-    adapter = adapters.adapter(eng["name"], eng["config"], job["tokenizer"])
-    vocab = adapters.vocabulary()
-    record["engine_version"] = adapters.engine_version(adapter)
-    record["setup_ns"] = time.perf_counter_ns() - t_busy
+    record, adapter, vocab, t_busy = adapters.start_job(job, phase)
     special = np.zeros(vocab.size, dtype=bool)
     special[list(vocab.special_ids)] = True
     stop = vocab.eos_id

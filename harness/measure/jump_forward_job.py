@@ -242,17 +242,10 @@ def run_jump_forward_job(job: dict[str, Any], phase=lambda p, info=None: None) -
     from harness.measure.tokens.oracle import ORACLE_LABEL, ORACLE_OPTIONS, Budget, oracle_adapter
     from suites.jump_forward_options import resolve
 
-    case, eng = job["case"], job["engine"]
+    case = job["case"]
     o = resolve(job.get("options"))
     primary = job.get("primary", "ascii")
-    record: dict[str, Any] = {"engine": eng["label"], "case_id": case["case_id"],
-                              "suite": case["suite"], "subset": case["subset"]}
-    t_busy = time.perf_counter_ns()
-    phase("setup")
-    adapter = adapters.adapter(eng["name"], eng["config"], job["tokenizer"])
-    vocab = adapters.vocabulary()
-    record["engine_version"] = adapters.engine_version(adapter)
-    record["setup_ns"] = time.perf_counter_ns() - t_busy
+    record, adapter, vocab, t_busy = adapters.start_job(job, phase)
 
     phase("groundtruth")
     target = target_for(case)

@@ -66,19 +66,11 @@ def run_tools_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[
     from engines.base import ToolSpec
     from suites.tools.truth import ToolTruth
 
-    case, eng = job["case"], job["engine"]
+    case = job["case"]
     req = case["request"]
     opts = job.get("options") or {}
-    record: dict[str, Any] = {"engine": eng["label"], "case_id": case["case_id"],
-                              "suite": case["suite"], "subset": case["subset"],
-                              "tool_count": req["tools"], "tool_format": req["format"],
-                              "mode": req["mode"]}
-    t_busy = time.perf_counter_ns()
-    phase("setup")
-    adapter = adapters.adapter(eng["name"], eng["config"], job["tokenizer"])
-    vocab = adapters.vocabulary()
-    record["engine_version"] = adapters.engine_version(adapter)
-    record["setup_ns"] = time.perf_counter_ns() - t_busy
+    record, adapter, vocab, t_busy = adapters.start_job(job, phase)
+    record.update(tool_count=req["tools"], tool_format=req["format"], mode=req["mode"])
     spec = ToolSpec.from_json(req["spec"])
     overlap = ToolSpec.from_json(req["overlap"]) if req.get("overlap") else None
     truth = ToolTruth(spec)
