@@ -32,6 +32,7 @@ def run_churn_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[
     clock = time.perf_counter_ns
     seen: set[int] = set()
     rows: list[dict[str, Any]] = []
+    phase("groundtruth")  # setup done: the job's own time limit starts here
     phase("compile")
     gc.collect()
     for i, rank in enumerate(req["ranks"]):

@@ -71,6 +71,7 @@ def run_tools_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[
     opts = job.get("options") or {}
     record, adapter, vocab, t_busy = adapters.start_job(job, phase)
     record.update(tool_count=req["tools"], tool_format=req["format"], mode=req["mode"])
+    phase("groundtruth")  # setup done: the job's own time limit starts here
     spec = ToolSpec.from_json(req["spec"])
     overlap = ToolSpec.from_json(req["overlap"]) if req.get("overlap") else None
     truth = ToolTruth(spec)

@@ -55,3 +55,19 @@ def test_tools_options_refused_in_one_line(tmp_path, corpus_dir):
     r = harness("run", "--suite", "tools", "--engine", "xgrammar", "--data", str(corpus_dir),
                 "--tool-formats", "xml", "--results", str(tmp_path / "results"), timeout=120)
     assert r.returncode != 0 and "known formats are" in r.stderr
+
+
+def test_a_hanging_compile_is_a_timeout_row(tmp_path, corpus_dir):
+    """outlines-core builds one DFA over 50 tools' argument regexes (about a minute here):
+    past --timeout the worker is killed, the record says so, and the compile table counts
+    it among the requests refused or died."""
+    r = harness("run", "--suite", "tools", "--engine", "outlines", "--data", str(corpus_dir),
+                "--tool-counts", "50", "--sample", "1", "--timeout", "4",
+                "--results", str(tmp_path / "results"), "--no-progress", timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    run_dir, recs = read_records(tmp_path / "results")
+    assert [x["outcome"] for x in recs] == ["timeout"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    row, = summary["tools"]["compile"]
+    assert row["tools"] == 50 and row["errors"] == 1 and row["cold_ms"] is None
+    assert "timeout" in row["error"]
