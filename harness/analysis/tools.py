@@ -124,7 +124,7 @@ def engine_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 walks[w["status"]] += 1
         n_walks = sum(v for k, v in walks.items() if k != "undecided")
         p = walks["valid"] / n_walks if n_walks else None
-        forms = sorted({r.get("form") or "–" for r in rs})
+        forms = sorted({r["form"] for r in rs if r.get("form")}) or ["–"]
         out.append({
             "engine": eng, "form": "; ".join(forms), "cases": len(rs),
             "refused": sum(1 for r in rs if r.get("outcome") in ("compile_error", "timeout",
@@ -191,5 +191,5 @@ def summary_block(summary: dict[str, Any], meta: dict[str, Any], records: list[d
              *_text_table(ENGINE_HEADER, engine_table(erows))]
     errs = [r for r in crows if r["error"]]
     for r in errs:
-        lines.append(f"  {r['engine']} @ {r['tools']} tools refused: {r['error'][:160]}")
+        lines.append(f"  {r['engine']} @ {r['tools']} tools: {r['error'][:160]}")
     return "\n".join(lines)
