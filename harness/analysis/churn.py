@@ -8,6 +8,9 @@ served a request and what a request waited for its grammar.
 - *TTFT*: compile or cache fetch + matcher + first mask per request, ms (mean, p50, p99),
   for all requests, for new schemas and for repeats;
 - *compile total*: seconds of the whole stream.
+
+A job that died (timeout, OOM, crash) or refused has a row of its own, its outcome in the
+errors column.
 """
 
 from __future__ import annotations
@@ -38,6 +41,13 @@ def churn_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in records:
         c = r.get("churn")
         if not c:
+            cid = str(r.get("case_id", ""))
+            if cid.startswith("zipf"):  # the job died or refused: a row that says so
+                out.append({"engine": r["engine"], "exponent": float(cid[4:]), "requests": None,
+                            "distinct": None, "repeats": None, "hit_rate": None,
+                            "has_cache": None, "cache": None, "ttft_ms": _ms([]),
+                            "new_ms": _ms([]), "repeat_ms": _ms([]), "total_s": None,
+                            "errors": r.get("outcome"), "error": r.get("error")})
             continue
         reqs = c["requests"]
         ok = [q for q in reqs if "error" not in q]
@@ -65,8 +75,9 @@ def _f(x: Any, d: int = 2) -> str:
 
 
 def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
-    return [[r["engine"], f"{r['exponent']:g}", str(r["requests"]), str(r["distinct"]),
-             _f(r["repeats"]), _f(r["hit_rate"]), "yes" if r["has_cache"] else "none",
+    return [[r["engine"], f"{r['exponent']:g}", _f(r["requests"]), _f(r["distinct"]),
+             _f(r["repeats"]), _f(r["hit_rate"]),
+             "–" if r["has_cache"] is None else "yes" if r["has_cache"] else "none",
              _f(r["ttft_ms"]["mean"]), _f(r["ttft_ms"]["p50"]), _f(r["ttft_ms"]["p99"]),
              _f(r["new_ms"]["mean"]), _f(r["repeat_ms"]["mean"]), _f(r["total_s"], 3),
              str(r["errors"])] for r in rows]

@@ -50,3 +50,12 @@ def test_churn_rows_from_records():
     assert a["hit_rate"] == pytest.approx(1 / 3) and a["repeats"] == pytest.approx(1 / 3)
     assert a["repeat_ms"]["mean"] == pytest.approx(0.1) and a["new_ms"]["mean"] == pytest.approx(3.0)
     assert b["hit_rate"] == 0.0 and b["repeats"] == 0.5  # no cache: repeats compile again
+
+
+def test_a_job_that_died_is_a_row_that_says_so():
+    from harness.analysis.churn import table_rows
+
+    rows = churn_rows([{"engine": "slow", "case_id": "zipf0.5", "outcome": "timeout",
+                        "error": "wall-clock limit 60s passed during compile"}])
+    assert [(r["engine"], r["exponent"], r["errors"]) for r in rows] == [("slow", 0.5, "timeout")]
+    assert table_rows(rows)[0][-1] == "timeout"
