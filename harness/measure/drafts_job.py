@@ -58,10 +58,6 @@ __all__ = ["plan_drafts", "run_drafts_job", "REPEATS"]
 REPEATS = 3
 #: failing drafts kept with their evidence per record (the counts are exact)
 MAX_EVIDENCE = 25
-#: the suite's options where a payload lacks them (the run configuration fills every key
-#: from ``suites.drafts_options.DEFAULTS``; measurement code does not import suites)
-FALLBACK_OPTIONS: dict[str, Any] = {"draft_k": [1, 4, 8], "draft_positions": 4,
-                                    "draft_instances": 2, "draft_seed": 0}
 
 
 def _seed(*parts: Any) -> list[int]:
@@ -239,8 +235,9 @@ def run_drafts_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict
     from harness.measure.tokens.maskdiff_job import _pick_instances
 
     case = job["case"]
-    o = {**FALLBACK_OPTIONS, **{k: v for k, v in (job.get("options") or {}).items()
-                                if v is not None}}
+    from suites.drafts_options import DEFAULTS
+
+    o = {**DEFAULTS, **{k: v for k, v in (job.get("options") or {}).items() if v is not None}}
     ks = [int(k) for k in o["draft_k"]]
     seed = int(o["draft_seed"])
     record, adapter, vocab, t_busy = adapters.start_job(job, phase)
