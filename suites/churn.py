@@ -24,6 +24,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from suites.options import merged
 from suites.base import Case, SuiteError
 from suites.jsonschemabench import JsonSchemaBenchView
 
@@ -67,7 +68,7 @@ class ChurnSuite(JsonSchemaBenchView):
         from suites.churn_options import DEFAULTS
 
         super().__init__(data=data, subsets=subsets, sample=sample, schemas=schemas)
-        self.options = {**DEFAULTS, **{k: v for k, v in (options or {}).items() if v is not None}}
+        self.options = merged(DEFAULTS, options)
         if int(self.options["churn_requests"]) < 1:
             raise SuiteError("--churn-requests must be at least 1")
         self._cases: list[Case] | None = None

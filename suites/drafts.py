@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from suites.options import merged
 from suites.base import SuiteError
 from suites.jsonschemabench import JsonSchemaBenchView
 
@@ -51,7 +52,7 @@ class DraftsSuite(JsonSchemaBenchView):
         from suites.drafts_options import DEFAULTS
 
         super().__init__(data=data, subsets=subsets, sample=sample, schemas=schemas)
-        self.options = {**DEFAULTS, **{k: v for k, v in (options or {}).items() if v is not None}}
+        self.options = merged(DEFAULTS, options)
         if not self.options["draft_k"] or min(int(k) for k in self.options["draft_k"]) < 1:
             raise SuiteError("--draft-k: draft lengths must be >= 1")
         for key in ("draft_positions", "draft_instances"):

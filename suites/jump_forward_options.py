@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from suites.options import config_from, positive_float, positive_int
+from suites.options import config_from, merged, positive_float, positive_int
 
 #: configuration key → default
 DEFAULTS: dict[str, Any] = {
@@ -32,4 +32,4 @@ def config_from_args(args) -> dict[str, Any]:
 
 def resolve(opts: dict[str, Any] | None) -> dict[str, Any]:
     """The job's options: the payload's values over the defaults."""
-    return {**DEFAULTS, **{k: v for k, v in (opts or {}).items() if v is not None}}
+    return merged(DEFAULTS, opts)

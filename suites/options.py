@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 from typing import Any, Callable, Iterable
 
-__all__ = ["config_from", "count", "floats", "ints", "names", "positive_float", "positive_int"]
+__all__ = ["config_from", "count", "floats", "ints", "merged", "names", "positive_float",
+           "positive_int"]
 
 
 def _number(text: str, kind: type, what: str):
@@ -88,3 +89,9 @@ def names(known: Iterable[str], what: str) -> Callable[[str], list[str]]:
 def config_from(args: Any, keys: Iterable[str]) -> dict[str, Any]:
     """The options of ``keys`` given on the command line (``args``), by configuration key."""
     return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
+
+
+def merged(defaults: dict[str, Any], given: Any) -> dict[str, Any]:
+    """``defaults`` with the values ``given`` sets (a mapping or None; None values ignored):
+    a suite's options, or a job payload's."""
+    return {**defaults, **{k: v for k, v in (given or {}).items() if v is not None}}

@@ -236,8 +236,9 @@ def run_drafts_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict
 
     case = job["case"]
     from suites.drafts_options import DEFAULTS
+    from suites.options import merged
 
-    o = {**DEFAULTS, **{k: v for k, v in (job.get("options") or {}).items() if v is not None}}
+    o = merged(DEFAULTS, job.get("options"))
     ks = [int(k) for k in o["draft_k"]]
     seed = int(o["draft_seed"])
     record, adapter, vocab, t_busy = adapters.start_job(job, phase)

@@ -20,6 +20,7 @@ import hashlib
 from typing import Any, Iterator, Mapping, Sequence
 
 from engines.base import ToolSpec
+from suites.options import merged
 from suites.base import Case, Instance, SuiteBase, SuiteError, round_robin
 
 NAME = "tools"
@@ -57,7 +58,7 @@ class ToolsSuite(SuiteBase):
         from suites.jsonschemabench import resolve_data_dir
         from suites.tools.options import DEFAULTS
 
-        self.options = {**DEFAULTS, **{k: v for k, v in (options or {}).items() if v is not None}}
+        self.options = merged(DEFAULTS, options)
         self.data_dir = resolve_data_dir(data)
         unknown = [s for s in subsets or () if s not in MODES]
         if unknown:
