@@ -1,4 +1,4 @@
-"""The README's third-party engine adapter, registered through the entry point group
+"""The engine guide's third-party engine adapter (docs/engines.md), registered through the entry point group
 ``grammar_harness.engines`` from a package installed in a temporary folder, without editing
 this repository, then runs in ``harness run --engine NAME``."""
 
@@ -11,13 +11,14 @@ import re
 
 from conftest import ROOT, link_real, read_records
 
-def readme_block(lang: str, marker: str) -> str:
-    """The README's first ```lang block that contains ``marker``."""
-    text = (ROOT / "README.md").read_text()
+def guide_block(lang: str, marker: str) -> str:
+    """The first ```lang block of the engine guide (docs/engines.md, linked from the
+    README's "Plug in your own engine") that contains ``marker``."""
+    text = (ROOT / "docs" / "engines.md").read_text()
     for block in re.findall(rf"```{lang}\n(.*?)```", text, re.S):
         if marker in block:
             return block
-    raise AssertionError(f"README.md has no {lang} block with {marker!r}")
+    raise AssertionError(f"docs/engines.md has no {lang} block with {marker!r}")
 
 
 PYPROJECT = """
@@ -38,9 +39,9 @@ py-modules = ["my_adapter"]
 def test_third_party_adapter_through_entry_point(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
-    # the README's example adapter and its entry point, as written there
-    (src / "my_adapter.py").write_text(readme_block("python", "# my_adapter.py"))
-    (src / "pyproject.toml").write_text(PYPROJECT + readme_block("toml", "grammar_harness.engines"))
+    # the guide's example adapter and its entry point, as written there
+    (src / "my_adapter.py").write_text(guide_block("python", "# my_adapter.py"))
+    (src / "pyproject.toml").write_text(PYPROJECT + guide_block("toml", "grammar_harness.engines"))
     site = tmp_path / "site"
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                           "--no-build-isolation", "--no-index", "--target", str(site), str(src)],
