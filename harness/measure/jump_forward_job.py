@@ -341,6 +341,7 @@ def _steps(m, oracle: "_Oracle", tokens: list[int], bm: np.ndarray, vocab, first
                                            "token_mismatch": [], "mask_conflict": []}
     n_ev = dict.fromkeys(("noncanonical", "token_mismatch", "mask_conflict"), 0)
     offered_steps = oracle_forced_steps = token_steps = offered_bytes = oracle_bytes = 0
+    oracle_token_steps = 0
     out: dict[str, Any] = {"status": "accepted"}
     prefix = b""
     n = len(tokens)
@@ -369,6 +370,7 @@ def _steps(m, oracle: "_Oracle", tokens: list[int], bm: np.ndarray, vocab, first
         if ob:
             oracle_forced_steps += 1
             oracle_bytes += len(ob)
+            oracle_token_steps += bool(res and res[1])
 
         def keep(kind: str, **extra: Any) -> None:
             if len(ev[kind]) < MAX_EVIDENCE:
@@ -410,7 +412,8 @@ def _steps(m, oracle: "_Oracle", tokens: list[int], bm: np.ndarray, vocab, first
         prefix += toks[tid]
     out.update(steps=sum(counts.values()), counts=counts, offered_steps=offered_steps,
                offered_bytes=offered_bytes, oracle_forced_steps=oracle_forced_steps,
-               oracle_forced_bytes=oracle_bytes, token_steps=token_steps, **n_ev,
+               oracle_forced_bytes=oracle_bytes, oracle_token_steps=oracle_token_steps,
+               token_steps=token_steps, **n_ev,
                ff_ns=ff_ns, mask_ns=mask_ns,
                evidence={k: v for k, v in ev.items() if v})
     return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis.jump_forward import ALL, HEADER, table_rows
+from harness.analysis.jump_forward import ALL, HEADER, notes, table_rows
 from harness.report.model import Bullets, Figure, Para, ReportContext, Section, Table
 from harness.report.plots import figure_png, pyplot
 from harness.report.text import plot_text
@@ -93,6 +93,8 @@ def sec_jump_forward(ctx: ReportContext) -> Section | None:
             if fig is not None:
                 blocks.append(fig)
         blocks.append(Table(HEADER, table_rows(jf), align=["l", "l"] + ["r"] * (len(HEADER) - 2)))
+        if notes(jf):
+            blocks.append(Bullets(notes(jf)))
         if jf["not_measured"]:
             blocks.append(Bullets([f"{n['engine']}: {n['reason']}" for n in jf["not_measured"]]))
         wrong = jf["evidence"].get("wrong") or []
