@@ -30,15 +30,23 @@ def batch_sizes(text: str) -> int | list[int]:
 
 
 def add_run_arguments(p) -> None:
+    shared = p.add_argument_group("e2e and serve suites (the model: random weights of a real "
+                                  "shape)")
+    shared.add_argument("--model", choices=("micro", "tiny", "small", "1b", "8b"),
+                        help="model size: micro (tests), tiny (~70M), small (~360M), 1b, 8b "
+                             "(GPU); the decode loop's (e2e) or the launched server's (serve); "
+                             "default tiny in both")
+    shared.add_argument("--max-tokens", dest="max_tokens", type=int,
+                        help="token budget per output; one without EOS by then is a runaway "
+                             "(default 128 in both suites)")
+    shared.add_argument("--server", help="an OpenAI-compatible server URL to drive instead of "
+                                         "starting one, optionally dialect+URL: vllm+, "
+                                         "sglang+, llamacpp+ (e2e: the serving route; serve: "
+                                         "instead of --launch)")
     g = p.add_argument_group("e2e suite (decode loop with the mask)")
-    g.add_argument("--model", choices=("micro", "tiny", "small", "1b", "8b"), help="model size: tiny (~70M), small (~360M), 1b, 8b (GPU); "
-                                   "micro for tests (default tiny)")
     g.add_argument("--runtime", choices=("auto", "torch", "llamacpp", "llamacpp:eval"), help="llamacpp (logits_processor), llamacpp:eval (the harness's "
                                      "loop over llama.cpp), torch; default: llamacpp where "
                                      "installed, else torch")
-    g.add_argument("--max-tokens", dest="max_tokens", type=int,
-                   help="token budget per output; a sequence without EOS by then is a runaway "
-                        "(default 128)")
     g.add_argument("--batch", type=batch_sizes,
                    help="sequences decoded together (torch runtime; default 1); a list such as "
                         "1,4,8 decodes every schema at each size and the report plots TPOT "
@@ -47,8 +55,6 @@ def add_run_arguments(p) -> None:
                    help="compute the next mask on a CPU thread while the forward pass runs")
     g.add_argument("--device", help="cpu (default) or cuda (torch runtime)")
     g.add_argument("--quant", choices=("Q8_0", "F16", "F32"), help="GGUF weights: Q8_0 (default), F16, F32 (llamacpp runtime)")
-    g.add_argument("--server", help="OpenAI-compatible server URL (the serving route), "
-                                    "optionally dialect+URL: vllm+, sglang+, llamacpp+")
     g.add_argument("--apply", choices=("auto", "engine", "shared"),
                    help="mask kernel: auto (xgrammar's own for xgrammar, the harness's shared "
                         "kernel otherwise; default), engine (each engine's own torch kernel), "
