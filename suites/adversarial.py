@@ -44,7 +44,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
-from suites.base import Case, Instance, SuiteBase, SuiteError, round_robin
+from suites.base import Case, Instance, SuiteBase, SuiteError, VerdictModel, round_robin
 
 NAME = "adversarial"
 SOURCE = "suites/adversarial.py"
@@ -252,6 +252,11 @@ class Adversarial(SuiteBase):
     name = NAME
     summary_blocks = ("harness.analysis.adversarial:extend",)
     report_sections = ("harness.report.sections.adversarial:sec_adversarial",)
+    verdict = VerdictModel(unit="hostile schema", units="hostile schemas",
+                           truth="the limits (compile, time, memory) and jsonschema on each "
+                                 "instance")
+    smoke = {"subsets": ["nesting_oneof"], "sample": 1,
+             "timeout_s": 20, "memory_gib": 4}
 
     def __init__(self, subsets: Sequence[str] | None = None, sample: int | None = None,
                  schemas: str | None = None, data: str | None = None) -> None:

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
-__all__ = ["Case", "Instance", "Suite", "SuiteBase", "SuiteError", "corpus_candidates",
-           "find_corpus", "round_robin"]
+__all__ = ["Case", "Instance", "Suite", "SuiteBase", "SuiteError", "VerdictModel",
+           "corpus_candidates", "find_corpus", "round_robin"]
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -120,6 +120,43 @@ class Suite(Protocol):
     def describe(self) -> dict[str, Any]: ...
 
 
+@dataclass(frozen=True)
+class VerdictModel:
+    """What a suite's verdict counts and what it is judged by: one per suite class.
+
+    :func:`harness.analysis.verdict.headline` reads it to compute every suite's headline
+    the same way from the run's records.
+
+    Attributes
+    ----------
+    unit, units:
+        What one verdict is about, singular and plural (``"schema"``, ``"grammar case"``,
+        ``"served request"``): the words of every headline column.
+    truth:
+        Where the verdict's truth comes from, in words (``"jsonschema on the corpus's
+        labelled instances"``, ``"the reference engine's masks (oracle witnesses)"``).
+    label_split:
+        True only for verdicts decided on a corpus's labelled instances (MaskBench's): the
+        headline judges a unit on the instances where jsonschema and the corpus label
+        agree, and counts the others apart. False: a unit's outcome is its record's.
+    units_from:
+        ``"module:function"``, ``function(record) -> bool``: which records are units of the
+        verdict (the serve suite's unconstrained twin stream and its canaries are not);
+        None: every record.
+    extra:
+        ``"module:function"``, ``function(records, meta) -> {engine: {key: value}}``: the
+        suite's own headline figures beside the common ones; a ``"alerts"`` list among them
+        is printed as lines of the verdict (e.g. "NOT ENFORCED: …").
+    """
+
+    unit: str = "schema"
+    units: str = "schemas"
+    truth: str = "jsonschema on each instance"
+    label_split: bool = False
+    units_from: str | None = None
+    extra: str | None = None
+
+
 class SuiteBase:
     """A suite is one plug-in: besides its cases, its class declares what the harness does
     with them, as lazy ``"module:attribute"`` targets, so that shared code never asks which
@@ -149,6 +186,13 @@ class SuiteBase:
         with a ``run(jobs)`` that ends each job as one record; None = the ``--executor``.
     uses_options:
         True: the suite is built with ``options=`` (its run options) besides the selection.
+    verdict:
+        Its :class:`VerdictModel`: the unit its headline counts and the truth it judges by.
+    smoke:
+        The :class:`harness.config.RunConfig` fields of a tiny run of the suite (a case or
+        two; the engines are the test's choice), which the test suite runs to check that the
+        headline recomputed from the records equals ``summary.json``'s; None: the suite has
+        not declared one.
     """
 
     name: str = ""
@@ -161,6 +205,8 @@ class SuiteBase:
     #: False: the records hold no token replay, and the console shows only the suite's
     #: own summary blocks, not the replay table.
     replay_table: bool = True
+    verdict: VerdictModel = VerdictModel()
+    smoke: dict[str, Any] | None = None
 
 
 def round_robin(queues: list[list[Any]], n: int) -> list[Any]:

@@ -25,7 +25,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from suites.options import merged
-from suites.base import Case, SuiteError
+from suites.base import Case, SuiteError, VerdictModel
 from suites.jsonschemabench import JsonSchemaBenchView
 
 NAME = "churn"
@@ -57,6 +57,11 @@ class ChurnSuite(JsonSchemaBenchView):
     run_options = "suites.churn_options"
     summary_blocks = ("harness.analysis.churn:summary_block",)
     report_sections = ("harness.report.sections.churn:sec_churn",)
+    verdict = VerdictModel(unit="request stream", units="request streams",
+                           truth="every request of the stream compiled (refusals and deaths "
+                                 "are the stream's outcome)")
+    smoke = {"sample": 3,
+             "options": {"zipf": [1.0], "churn_requests": 6}}
     keep_instances = False
     default_sample = DEFAULT_SAMPLE
     uses_options = True

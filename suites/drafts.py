@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from suites.options import merged
-from suites.base import SuiteError
+from suites.base import SuiteError, VerdictModel
 from suites.jsonschemabench import JsonSchemaBenchView
 
 NAME = "drafts"
@@ -41,6 +41,9 @@ class DraftsSuite(JsonSchemaBenchView):
     run_options = "suites.drafts_options"
     summary_blocks = ("harness.analysis.drafts:summary_block",)
     report_sections = ("harness.report.sections.drafts:sec_drafts",)
+    verdict = VerdictModel(truth="a fresh replay of the same tokens, mask by mask")
+    smoke = {"sample": 1,
+             "options": {"draft_k": [1, 4], "draft_positions": 1, "draft_instances": 1}}
     keep_instances = True
     default_sample = DEFAULT_SAMPLE
     uses_options = True

@@ -19,7 +19,7 @@ import json
 from typing import Any, Iterator, Sequence
 
 from suites.jsontext import parse_instance_text
-from suites.base import Case, Instance, SuiteBase, SuiteError, round_robin
+from suites.base import Case, Instance, SuiteBase, SuiteError, VerdictModel, round_robin
 from suites.drift_probes import AXES, GROUPS
 
 NAME = "drift"
@@ -64,6 +64,9 @@ class Drift(SuiteBase):
     name = NAME
     summary_blocks = ("harness.analysis.conformance:drift_block",)
     report_sections = ("harness.report.sections.conformance:sec_drift",)
+    verdict = VerdictModel(unit="probe group", units="probe groups",
+                           truth="jsonschema on each probe's exact text")
+    smoke = {"subsets": ["whitespace"]}
 
     def __init__(self, subsets: Sequence[str] | None = None, sample: int | None = None,
                  schemas: str | None = None, data: str | None = None) -> None:

@@ -8,6 +8,7 @@ Jobs are of kind ``e2e`` (:mod:`harness.measure.e2e.job`).
 
 from __future__ import annotations
 
+from suites.base import VerdictModel
 from suites.jsonschemabench import JsonSchemaBenchView
 
 NAME = "e2e"
@@ -22,3 +23,6 @@ class E2ESuite(JsonSchemaBenchView):
     report_sections = ("harness.report.sections.conformance:sec_e2e",)
     keep_instances = False
     default_sample = DEFAULT_SAMPLE
+    verdict = VerdictModel(truth="jsonschema on the outputs of a real decode loop")
+    smoke = {"sample": 1,
+             "options": {"model": "micro", "runtime": "torch", "max_tokens": 8}}

@@ -50,7 +50,8 @@ import json
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from suites.base import Case, Instance, SuiteBase, SuiteError, find_corpus, round_robin
+from suites.base import (Case, Instance, SuiteBase, SuiteError, VerdictModel, find_corpus,
+                         round_robin)
 
 NAME = "json-schema-test-suite"
 DRAFTS = ("draft2020-12", "draft7")
@@ -117,6 +118,9 @@ class JsonSchemaTestSuite(SuiteBase):
     name = NAME
     summary_blocks = ("harness.analysis.conformance:keywords_block",)
     report_sections = ("harness.report.sections.conformance:sec_keywords",)
+    verdict = VerdictModel(unit="test group", units="test groups",
+                           truth="the JSON Schema Test Suite's own verdicts (the specification)")
+    smoke = {"subsets": ["draft2020-12/required"]}
 
     def __init__(self, data: str | None = None, subsets: Sequence[str] | None = None,
                  sample: int | None = None, schemas: str | None = None) -> None:

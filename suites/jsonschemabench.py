@@ -16,7 +16,8 @@ import json
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from suites.base import Case, Instance, SuiteBase, SuiteError, find_corpus, round_robin
+from suites.base import (Case, Instance, SuiteBase, SuiteError, VerdictModel, find_corpus,
+                         round_robin)
 
 NAME = "jsonschemabench"
 
@@ -100,6 +101,10 @@ class JsonSchemaBench(SuiteBase):
     """The corpus as cases, filtered by subset, glob and deterministic sample."""
 
     name = NAME
+    verdict = VerdictModel(
+        truth="jsonschema on the corpus's labelled instances (the label only where jsonschema "
+              "cannot decide)", label_split=True)
+    smoke = {"sample": 2}
 
     def __init__(
         self,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from suites.base import VerdictModel
 from suites.jsonschemabench import JsonSchemaBenchView
 
 NAME = "jump-forward"
@@ -32,6 +33,8 @@ class JumpForwardSuite(JsonSchemaBenchView):
     run_options = "suites.jump_forward_options"
     summary_blocks = ("harness.analysis.jump_forward:summary_block",)
     report_sections = ("harness.report.sections.jump_forward:sec_jump_forward",)
+    verdict = VerdictModel(truth="the reference engine's exact forced bytes at each step")
+    smoke = {"sample": 1, "options": {"jf_instances": 1}}
     keep_instances = True
     default_sample = DEFAULT_SAMPLE
     replay_table = False

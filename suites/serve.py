@@ -2,7 +2,10 @@
 
 Its cases are **requests**: for each request rate of the sweep, a constrained stream (``c``)
 and, with the baseline on, the same stream unconstrained (``u``: same prompts, seeds and
-arrival times). Case ids read ``WORKLOAD/rRATE/MODE/INDEX`` (``maskbench/r4/c/0007``), so a
+arrival times). Every constrained stream begins with a *canary* (:func:`canary`): one
+request whose constraint an unconstrained model cannot meet by chance, sent alone; an HTTP
+200 that does not meet it proves the request form is not enforced, whatever the stream's
+own outputs happen to be. Case ids read ``WORKLOAD/rRATE/MODE/INDEX`` (``maskbench/r4/c/0007``), so a
 killed run resumes request by request. The schemas come from the ``jsonschemabench``
 corpus's stratified sample (``--sample``, default 40; ``--subset``, ``--schemas``), shaped
 by the workload:
@@ -33,7 +36,7 @@ import json
 import math
 from typing import Any, Iterator, Mapping, Sequence
 
-from suites.base import Case, SuiteError
+from suites.base import Case, SuiteError, VerdictModel
 from suites.jsonschemabench import JsonSchemaBenchView
 
 NAME = "serve"
@@ -63,6 +66,41 @@ def arrival_times(n: int, rate: float, burstiness: float = 1.0, seed: int = 0) -
     return [0.0] + [float(x) for x in np.cumsum(gaps)]
 
 
+#: The case-id tail of a stream's canary request (``maskbench/rinf/c/canary``).
+CANARY = "canary"
+
+
+def canary(stream: str, kind: str, seed: int = 0) -> dict[str, Any]:
+    """The canary of a constrained stream: a constraint an unconstrained model cannot meet by
+    chance, in the stream's own kind, and the outputs that meet it.
+
+    A seeded random 16-letter string ``s`` (a different one per stream): kind ``json`` asks
+    for the schema ``{"const": s}`` (met by the JSON string ``"s"``); ``regex`` for the
+    pattern ``s``; ``choice`` for one of ``s`` and a second such string; ``grammar`` for
+    the GBNF grammar ``root ::= "s"``. ``accept`` lists the texts that meet it (for json,
+    the JSON values)."""
+    import random
+
+    rng = random.Random(f"{seed}/{stream}")
+    s, t = ("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(16))
+            for _ in range(2))
+    value: Any = {"json": {"const": s}, "regex": s, "choice": [s, t],
+                  "grammar": f'root ::= "{s}"'}[kind]
+    return {"kind": kind, "value": value, "accept": [s, t] if kind == "choice" else [s]}
+
+
+def canary_case(src: Case, suite: str, stream: str, rate: str, kind: str, seed: int) -> Case:
+    """The first request of a constrained stream: its canary (:func:`canary`), sent alone
+    before the stream's own requests; its case id is ``STREAM/c/canary``."""
+    c = canary(stream, kind, seed)
+    schema = c["value"] if kind == "json" else None
+    req = {"stream": stream, "rate": rate, "mode": "c", "index": -1, "arrival_s": 0.0,
+           "source": CANARY, "constrained": True, "kind": kind, "canary": c}
+    return dataclasses.replace(src, suite=suite, case_id=f"{stream}/c/{CANARY}", subset=CANARY,
+                               schema=schema, schema_text=json.dumps(schema),
+                               instances=(), request=req, grammar=None)
+
+
 def rate_label(rate: str | float) -> str:
     v = float(rate)
     return "inf" if math.isinf(v) else f"{v:g}"
@@ -85,6 +123,12 @@ class ServeSuite(JsonSchemaBenchView):
     run_options = "suites.serve_options"
     summary_blocks = ("harness.measure.serve.metrics:summary_block",)
     report_sections = ("harness.report.sections.serve:sec_serve",)
+    verdict = VerdictModel(unit="served request", units="served requests",
+                           truth="the server's output (HTTP 200) judged by jsonschema or the "
+                                 "grammar's parser",
+                           units_from="harness.measure.serve.metrics:is_verdict_unit",
+                           extra="harness.measure.serve.metrics:headline_extra")
+    smoke = {"sample": 3, "options": {"launch": True, "max_tokens": 16}}
     keep_instances = False
     default_sample = DEFAULT_SAMPLE
     uses_options = True
@@ -138,9 +182,12 @@ class ServeSuite(JsonSchemaBenchView):
         rng = np.random.default_rng(int(o["seed"]))
         constrained = (rng.random(n) < float(o["structured_ratio"])) if workload == "mix" \
             else np.ones(n, dtype=bool)
+        kind = workload if workload in GRAMMAR_WORKLOADS else "json"
         for rate in o["rates"]:
             r = rate_label(rate)
             offsets = arrival_times(n, float(rate), float(o["burstiness"]), int(o["seed"]))
+            stream = f"{workload}/r{r}"
+            out.append(canary_case(good[0], self.name, stream, r, kind, int(o["seed"])))
             for mode in modes:
                 for i in range(n):
                     src = good[0] if workload == "json" else (base[i % len(base)])
@@ -178,4 +225,5 @@ class ServeSuite(JsonSchemaBenchView):
         return {**self.inner.describe(), "suite": self.name, "source_suite": self.inner.name,
                 "workload": o["workload"], "rates": list(o["rates"]),
                 "requests_per_stream": int(o["requests"] or len(self.inner)),
-                "streams": len(o["rates"]) * (2 if o["baseline"] else 1)}
+                "streams": len(o["rates"]) * (2 if o["baseline"] else 1),
+                "canaries": len(o["rates"])}

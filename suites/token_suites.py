@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Sequence
 
-from suites.base import Case, SuiteError
+from suites.base import Case, SuiteError, VerdictModel
 from suites.jsonschemabench import JsonSchemaBenchView
 
 DEFAULT_SAMPLE = 12
@@ -62,6 +62,9 @@ class MaskDiffSuite(_TokenSuite):
                       "harness.analysis.grammars:translation_block")
     report_sections = ("harness.report.sections.tokens:sec_mask_diff",
                        "harness.report.sections.tokens:sec_tightness")
+    verdict = VerdictModel(truth="the reference engine's masks, step by step (a witness "
+                                 "completed to a document and judged by jsonschema)")
+    smoke = {"sample": 1, "options": {"diff_instances": 1}}
 
 
 class FuzzSuite(_TokenSuite):
@@ -73,4 +76,6 @@ class FuzzSuite(_TokenSuite):
     summary_blocks = ("harness.measure.tokens.summary:summary_block",
                       "harness.analysis.grammars:translation_block")
     report_sections = ("harness.report.sections.tokens:sec_fuzz",)
+    verdict = VerdictModel(truth="jsonschema on the engine's own random walks under its mask")
+    smoke = {"sample": 1, "options": {"walks": 2, "walk_tokens": 64}}
     keep_instances = False

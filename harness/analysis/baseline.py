@@ -21,8 +21,13 @@ weighted percentile of all their sketch points, so resampling *schemas* (a boots
 needs only the sketches: 17 numbers per schema instead of every step. The gate computes
 the same sketch from the new run's records, so both sides of a ratio are estimated the
 same way; the sketch's p50/p99 match the exact pooled ones (``summary.json``) to within a
-few percent. TTFM p50 is the median over schemas of the per-schema TTFM (timeouts before
-the first mask count as the limit, as in :func:`harness.analysis.metrics.ttfm_values_ms`).
+few percent. TTFM p50 is the median over schemas of the per-schema TTFM; a job that timed
+out before its first mask is censored (``ttfm_censored``: at least the limit), ranked above
+every measured value and never read as a number (:mod:`harness.measure.figures`).
+
+The figures ``harness gate`` prints for each side are the headline's
+(:func:`harness.analysis.verdict.headline`, as ``summary.json`` and every report show them);
+the sketches only give the spread of their ratio.
 """
 
 from __future__ import annotations
@@ -36,10 +41,14 @@ from typing import Any
 import numpy as np
 
 from harness.analysis import metrics
+from harness.analysis.verdict import unit_outcomes
 
 from harness.measure import outcomes
 
-FORMAT = "grammar-harness-baseline/1"
+FORMAT = "grammar-harness-baseline/2"
+#: Earlier formats :func:`read_baseline` upgrades (1: per engine ``latency.summary`` held the
+#: summary's figures rounded to 4 digits, and outcomes were the records' own).
+KNOWN_FORMATS = ("grammar-harness-baseline/1", FORMAT)
 
 #: Probability bins of the per-schema TBM sketch (edges); a point per bin at its midpoint.
 SKETCH_EDGES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.45, 0.48, 0.5, 0.52, 0.55, 0.6, 0.7, 0.8, 0.9,
@@ -72,18 +81,11 @@ def sketch(tbm_us: np.ndarray) -> list[float]:
     return [_sig(v) for v in np.percentile(tbm_us, [100 * lv for lv in SKETCH_LEVELS])]
 
 
-def schema_latency(records: list[dict[str, Any]], primary: str,
-                   timeout_s: float | None) -> dict[str, dict[str, dict[str, Any]]]:
-    """engine → schema → {"n", "q", "ttfm_ms"} (``q`` only when it has token steps)."""
+def schema_latency(records: list[dict[str, Any]],
+                   primary: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """engine → schema → {"n", "q", "ttfm_ms"} (``q`` only when it has token steps;
+    ``ttfm_censored: true`` for a job that timed out before its first mask)."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
-    sdf = metrics.schema_frame(records)
-    ttfm: dict[tuple[str, str], float] = {}
-    if len(sdf):
-        for eng in sdf["engine"].unique():
-            e = sdf[sdf["engine"] == eng]
-            vals = metrics.ttfm_values_ms(e, timeout_s)
-            for sid, v in zip(e.loc[vals.index, "case_id"], vals):
-                ttfm[(eng, sid)] = float(v)
     for r in records:
         if r["outcome"] == outcomes.BAD_INPUT:
             continue
@@ -92,8 +94,10 @@ def schema_latency(records: list[dict[str, Any]], primary: str,
         if t is not None and t["mask"].size:
             tbm = (t["mask"] + t["commit"]) / 1000.0
             entry = {"n": int(tbm.size), "q": sketch(tbm)}
-        tt = ttfm.get((r["engine"], r["case_id"]))
-        entry["ttfm_ms"] = _sig(tt, 5) if tt is not None else None
+        tt = r.get("ttfm_ns")
+        entry["ttfm_ms"] = _sig(tt / 1e6, 5) if tt is not None else None
+        if tt is None and r["outcome"] == outcomes.TIMEOUT:
+            entry["ttfm_censored"] = True
         out.setdefault(r["engine"], {})[r["case_id"]] = entry
     return out
 
@@ -125,7 +129,8 @@ def _pct_rows(sorted_vals: np.ndarray, w: np.ndarray, q: float) -> np.ndarray:
     v_lo, v_hi = sorted_vals[lo], sorted_vals[hi]
     with np.errstate(invalid="ignore", divide="ignore"):
         frac = np.where(lo_ok & hi_ok & (p_hi > p_lo), (q - p_lo) / (p_hi - p_lo), 0.0)
-    val = np.where(lo_ok, v_lo + frac * (v_hi - v_lo), v_hi)
+        # frac 0 takes the lower point as it is (a censored, infinite upper one included)
+        val = np.where(lo_ok, np.where(frac > 0, v_lo + frac * (v_hi - v_lo), v_lo), v_hi)
     return np.where(lo_ok | hi_ok, val, np.nan)
 
 
@@ -165,8 +170,9 @@ def stat_arrays(entries: list[dict[str, Any]], key: str) -> tuple[np.ndarray, np
     if key.startswith("tbm"):
         pts = np.array([e["q"] for e in entries], dtype=float)
         w = np.array([[e["n"] * sw for sw in SKETCH_WEIGHTS] for e in entries], dtype=float)
-    else:
-        pts = np.array([[e["ttfm_ms"]] for e in entries], dtype=float)
+    else:  # a censored TTFM ranks above every measured one
+        pts = np.array([[np.inf if e.get("ttfm_censored") else e["ttfm_ms"]] for e in entries],
+                       dtype=float)
         w = np.ones_like(pts)
     return pts, w
 
@@ -174,7 +180,17 @@ def stat_arrays(entries: list[dict[str, Any]], key: str) -> tuple[np.ndarray, np
 def usable(entry: dict[str, Any], key: str) -> bool:
     if key.startswith("tbm"):
         return bool(entry.get("n")) and isinstance(entry.get("q"), list) and len(entry["q"]) == len(SKETCH_LEVELS)
-    return entry.get("ttfm_ms") is not None
+    return entry.get("ttfm_ms") is not None or bool(entry.get("ttfm_censored"))
+
+
+def headline_figures(h: dict[str, Any]) -> dict[str, Any]:
+    """The headline's value of each gated statistic (:data:`STATS` keys; None where not
+    measured or censored) and the TTFM censoring, from one engine of
+    ``summary["headline"]["engines"]``."""
+    t, f = h.get("tbm_us") or {}, h.get("ttfm_ms") or {}
+    return {"tbm_p50_us": t.get("p50"), "tbm_p99_us": t.get("p99"),
+            "ttfm_p50_ms": f.get("p50"),
+            "ttfm_censored": f.get("censored", 0), "ttfm_limit_ms": f.get("limit")}
 
 
 def quantile_of(key: str) -> float:
@@ -200,7 +216,8 @@ def stat_with_spread(entries: list[dict[str, Any]], key: str, n_boot: int = 1000
     vals = bootstrap_stat(entries, key, counts, np.random.default_rng(seed + 1))
     a = (1 - confidence) / 2
     lo, hi = np.quantile(vals[1:], [a, 1 - a])
-    return {"value": _sig(vals[0]), f"ci{round(confidence * 100)}": [_sig(lo), _sig(hi)],
+    num = lambda v: _sig(v) if np.isfinite(v) else None  # noqa: E731 (censored: no value)
+    return {"value": num(vals[0]), f"ci{round(confidence * 100)}": [num(lo), num(hi)],
             "schemas": len(entries)}
 
 
@@ -242,21 +259,16 @@ def make_baseline(run_dir: Path, command: str | None = None, comment: str | None
     primary = cfg.get("primary", "ascii")
     summary = build_summary(meta, records)
     outs: dict[str, dict[str, str]] = {}
-    for r in records:
-        outs.setdefault(r["engine"], {})[r["case_id"]] = r["outcome"]
-    lat = schema_latency(records, primary, cfg.get("timeout_s"))
+    for (eng, sid), outcome in unit_outcomes(meta, records).items():
+        outs.setdefault(eng, {})[sid] = outcome
+    lat = schema_latency(records, primary)
     latency = {}
     for eng, per_schema in lat.items():
-        s = summary["engines"].get(eng, {})
+        h = summary["headline"]["engines"].get(eng, {})
         entries = list(per_schema.values())
         latency[eng] = {
-            "summary": {
-                "tbm_us": {k: _sig(v) for k, v in s.get("tbm_us", {}).items()
-                           if k in ("p50", "p90", "p99", "p99.9", "over_1ms_share")},
-                "ttfm_ms": {k: _sig(v) for k, v in s.get("ttfm_ms", {}).items()
-                            if k in ("p50", "p90", "p99")},
-                "tokens": s.get("tokens"),
-            },
+            # the headline's own figures, unrounded: what the gate prints for this side
+            "headline": headline_figures(h),
             "stats": {key: stat_with_spread(entries, key, n_boot, seed) for key, _, _ in STATS},
             "schemas": {sid: per_schema[sid] for sid in sorted(per_schema)},
         }
@@ -329,9 +341,17 @@ def read_baseline(path: Path) -> dict[str, Any]:
         raise BaselineError(f"{path}: cannot read: {e.strerror or e}") from None
     except (ValueError, UnicodeDecodeError) as e:
         raise BaselineError(f"{path}: not JSON: {e}") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    if not isinstance(data, dict) or data.get("format") not in KNOWN_FORMATS:
         got = data.get("format") if isinstance(data, dict) else type(data).__name__
         raise BaselineError(f"{path}: not a harness baseline (format {got!r}, expected {FORMAT!r})")
+    if data["format"] != FORMAT:  # version 1: its summary figures stand in for the headline
+        for lat in (data.get("latency") or {}).values():
+            if isinstance(lat, dict) and "headline" not in lat:
+                sm = lat.get("summary") or {}
+                t, f = sm.get("tbm_us") or {}, sm.get("ttfm_ms") or {}
+                lat["headline"] = {"tbm_p50_us": t.get("p50"), "tbm_p99_us": t.get("p99"),
+                                   "ttfm_p50_ms": f.get("p50"), "ttfm_censored": 0,
+                                   "ttfm_limit_ms": None}
     outs = data.get("outcomes")
     if not isinstance(outs, dict) or not all(
             isinstance(v, dict) and all(isinstance(o, str) and o in outcomes.OUTCOMES for o in v.values())

@@ -33,7 +33,10 @@ from xml.etree import ElementTree as ET
 import numpy as np
 
 from harness.measure import outcomes as O
-from harness.analysis.baseline import STATS, bootstrap_stat, resample_counts, schema_latency, usable
+from harness.analysis.baseline import (STATS, bootstrap_stat, headline_figures, resample_counts,
+                                       schema_latency, usable)
+from harness.analysis.verdict import headline, unit_outcomes
+from harness.measure.figures import number
 
 REGRESSION, IMPROVEMENT, CHANGED, SAME = "regression", "improvement", "changed", "same"
 
@@ -68,7 +71,7 @@ def compare_outcome(old: str, new: str) -> tuple[str, str]:
 
 @dataclass
 class Check:
-    suite: str  # "outcomes" | "latency"
+    suite: str  # "verdict" | "outcomes" | "latency"
     engine: str
     name: str  # schema id or statistic
     status: str  # "pass" | "fail" | "improved" | "new" | "warn" | "skip"
@@ -118,9 +121,20 @@ def _one_line(text: Any, limit: int = 300) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
-def check_outcomes(baseline: dict[str, Any], records: list[dict[str, Any]],
-                   run_engines: dict[str, dict[str, Any]], result: GateResult) -> None:
-    runs = _records_by_key(records)
+def check_verdict(hl: dict[str, Any], result: GateResult) -> None:
+    """The run's headline alerts (e.g. a server that does not enforce the constraint) fail
+    the gate whatever the baseline says: no baseline can make them acceptable."""
+    for eng, e in hl["engines"].items():
+        for alert in e.get("alerts") or ():
+            result.checks.append(Check("verdict", eng, "headline", "fail", alert))
+
+
+def check_outcomes(baseline: dict[str, Any], heads: dict[tuple[str, str], str],
+                   records: list[dict[str, Any]], run_engines: dict[str, dict[str, Any]],
+                   result: GateResult) -> None:
+    """The ratchet over every (engine, unit): the run's unit outcomes (as its headline
+    counts them) against the baseline's."""
+    runs = {k: r for k, r in _records_by_key(records).items() if k in heads}
     base = baseline["outcomes"]
     for eng in base:
         info = run_engines.get(eng)
@@ -135,7 +149,7 @@ def check_outcomes(baseline: dict[str, Any], records: list[dict[str, Any]],
                 result.checks.append(Check("outcomes", eng, sid, "fail",
                                            f"missing from the run (baseline: {old}): coverage shrank"))
                 continue
-            new = rec["outcome"]
+            new = heads[(eng, sid)]
             kind, why = compare_outcome(old, new)
             err = _one_line(rec.get("error")) if new != O.PASSING else ""
             status = {SAME: "pass", REGRESSION: "fail", IMPROVEMENT: "improved", CHANGED: "pass"}[kind]
@@ -143,22 +157,35 @@ def check_outcomes(baseline: dict[str, Any], records: list[dict[str, Any]],
     for (eng, sid), rec in sorted(runs.items()):
         if sid not in base.get(eng, {}):
             result.checks.append(Check("outcomes", eng, sid, "new",
-                                       f"not in the baseline (now {rec['outcome']})"))
+                                       f"not in the baseline (now {heads[(eng, sid)]})"))
 
 
 def check_latency(baseline: dict[str, Any], records: list[dict[str, Any]], primary: str,
-                  timeout_s: float | None, result: GateResult) -> None:
-    run_lat = schema_latency(records, primary, timeout_s)
+                  run_headline: dict[str, Any], result: GateResult) -> None:
+    """Per engine and statistic: the headline figure of each side (what ``summary.json`` and
+    every report show), their ratio, and its interval: the paired bootstrap's relative
+    spread over the schemas both sides have (their sketches), applied to that ratio."""
+    run_lat = schema_latency(records, primary)
     limit = 1 + result.threshold
     for eng, bl in baseline.get("latency", {}).items():
         b_schemas = bl.get("schemas", {})
         r_schemas = run_lat.get(eng, {})
+        b_fig = bl.get("headline") or {}
+        r_fig = headline_figures((run_headline.get("engines") or {}).get(eng) or {})
         for key, label, unit in STATS:
             common = sorted(s for s in b_schemas if s in r_schemas
                             and usable(b_schemas[s], key) and usable(r_schemas[s], key))
             if len(common) < 2:
                 result.checks.append(Check("latency", eng, label, "skip",
                                            f"{len(common)} schema(s) with timings on both sides: not compared"))
+                continue
+            b_val, r_val = b_fig.get(key), r_fig.get(key)
+            if b_val is None or r_val is None:
+                why = ("censored: at or past the time limit" if key.startswith("ttfm")
+                       else "not measured")
+                side = "baseline" if b_val is None else "run"
+                result.checks.append(Check("latency", eng, label, "skip",
+                                           f"the {side}'s {label} is {why}: no ratio"))
                 continue
             # paired over schemas (the same resample on both sides), independent within
             counts = resample_counts(len(common), result.n_boot, result.seed)
@@ -169,9 +196,15 @@ def check_latency(baseline: dict[str, Any], records: list[dict[str, Any]], prima
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratios = rv / bv
             boot = ratios[1:][np.isfinite(ratios[1:])]
+            if not np.isfinite(ratios[0]) or ratios[0] <= 0 or not boot.size:
+                result.checks.append(Check("latency", eng, label, "skip",
+                                           "a side is censored or zero over the matched "
+                                           "schemas: no interval"))
+                continue
             a = (1 - result.confidence) / 2
-            lo, hi = (np.quantile(boot, [a, 1 - a]) if boot.size else (np.nan, np.nan))
-            lr = LatencyResult(eng, key, label, unit, float(bv[0]), float(rv[0]), float(ratios[0]),
+            point = r_val / b_val
+            lo, hi = point * np.quantile(boot, [a, 1 - a]) / ratios[0]
+            lr = LatencyResult(eng, key, label, unit, float(b_val), float(r_val), float(point),
                                float(lo), float(hi), len(common))
             result.latency.append(lr)
             msg = (f"{label} {_num(lr.baseline)} → {_num(lr.run)} {unit}: ×{lr.ratio:.2f} "
@@ -186,9 +219,7 @@ def check_latency(baseline: dict[str, Any], records: list[dict[str, Any]], prima
 
 
 def _num(x: float) -> str:
-    if not np.isfinite(x):
-        return "–"
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+    return number(float(x))
 
 
 def rename_rows(records: list[dict[str, Any]], meta: dict[str, Any],
@@ -236,9 +267,11 @@ def run_gate(baseline: dict[str, Any], meta: dict[str, Any], records: list[dict[
     tok_old, tok_new = brun.get("tokenizer"), (meta.get("tokenizer") or {}).get("name")
     if tok_old and tok_new and tok_old != tok_new:
         result.notes.append(f"tokenizer {tok_new} in the run, {tok_old} in the baseline: outcomes may differ for that reason")
-    check_outcomes(baseline, records, run_engines, result)
+    hl = headline(meta, records)
+    check_verdict(hl, result)
+    check_outcomes(baseline, unit_outcomes(meta, records), records, run_engines, result)
     if latency != "off":
-        check_latency(baseline, records, primary, cfg.get("timeout_s"), result)
+        check_latency(baseline, records, primary, hl, result)
     return result
 
 
@@ -249,6 +282,9 @@ def run_gate(baseline: dict[str, Any], meta: dict[str, Any], records: list[dict[
 def render_text(result: GateResult, refresh: str, head: list[str], max_lines: int = 200) -> str:
     lines = list(head)
     lines += [f"note: {n}" for n in result.notes]
+    alerts = [c for c in result.checks if c.suite == "verdict"]
+    for c in alerts:
+        lines.append(f"  VERDICT    {c.engine:<12} {c.message}")
     oc = [c for c in result.checks if c.suite == "outcomes"]
     n_fail = result.count("outcomes", "fail")
     n_miss = sum(1 for c in oc if c.status == "fail" and c.message.startswith("missing"))
@@ -287,6 +323,8 @@ def render_text(result: GateResult, refresh: str, head: list[str], max_lines: in
     n_lat = result.count("latency", "fail")
     if result.failed:
         parts = []
+        if alerts:
+            parts.append(f"{len(alerts)} headline alert(s) ({alerts[0].message.split(':')[0]})")
         if n_fail - n_miss:
             parts.append(f"{n_fail - n_miss} outcome regression(s)")
         if n_miss:
@@ -311,7 +349,7 @@ def _xml_safe(text: str) -> str:
 
 def write_junit(result: GateResult, path: Path, refresh: str) -> None:
     root = ET.Element("testsuites", name="harness gate")
-    for suite in ("outcomes", "latency"):
+    for suite in ("verdict", "outcomes", "latency"):
         checks = [c for c in result.checks if c.suite == suite]
         ts = ET.SubElement(root, "testsuite", name=f"harness-gate.{suite}", tests=str(len(checks)),
                            failures=str(sum(c.status == "fail" for c in checks)), errors="0",

@@ -6,15 +6,17 @@ Definitions (MaskBench's, plus the EOS check it lacks):
   every token of every instance of the primary serialisation, for the engine. A replay
   stops at the first rejected token, as MaskBench does.
 - **TTFM** (time to first mask, ms): schema text → compiled grammar → matcher → first
-  mask filled. A job that timed out before its first mask counts as the limit
-  (censored), as MaskBench counts it.
+  mask filled. A job that timed out before its first mask has a TTFM of *at least* the
+  limit: it is censored (counted apart, never averaged; a percentile that falls among the
+  censored values is shown as ``≥ limit``), see :mod:`harness.measure.figures`.
 - **false rejects / false accepts**: instances, per serialisation, whose replay verdict
   differs from the expected verdict (jsonschema's; the corpus label where jsonschema
-  could not decide). Only schemas that compiled and finished count. The headline counts
+  could not decide). Only schemas that compiled and finished count. Where the suite's
+  verdict model applies the corpus-label split (jsonschemabench), the headline counts
   (``false_rejects``, ``false_accepts``, ``outcomes``) are over the instances where
   jsonschema and the corpus label agree; the instances where they disagree are counted
   apart (``*_label_disagrees``, with the reason where it is known), and ``outcomes_all``
-  counts the records' own outcomes (jsonschema on every instance: what the gate judges).
+  counts the records' own outcomes (jsonschema on every instance).
 - **escapes change the verdict**: schemas whose outcome differs between serialisations.
 """
 
@@ -26,13 +28,15 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from harness.analysis import verdict
+from harness.analysis.verdict import record_outcome
 from harness.measure import outcomes
 from harness.measure.groundtruth import GroundTruth
 from harness.measure.outcomes import instance_outcome
 from harness.store.run_store import SUMMARY_FORMAT
 
 TBM_PERCENTILES = (25, 50, 75, 90, 95, 99, 99.9)
-TTFM_PERCENTILES = (25, 50, 75, 90, 99)
+TTFM_PERCENTILES = verdict.TTFM_PERCENTILES
 
 
 def _pct_key(p: float) -> str:
@@ -110,26 +114,8 @@ def token_timings(records: Iterable[dict[str, Any]], serialization: str) -> dict
     return out
 
 
-def record_outcome(record: dict[str, Any], serialization: str,
-                   agreeing_only: bool = True) -> str:
-    """A record's outcome on one serialisation: its own for a job that did not finish
-    (compile error, death, bad input); else classified from its instances, only those
-    where jsonschema and the corpus label agree when ``agreeing_only``. An exact-text
-    instance is judged on its one replay whatever the serialisation."""
-    if record["outcome"] not in FINISHED:
-        return record["outcome"]
-    insts = []
-    for i in record.get("instances", ()):
-        if "bad_instance" in i or (agreeing_only and i.get("label_disagrees")):
-            continue
-        res = i.get("results", {})
-        insts.append({**i, "results": {serialization: res.get(serialization, res.get("text"))}}
-                     if "text" in res or serialization not in res else i)
-    return outcomes.classify([i for i in insts if i["results"].get(serialization)], serialization)
-
-
 #: Outcomes of jobs that finished their replays.
-FINISHED = (outcomes.PASSING, outcomes.VALIDATION_ERROR, outcomes.INVALIDATION_ERROR)
+FINISHED = verdict.FINISHED
 
 
 def verdict_flips(records: Iterable[dict[str, Any]], engine: str,
@@ -148,21 +134,27 @@ def verdict_flips(records: Iterable[dict[str, Any]], engine: str,
     return out
 
 
-def ttfm_values_ms(df: pd.DataFrame, timeout_s: float | None) -> pd.Series:
-    """TTFM per schema (ms) with pre-first-mask timeouts counted as the limit."""
-    vals = df["ttfm_ms"].copy()
-    if timeout_s:
-        censored = (df["outcome"] == outcomes.TIMEOUT) & vals.isna()
-        vals[censored] = timeout_s * 1000.0
-    return vals.dropna()
+def ttfm_values_ms(df: pd.DataFrame) -> pd.Series:
+    """TTFM per schema (ms) of the jobs that measured one (a job that timed out before its
+    first mask has none: it is censored, see :func:`harness.measure.figures.censored_distribution`)."""
+    return df["ttfm_ms"].dropna()
+
+
+def ttfm_censored(df: pd.DataFrame) -> int:
+    """Jobs that timed out before their first mask (TTFM at least the limit)."""
+    return int(((df["outcome"] == outcomes.TIMEOUT) & df["ttfm_ms"].isna()).sum()) if len(df) else 0
 
 
 def summarize(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
-    """The machine-readable summary (``summary.json``); see README for the schema."""
+    """The machine-readable summary (``summary.json``; :doc:`docs/metrics.md`): the headline
+    (:func:`harness.analysis.verdict.headline`, under ``"headline"``) and, per engine, the
+    whole table, whose outcome, soundness and TTFM figures are the headline's own."""
     cfg = meta.get("config", {})
     primary = cfg.get("primary", "ascii")
     sers = cfg.get("serializations", [primary])
-    timeout_s = cfg.get("timeout_s")
+    hl = verdict.headline(meta, records)
+    model = verdict.model_of(meta)
+    records = [r for r in records if verdict.is_unit(r, model)]
     sdf = schema_frame(records)
     idf = instance_frame(records)
     if len(idf) and (idf["serialization"] == "text").any():
@@ -170,23 +162,22 @@ def summarize(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, 
         # else has no ascii/unicode/compact replays to count
         replays = idf.loc[~idf["serialization"].str.startswith("seg"), "serialization"]
         sers = ["text"] if (replays == "text").all() else [*sers, "text"]
+    if len(idf):
+        # only the serialisations something was replayed in (the token suites replay the
+        # primary alone): a row of 0 / 0 would read as a measurement
+        replayed = set(idf["serialization"])
+        sers = [x for x in sers if x in replayed] or [primary]
     timings = token_timings(records, primary)
     engines: dict[str, Any] = {}
-    labels = [e["engine"] for e in meta.get("engines", [])]
-    if not labels and len(sdf):
-        labels = sorted(sdf["engine"].unique())
-    for label in labels:
+    for label, h in hl["engines"].items():
         einfo = next((e for e in meta.get("engines", []) if e["engine"] == label), {})
-        if einfo.get("status") == "not_run":
-            engines[label] = {"status": "not_run", "reason": einfo.get("reason")}
+        if h.get("status") == "not_run":
+            engines[label] = dict(h)
             continue
         e_s = sdf[sdf["engine"] == label] if len(sdf) else sdf
         e_i = idf[idf["engine"] == label] if len(idf) else idf
         mine = [r for r in records if r["engine"] == label]
         counts_all = Counter(r["outcome"] for r in mine)
-        head_ser = "text" if sers == ["text"] else primary
-        heads = [record_outcome(r, head_ser) for r in mine]
-        counts = Counter(heads)
         fr, fa, nv, ni = {}, {}, {}, {}
         fr_ld, fa_ld, nv_ld, ni_ld = {}, {}, {}, {}
         for ser in sers:
@@ -195,7 +186,8 @@ def summarize(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, 
                 for m in (fr, fa, nv, ni, fr_ld, fa_ld, nv_ld, ni_ld):
                     m[ser] = 0
                 continue
-            ld = d["label_disagrees"].astype(bool)
+            # the label split is the headline's only where the suite's model says so
+            ld = d["label_disagrees"].astype(bool) & model.label_split
             valid = d["expected"].astype(bool)
             fr[ser] = int(((d["finding"] == "false_reject") & ~ld).sum())
             fa[ser] = int(((d["finding"] == "false_accept") & ~ld).sum())
@@ -210,34 +202,22 @@ def summarize(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, 
         tbm = distribution(tbm_us)
         if tbm:
             tbm["over_1ms_share"] = float((tbm_us > 1000.0).mean())
-        ttfm = distribution(ttfm_values_ms(e_s, timeout_s).to_numpy(float), TTFM_PERCENTILES) if len(e_s) else {}
         prim = e_i[e_i["serialization"].isin((primary, "text"))] if len(e_i) else e_i
         wall = 0.0
         if len(e_s) and e_s["started_at"].notna().any():
             wall = float(e_s["finished_at"].max() - e_s["started_at"].min())
-        engines[label] = {
+        e = {
             "status": "run",
             "version": einfo.get("version"),
             "options": einfo.get("options"),
             "schemas": int(len(e_s)),
-            "outcomes": {o: int(counts.get(o, 0)) for o in outcomes.OUTCOMES},
+            "outcomes": dict(h["outcomes"]),
             "outcomes_all": {o: int(counts_all.get(o, 0)) for o in outcomes.OUTCOMES},
             "false_rejects": fr,
             "false_accepts": fa,
             "valid_instances": nv,
             "invalid_instances": ni,
-            "false_rejects_label_disagrees": fr_ld,
-            "false_accepts_label_disagrees": fa_ld,
-            "valid_instances_label_disagrees": nv_ld,
-            "invalid_instances_label_disagrees": ni_ld,
-            "label_disagreement_reasons": (
-                {str(k): int(v) for k, v in prim.loc[prim["label_disagrees"], "label_reason"]
-                 .fillna(GroundTruth.UNKNOWN).value_counts().items()} if len(prim) else {}),
-            "false_accept_schemas": (
-                int(prim.loc[(prim["finding"] == "false_accept") & ~prim["label_disagrees"],
-                             "case_id"].nunique()) if len(prim) else 0),
-            "label_outcome_changes": sorted(
-                r["case_id"] for r, h in zip(mine, heads) if h != r["outcome"]),
+            "false_accept_schemas": h["accepts_invalid"],
             "escapes_change_verdict": verdict_flips(mine, label, sers),
             "eos_refused_valid": int(((prim["status"] == "no_eos") & prim["expected"]).sum()) if len(prim) else 0,
             "mask_commit_disagreements": int(prim["disagreement"].notna().sum()) if len(prim) else 0,
@@ -245,18 +225,33 @@ def summarize(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, 
             "tbm_us": tbm,
             "mask_us": distribution(t["mask"] / 1000.0),
             "commit_us": distribution(t["commit"] / 1000.0),
-            "ttfm_ms": ttfm,
+            "ttfm_ms": dict(h["ttfm_ms"] or {}),
             "tokens": int(tbm_us.size),
             "wall_s": round(wall, 3),
             "busy_s": round(float(e_s["busy_s"].sum()), 3) if len(e_s) else 0.0,
             "segmentation": segmentation_counts(records, label, primary),
         }
+        if model.label_split:
+            e.update({
+                "false_rejects_label_disagrees": fr_ld,
+                "false_accepts_label_disagrees": fa_ld,
+                "valid_instances_label_disagrees": nv_ld,
+                "invalid_instances_label_disagrees": ni_ld,
+                "label_disagreement_reasons": (
+                    {str(k): int(v) for k, v in prim.loc[prim["label_disagrees"], "label_reason"]
+                     .fillna(GroundTruth.UNKNOWN).value_counts().items()} if len(prim) else {}),
+                "label_outcome_changes": sorted(
+                    r["case_id"] for r in mine
+                    if verdict.unit_outcome(r, model, primary) != r["outcome"]),
+            })
+        engines[label] = e
     return {
         "format": SUMMARY_FORMAT,
         "run_id": meta.get("run_id"),
         "suite": cfg.get("suite"),
         "primary_serialization": primary,
         "serializations": sers,
+        "headline": hl,
         "engines": engines,
         "run": meta.get("sessions", []),
     }

@@ -16,12 +16,3 @@ def fail(msg: str) -> int:
     """Print ``harness: error: MSG`` on stderr; return exit code 2 (bad usage or input)."""
     print(f"harness: error: {msg}", file=sys.stderr)
     return 2
-
-
-def shows_replay_table(summary: dict) -> bool:
-    """False for a suite whose records hold no replay (its class says ``replay_table =
-    False``, e.g. the serving benchmark): the console then shows only the suite's block."""
-    from harness.registry import suite_class
-
-    cls = suite_class(str(summary.get("suite", "")))
-    return getattr(cls, "replay_table", True) if cls is not None else True

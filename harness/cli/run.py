@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.cli.common import REPORTS_DEFAULT, RESULTS_DEFAULT, fail, shows_replay_table
+from harness.cli.common import REPORTS_DEFAULT, RESULTS_DEFAULT, fail
 from harness.config import ConfigError, RunConfig
 
 
@@ -100,8 +100,7 @@ def cmd_run(args) -> int:
               f"--resume {resume or 'results/<run-id>'}", file=sys.stderr)
         return 130
     summary = handle.summary()
-    if shows_replay_table(summary):
-        print(console.render_text(summary))
+    print(console.render_text(summary))
     eff = summary.get("parallel_efficiency")
     jobs = handle.meta()["config"]["jobs"]
     print(f"\nrun folder: {handle.path}\nreport:     {handle.reports / 'report.md'} "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.cli.common import REPORTS_DEFAULT, fail, shows_replay_table
+from harness.cli.common import REPORTS_DEFAULT, fail
 
 
 def add_parser(sub) -> None:
@@ -27,7 +27,6 @@ def cmd_summary(args) -> int:
     summary = derive.finalize(store)
     out = Path(args.output) if args.output else REPORTS_DEFAULT / store.path.name
     html_report, report = write_reports([store.path], out)
-    if shows_replay_table(summary):
-        print(table.render_text(summary))
+    print(table.render_text(summary))
     print(f"\nreport: {report} (and {html_report.name})")
     return 0

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import time
 from pathlib import Path
@@ -43,6 +44,57 @@ def whitespace_share(text: str) -> float | None:
     if not text:
         return None
     return round(sum(1 for c in text if c in " \t\r\n") / len(text), 4)
+
+
+def canary_verdict(text: str, canary: dict[str, Any]) -> tuple[bool, str | None]:
+    """(met, why not) of a canary's output: for kind ``json`` the text must be one JSON value
+    among ``canary["accept"]`` (strict JSON, whitespace around it allowed); for the other
+    kinds the text itself must be one of them."""
+    accept = canary["accept"]
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    if canary["kind"] == "json":
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return False, f"not JSON: {shown!r} (asked for the const {json.dumps(accept[0])})"
+        if value in accept:
+            return True, None
+        return False, f"{shown!r} is not the const {json.dumps(accept[0])}"
+    if text in accept:
+        return True, None
+    return False, f"{shown!r} is none of {', '.join(repr(a) for a in accept)}"
+
+
+#: Patterns of a server log's error lines, most telling first: an engine's assertion, a
+#: Python exception's message line, then any line saying error.
+_ERROR_LINES = (re.compile(r"Check failed|Assertion .* failed|panicked at"),
+                re.compile(r"^\s*(\w+\.)*\w*(Error|Exception)\b\s*:"),
+                re.compile(r"\b(ERROR|FATAL|Error|error)\b"))
+
+
+def server_log_line(path: Path, span: tuple[int | None, int | None] | None,
+                    grace_s: float = 0.2) -> str | None:
+    """The first error line (:data:`_ERROR_LINES`) the server wrote to its log from the
+    moment a request was sent (``span[0]``: the log's size then, bytes) until now, up to 300
+    characters; None when it wrote none. A server may log a failure just after it answers:
+    when nothing is there yet, the log is read once more ``grace_s`` later."""
+    if not span or span[0] is None:
+        return None
+    for attempt in range(2):
+        if attempt:
+            time.sleep(grace_s)
+        try:
+            with open(path, "rb") as f:
+                f.seek(span[0])
+                window = f.read(1 << 20).decode("utf-8", "replace")
+        except OSError:
+            return None
+        lines = [ln.strip() for ln in window.splitlines() if ln.strip()]
+        for pattern in _ERROR_LINES:
+            for ln in lines:
+                if pattern.search(ln):
+                    return ln[:300]
+    return None
 
 
 class _Target:
@@ -196,6 +248,12 @@ class ServeExecutor:
         }
         rec["serve"] = s
         rec["tokens"] = tokens
+        failed = crashed or res.status != 200 or res.finish_reason is None
+        if failed and self.target is not None and self.target.server is not None:
+            line = server_log_line(self.target.server.log_path, getattr(res, "log_span", None))
+            if line:
+                s["server_log"] = line
+                s["server_log_path"] = str(self.target.server.log_path)
         if crashed:
             s["verdict"] = "server_crash"
             rec.update(outcome=outcomes.CRASH,
@@ -228,6 +286,17 @@ class ServeExecutor:
             s["verdict"] = "runaway" if res.finish_reason == "length" else "unconstrained"
             rec["outcome"] = outcomes.PASSING
             return rec
+        if req.get("canary"):
+            s["canary"] = True
+            ok, why = canary_verdict(res.text, req["canary"])
+            s["verdict"] = "ok" if ok else "constraint_not_enforced"
+            if ok:
+                rec["outcome"] = outcomes.PASSING
+            else:
+                s["why"] = why
+                rec.update(outcome=outcomes.INVALIDATION_ERROR,
+                           error=f"canary: constraint not enforced (HTTP 200): {why}")
+            return rec
         target = target_for(case)
         v = judge(res, target)
         if v["verdict"] == "truncated":
@@ -256,6 +325,16 @@ class ServeExecutor:
         messages = [{"role": "system", "content": SYSTEM},
                     {"role": "user", "content": ASK + self._excerpt(case["schema_text"])}]
         constraint = None
+        log_from = self._log_size(target)
+        if req.get("canary"):
+            c = req["canary"]
+            res = target.client.complete(None, messages, max_tokens=max(64, int(self.o["max_tokens"])),
+                                         temperature=float(self.o["temperature"]),
+                                         seed=int(self.o["seed"]) if target.seeded else None,
+                                         constraint=Constraint(c["kind"], c["value"]),
+                                         form=self.o["form"])
+            res.log_span = (log_from, self._log_size(target))
+            return res
         if req["constrained"]:
             kind = req.get("kind", "json")
             if kind == "json":
@@ -265,9 +344,21 @@ class ServeExecutor:
 
                 constraint = Constraint(kind, case["grammar"]["forms"][GRAMMAR_WORKLOADS[kind][1]])
         seed = int(self.o["seed"]) + int(req["index"]) if target.seeded else None
-        return target.client.complete(None, messages, max_tokens=int(self.o["max_tokens"]),
-                                      temperature=float(self.o["temperature"]), seed=seed,
-                                      constraint=constraint, form=self.o["form"])
+        res = target.client.complete(None, messages, max_tokens=int(self.o["max_tokens"]),
+                                     temperature=float(self.o["temperature"]), seed=seed,
+                                     constraint=constraint, form=self.o["form"])
+        res.log_span = (log_from, self._log_size(target))
+        return res
+
+    @staticmethod
+    def _log_size(target: _Target) -> int | None:
+        """The launched server's log size now, bytes (None: not launched, or no log)."""
+        if target.server is None:
+            return None
+        try:
+            return target.server.log_path.stat().st_size
+        except OSError:
+            return None
 
     def _excerpt(self, schema_text: str) -> str:
         from harness.measure.e2e.prompt import schema_excerpt
@@ -290,6 +381,20 @@ class ServeExecutor:
         if not runnable:
             return
         target = self._open(runnable[0].payload["engine"])
+        for job in [j for j in runnable if j.payload["case"]["request"].get("canary")]:
+            # alone, before the stream: its answer says whether the form is enforced at all
+            if target.server is not None and not target.server.alive():
+                self._restart(target)
+            rec = self._record(job, self._send(target, job), time.perf_counter_ns(), None)
+            self._append(rec)
+            if rec["serve"].get("verdict") == "constraint_not_enforced":
+                log.warning("%s %s: the canary came back unconstrained (%s): request form %s "
+                            "is NOT ENFORCED; the stream's outputs cannot be trusted",
+                            target.label, rec["serve"]["stream"], rec["serve"].get("why"),
+                            self.o["form"])
+        runnable = [j for j in runnable if not j.payload["case"]["request"].get("canary")]
+        if not runnable:
+            return
         restarts = 0
         pending = runnable
         concurrency = int(self.o["concurrency"] or 0) or None

@@ -8,61 +8,63 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.measure import outcomes
+from harness.measure.figures import number, show
 from harness.analysis.metrics import TBM_PERCENTILES, TTFM_PERCENTILES, _pct_key
+from harness.measure import outcomes
 
 
 def _fmt(v: Any, digits: int = 1) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        if abs(v) >= 100:
-            return f"{v:,.0f}"
-        return f"{v:,.{digits}f}"
-    if isinstance(v, int):
-        return f"{v:,}"
-    return str(v)
+    return number(v, digits)
 
 
 def _pct(n: int, of: int) -> str:
     return f"{n:,}/{of:,} ({100 * n / of:.1f}%)" if of else "–"
 
 
-def confirmed_false_accepts(e: dict[str, Any]) -> int | None:
-    """Schemas with a false accept confirmed token by token (mask-diff witnesses or fuzz
-    outputs judged invalid), or None when neither ran."""
-    found = [e[k][f] for k, f in (("mask_diff", "schemas_false_accept"), ("fuzz", "schemas_invalid"))
-             if isinstance(e.get(k), dict) and f in e[k]]
-    return max(found) if found else None
+def verdict_header(hl: dict[str, Any]) -> list[str]:
+    units = hl.get("units", "schemas")
+    return ["engine", f"coverage ({units} compiled, finished)",
+            f"soundness ({units} accepting invalid)", "strictness (valid instances rejected)",
+            "TBM p50 / p99 µs", "masks > 1 ms", "TTFM p50 / p90 ms"]
+
+
+def verdict_cells(e: dict[str, Any]) -> list[str]:
+    """The verdict row of one engine of the headline (without its label)."""
+    if e.get("status") == "not_run":
+        return [f"not run: {e.get('reason') or ''}", "", "", "", "", ""]
+    vr = e.get("valid_rejected")
+    t, f = e.get("tbm_us"), e.get("ttfm_ms")
+    return [_pct(e["finished"], e["n"]), _fmt(e["accepts_invalid"]),
+            _pct(vr["n"], vr["of"]) if vr else "–",
+            f"{show(t, 'p50')} / {show(t, 'p99')}" if t else "–",
+            f"{100 * t['over_1ms_share']:.2f}%" if t else "–",
+            f"{show(f, 'p50', 'ms')} / {show(f, 'p90', 'ms')}" if f else "–"]
 
 
 def verdict_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of the verdict block: one row per engine, what it covers, how sound
-    and how strict it is, and what it costs."""
-    header = ["engine", "coverage (compiled, finished)", "soundness (schemas accepting invalid)",
-              "strictness (valid rejected)", "TBM p50 / p99 µs", "masks > 1 ms",
-              "TTFM p50 / p90 ms"]
-    primary = summary["primary_serialization"]
-    out = []
-    for label, e in summary["engines"].items():
-        if e.get("status") == "not_run":
-            out.append([label, f"not run: {e.get('reason') or ''}", "", "", "", "", ""])
-            continue
-        oc = e["outcomes"]
-        finished = sum(oc.get(k, 0) for k in (outcomes.PASSING, outcomes.VALIDATION_ERROR,
-                                               outcomes.INVALIDATION_ERROR))
-        sound = _fmt(e.get("false_accept_schemas", oc.get(outcomes.INVALIDATION_ERROR)))
-        confirmed = confirmed_false_accepts(e)
-        if confirmed is not None:
-            sound += f" ({confirmed:,} confirmed)"
-        ser = primary if primary in e["false_rejects"] else next(iter(e["false_rejects"]), None)
-        strict = (_pct(e["false_rejects"][ser], e["valid_instances"][ser]) if ser else "–")
-        t, f = e.get("tbm_us", {}), e.get("ttfm_ms", {})
-        out.append([label, _pct(finished, e["schemas"] - oc.get(outcomes.BAD_INPUT, 0)), sound,
-                    strict, f"{_fmt(t.get('p50'))} / {_fmt(t.get('p99'))}",
-                    f"{100 * t['over_1ms_share']:.2f}%" if "over_1ms_share" in t else "–",
-                    f"{_fmt(f.get('p50'))} / {_fmt(f.get('p90'))}"])
-    return header, out
+    and how strict it is, and what it costs; all from ``summary["headline"]``."""
+    hl = summary["headline"]
+    return verdict_header(hl), [[label, *verdict_cells(e)] for label, e in hl["engines"].items()]
+
+
+def verdict_alerts(summary: dict[str, Any]) -> list[str]:
+    """The headline's alert lines, each naming its engine row (e.g. ``vllm:xgrammar: NOT
+    ENFORCED: …``)."""
+    return [f"{label}: {a}" for label, e in summary["headline"]["engines"].items()
+            for a in e.get("alerts") or ()]
+
+
+def verdict_note(summary: dict[str, Any]) -> str:
+    """What the verdict counts and what it is judged by, in one sentence."""
+    hl = summary["headline"]
+    split = (" over the instances where jsonschema and the corpus label agree (the others "
+             "are counted apart)" if hl.get("label_split") else "")
+    return (f"unit: {hl.get('unit', 'schema')}; truth: {hl.get('truth')}{split}. Coverage: "
+            f"{hl.get('units', 'schemas')} compiled and finished within the limits; soundness: "
+            f"{hl.get('units', 'schemas')} with something invalid accepted; strictness: valid "
+            f"instances rejected on the primary serialisation ({hl.get('primary')}); "
+            "a TTFM at or past the time limit shows as ≥ the limit.")
 
 
 def rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -79,11 +81,12 @@ def rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             cells.append("not run" if e.get("status") == "not_run" else fn(e))
         out.append([name, *cells])
 
-    row("schemas", lambda e: _fmt(e["schemas"]))
+    units = summary["headline"].get("units", "schemas")
+    row(units, lambda e: _fmt(e["schemas"]))
     names = {outcomes.PASSING: "passing", outcomes.COMPILE_ERROR: "compile error",
              outcomes.TIMEOUT: "timeout", outcomes.OOM: "OOM", outcomes.CRASH: "crash",
-             outcomes.VALIDATION_ERROR: "validation error (schemas)",
-             outcomes.INVALIDATION_ERROR: "invalidation error (schemas)",
+             outcomes.VALIDATION_ERROR: f"validation error ({units})",
+             outcomes.INVALIDATION_ERROR: f"invalidation error ({units})",
              outcomes.BAD_INPUT: "bad input (corpus file)"}
     for key, name in names.items():
         if key == outcomes.BAD_INPUT and not any(
@@ -104,13 +107,13 @@ def rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         row(f"  label disagrees: false accepts / invalid [{primary}]",
             lambda e: (f"{e['false_accepts_label_disagrees'].get(primary, 0):,} / "
                        f"{e['invalid_instances_label_disagrees'].get(primary, 0):,}"))
-        row("  schemas whose outcome the labels change",
+        row(f"  {units} whose outcome the labels change",
             lambda e: _fmt(len(e.get("label_outcome_changes", ()))))
         row("  validation / invalidation error, jsonschema on every instance",
             lambda e: (f"{e['outcomes_all'][outcomes.VALIDATION_ERROR]:,} / "
                        f"{e['outcomes_all'][outcomes.INVALIDATION_ERROR]:,}"))
     if any("escapes_change_verdict" in e for e in engines.values()):
-        row("escapes change the verdict (schemas)",
+        row(f"escapes change the verdict ({units})",
             lambda e: _fmt(len(e.get("escapes_change_verdict", ()))))
     row("valid prefix, EOS refused", lambda e: _fmt(e["eos_refused_valid"]))
     row("mask/commit disagreements", lambda e: _fmt(e["mask_commit_disagreements"]))
@@ -121,8 +124,11 @@ def rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     row("masks > 1 ms", lambda e: (f"{100 * e['tbm_us']['over_1ms_share']:.2f}%"
                                    if "over_1ms_share" in e["tbm_us"] else "–"))
     for p in TTFM_PERCENTILES:
-        row(f"TTFM {_pct_key(p)} (ms)", lambda e, p=p: _fmt(e["ttfm_ms"].get(_pct_key(p))))
-    row("TTFM max (ms)", lambda e: _fmt(e["ttfm_ms"].get("max")))
+        row(f"TTFM {_pct_key(p)} (ms)", lambda e, p=p: show(e["ttfm_ms"], _pct_key(p), "ms"))
+    row("TTFM max (ms)", lambda e: show(e["ttfm_ms"], "max", "ms"))
+    if any((e.get("ttfm_ms") or {}).get("censored") for e in engines.values()):
+        row("TTFM censored (timed out before the first mask)",
+            lambda e: _fmt((e.get("ttfm_ms") or {}).get("censored", 0)))
     row("tokens", lambda e: _fmt(e["tokens"]))
     row("wall time (s)", lambda e: _fmt(e["wall_s"]))
     row("version", lambda e: _fmt(e.get("version")))
@@ -140,14 +146,29 @@ def _text_table(header: list[str], body: list[list[str]]) -> list[str]:
     return lines
 
 
-def render_text(summary: dict[str, Any]) -> str:
-    """The console output: the verdict block, then the whole table."""
+def render_verdict(summary: dict[str, Any]) -> str:
+    """The verdict block: one row per engine, the headline's alerts, what it counts."""
+    return "\n".join(["verdict", *_text_table(*verdict_rows(summary)),
+                      *verdict_alerts(summary), verdict_note(summary)])
+
+
+def render_table(summary: dict[str, Any]) -> str:
+    """The whole replay table (suites whose records hold token replays)."""
     primary = summary["primary_serialization"]
-    verdict = _text_table(*verdict_rows(summary))
-    note = (f"* primary serialisation ({primary}): schema outcomes and TBM come from it; "
-            "outcomes and false rejects / accepts count the instances where jsonschema and "
-            "the corpus label agree (the others are shown apart)")
-    return "\n".join(["verdict", *verdict, "", *_text_table(*rows(summary)), note])
+    units = summary["headline"].get("units", "schemas")
+    split = ("; outcomes and false rejects / accepts count the instances where jsonschema "
+             "and the corpus label agree (the others are shown apart)"
+             if summary["headline"].get("label_split") else "")
+    note = f"* primary serialisation ({primary}): the outcomes of {units} and TBM come from it{split}"
+    return "\n".join([*_text_table(*rows(summary)), note])
+
+
+def render_text(summary: dict[str, Any]) -> str:
+    """The console output: the verdict block, then (for a suite whose records hold token
+    replays) the whole table."""
+    if not summary["headline"].get("replay_table", True):
+        return render_verdict(summary)
+    return render_verdict(summary) + "\n\n" + render_table(summary)
 
 
 def render_markdown(summary: dict[str, Any]) -> str:

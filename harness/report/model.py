@@ -145,10 +145,12 @@ def merged_summary(ctx: ReportContext) -> dict[str, Any]:
     ref = ctx.runs[0].summary
     sers = [s for s in ref["serializations"]
             if all(s in r.summary["serializations"] for r in ctx.runs)]
-    engines = {}
+    engines, heads = {}, {}
     for eng in ctx.engines():
         for run in ctx.runs:
             if eng in run.summary["engines"]:
                 engines[ctx.col(run, eng)] = run.summary["engines"][eng]
+                heads[ctx.col(run, eng)] = run.summary["headline"]["engines"][eng]
     return {"engines": engines, "serializations": sers,
-            "primary_serialization": ref["primary_serialization"]}
+            "primary_serialization": ref["primary_serialization"],
+            "headline": {**ref["headline"], "engines": heads}}

@@ -47,33 +47,44 @@ def tbm_us(run: RunData) -> dict[str, np.ndarray]:
 
 
 def ttfm_ms(run: RunData) -> dict[str, np.ndarray]:
+    """TTFM per unit (ms), with ``inf`` for each job that timed out before its first mask
+    (censored: at least the limit; drawn as the share the curve never reaches)."""
     sdf = metrics.schema_frame(run.records)
     out = {}
     for label in run.summary["engines"]:
         e = sdf[sdf["engine"] == label] if len(sdf) else sdf
         if len(e):
-            out[label] = metrics.ttfm_values_ms(e, run.timeout_s).to_numpy(float)
+            vals = metrics.ttfm_values_ms(e).to_numpy(float)
+            out[label] = np.concatenate([vals, np.full(metrics.ttfm_censored(e), np.inf)])
     return out
 
 
 def _ecdf(ax, vals: np.ndarray, label: str, marks: Iterable[float], unit: str, **style) -> None:
+    """Empirical CDF of ``vals``; ``inf`` values are censored (past a limit): they count in
+    n, so the curve stops below 1, and a percentile among them reads "censored"."""
     v = np.sort(vals)
+    finite = v[np.isfinite(v)]
     if v.size > 4000:  # plot quantiles, dense in the tail, not millions of steps
         levels = np.unique(np.concatenate([np.linspace(0, 0.99, 1500), np.linspace(0.99, 1, 1500)]))
+        levels = levels[levels <= finite.size / v.size]
         xs, ys = np.quantile(v, levels), levels
     else:
-        xs, ys = v, np.arange(1, v.size + 1) / v.size
-    qs = {p: float(np.percentile(v, p)) for p in marks}
-    tag = ", ".join(f"p{p:g} {fmt(q)}" for p, q in qs.items())
-    line, = ax.step(xs, ys, where="post", label=plot_text(f"{label} (n={v.size:,}; {tag} {unit})"),
-                    **style)
+        xs, ys = finite, np.arange(1, finite.size + 1) / v.size
+    with np.errstate(invalid="ignore"):
+        qs = {p: float(np.percentile(v, p)) for p in marks}
+    tag = ", ".join(f"p{p:g} {fmt(q) if np.isfinite(q) else 'censored'}" for p, q in qs.items())
+    cens = v.size - finite.size
+    more = f"; {cens:,} past the limit" if cens else ""
+    line, = ax.step(xs, ys, where="post",
+                    label=plot_text(f"{label} (n={v.size:,}{more}; {tag} {unit})"), **style)
     for p, q in qs.items():
-        ax.plot([q], [p / 100], marker="o", color=line.get_color(), markersize=4)
+        if np.isfinite(q):
+            ax.plot([q], [p / 100], marker="o", color=line.get_color(), markersize=4)
 
 
 def _cdf_figure(series: list[tuple[str, np.ndarray, dict]], title: str, xlabel: str,
                 marks: tuple[float, ...], unit: str, name: str, vline: float | None = None) -> Figure | None:
-    series = [s for s in series if s[1].size]
+    series = [s for s in series if np.isfinite(s[1]).any()]
     if not series:
         return None
     plt = pyplot()

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from suites.base import Case, Instance, SuiteBase, SuiteError, round_robin
+from suites.base import Case, Instance, SuiteBase, SuiteError, VerdictModel, round_robin
 from suites.grammars.corpus import (CASES_DIR, FAMILIES, CorpusError, GrammarCase, case_files,
                                     load_corpus)
 
@@ -54,6 +54,9 @@ class Grammars(SuiteBase):
     job = "harness.measure.grammar_replay:run_grammar_job"
     summary_blocks = ("harness.analysis.grammars:summary_block",)
     report_sections = ("harness.report.sections.grammars:sec_grammars",)
+    verdict = VerdictModel(unit="grammar case", units="grammar cases",
+                           truth="the case's own parser (Python's re, lark)")
+    smoke = {"sample": 2}
     keep_instances = True
 
     def __init__(self, data: str | None = None, subsets: Sequence[str] | None = None,

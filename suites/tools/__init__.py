@@ -21,7 +21,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from engines.base import ToolSpec
 from suites.options import merged
-from suites.base import Case, Instance, SuiteBase, SuiteError, round_robin
+from suites.base import Case, Instance, SuiteBase, SuiteError, VerdictModel, round_robin
 
 NAME = "tools"
 #: ``--subset`` values: tool choice and whether calls may come in parallel
@@ -49,6 +49,11 @@ class ToolsSuite(SuiteBase):
     run_options = "suites.tools.options"
     summary_blocks = ("harness.analysis.tools:summary_block",)
     report_sections = ("harness.report.sections.tools:sec_tools",)
+    verdict = VerdictModel(unit="tool-call request", units="tool-call requests",
+                           truth="the envelope parsed and each call's arguments validated by "
+                                 "jsonschema")
+    smoke = {"sample": 1,
+             "options": {"tool_counts": [1], "tool_walks": 1, "tool_instances": 1}}
     uses_options = True
     replay_table = False
 

@@ -78,21 +78,34 @@ def test_same_engine_twice_does_not_fire(two_runs, tmp_path):
     assert [l.split()[1] + " " + l.split()[2] for l in lat] == ["TBM p50", "TBM p99", "TTFM p50"]
     for line in lat:  # ratio with its interval, and the verdict
         assert "×" in line and "[" in line and line.rstrip().endswith("ok"), line
-    root = ET.parse(junit).getroot()
-    suites = {s.get("name"): s for s in root}
-    assert suites["harness-gate.outcomes"].get("tests") == str(len(CI_SCHEMAS))
-    assert suites["harness-gate.latency"].get("failures") == "0"
-    assert len(suites["harness-gate.latency"]) == 3
+    # one metric, one number: the gate prints each run's headline figures, exactly as the
+    # comparison report prints them
+    from harness.measure.figures import number
+
+    cmp = tmp_path / "cmp"
+    assert harness("report", str(run_a), str(run_b), "-o", str(cmp)).returncode == 0
+    md = (cmp / "report.md").read_text()
+    for stat, key, tag in (("TBM p50", "p50", "TBM p50 (µs)"), ("TBM p99", "p99", "TBM p99 (µs)")):
+        a, b = (number(json.loads((r / "summary.json").read_text())["headline"]["engines"]
+                       [ENGINE]["tbm_us"][key]) for r in (run_a, run_b))
+        line = next(l for l in lat if stat in l)
+        assert f"{a} → {b}" in " ".join(line.split()), line
+        assert f"| {ENGINE} | {tag} | {a} | {b} |" in md
 
 
 def _plant(rec: dict, sids: dict[str, str]) -> dict | None:
+    # the planted findings are in the instances, on the primary serialisation (unicode),
+    # where the headline (and so the gate) reads them; the record's own outcome follows
     sid = rec["case_id"]
     if sid == sids["fail"]:  # a valid instance now rejected
         rec["outcome"] = "validation_error"
         inst = next(i for i in rec["instances"] if i["expected"])
-        inst["results"]["ascii"]["status"] = "rejected"
+        inst["results"]["unicode"]["status"] = "rejected"
     elif sid == sids["accept"]:  # an invalid instance now accepted
         rec["outcome"] = "invalidation_error"
+        inst = next(i for i in rec["instances"]
+                    if not i["expected"] and not i.get("label_disagrees"))
+        inst["results"]["unicode"]["status"] = "accepted"
     elif sid == sids["crash"]:
         rec.update(outcome="crash", error="worker died with SIGSEGV (signal 11)", phase="compile")
         rec.pop("instances", None)
@@ -105,9 +118,14 @@ def _plant(rec: dict, sids: dict[str, str]) -> dict | None:
 def planted(two_runs, tmp_path_factory):
     run_a, run_b, baseline = two_runs
     outs = outcomes_of(run_b)
-    passing = sorted(s for s, o in outs.items() if o == "passing")
+    recs = {json.loads(l)["case_id"]: json.loads(l)
+            for l in (run_b / "records.jsonl").read_text().splitlines()}
+    # a schema with an invalid instance first, to plant an accepted one there
+    passing = sorted((s for s, o in outs.items() if o == "passing"),
+                     key=lambda s: (not any(not i["expected"] and not i.get("label_disagrees")
+                                            for i in recs[s]["instances"]), s))
     compile_errors = sorted(s for s, o in outs.items() if o == "compile_error")
-    sids = {"fail": passing[0], "accept": passing[1], "gone": passing[2], "crash": compile_errors[0]}
+    sids = {"fail": passing[1], "accept": passing[0], "gone": passing[2], "crash": compile_errors[0]}
     bad = copy_run(run_b, tmp_path_factory.mktemp("planted") / "run", lambda r: _plant(r, sids))
     return bad, sids
 

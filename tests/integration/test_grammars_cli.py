@@ -128,7 +128,14 @@ def test_serve_grammar_workloads_against_the_canned_server(tmp_path):
                     "--no-progress", timeout=300)
         assert r.returncode == 0, r.stderr[-2000:]
         run_dir, recs = read_records(res)
-        assert len(recs) == 3
+        assert len(recs) == 4
+        # the canary, in the workload's own kind: the canned server honours JSON consts
+        # only, so its regex, menu and grammar canaries come back unconstrained
+        canary = recs[0]["serve"]
+        assert canary["canary"] and canary["kind"] == workload
+        assert canary["verdict"] == "constraint_not_enforced"
+        assert f"NOT ENFORCED: the canary of {workload}/rinf came back" in r.stdout
+        recs = recs[1:]
         from suites.grammars.languages import reader
         from suites.grammars.corpus import load_corpus
 

@@ -40,10 +40,17 @@ def test_serve_run_against_a_launched_canned_server(tmp_path):
     r = _run(tmp_path, "--launch", "canned", "--rate", "50,inf", "--model", "micro", data=data)
     assert r.returncode == 0, r.stderr[-2000:]
     run_dir, recs = read_records(tmp_path / "results")
-    assert len(recs) == 4 * 2 * 2 and len({r["case_id"] for r in recs}) == 16
+    # 4 requests × 2 streams × 2 rates, and each constrained stream's canary first
+    assert len(recs) == 4 * 2 * 2 + 2 and len({r["case_id"] for r in recs}) == 18
+    canaries = [r for r in recs if r["serve"].get("canary")]
+    assert [c["case_id"] for c in canaries] == ["maskbench/r50/c/canary", "maskbench/rinf/c/canary"]
+    assert all(c["serve"]["verdict"] == "ok" for c in canaries)  # canned honours a const
     by = {(r["serve"]["mode"], r["serve"]["source"]): r for r in recs if "/rinf/" in r["case_id"]}
     refused = by[("c", "refused.json")]
     assert refused["outcome"] == "compile_error" and "HTTP 400" in refused["error"]
+    # the refusal carries the server's own log line of that moment, and says where it is
+    assert refused["serve"]["server_log"].startswith("ERROR canned: schema refused")
+    assert refused["serve"]["server_log_path"].endswith("servers/canned.log")
     assert by[("u", "refused.json")]["outcome"] == "passing"  # unconstrained: no schema sent
     verdicts = {r["serve"]["verdict"] for r in recs if r["serve"]["mode"] == "c"}
     assert "constraint_not_enforced" in verdicts  # the canned text fits no corpus schema
@@ -52,6 +59,14 @@ def test_serve_run_against_a_launched_canned_server(tmp_path):
     assert s["constrained"]["refusals"] == 1 and s["unconstrained"]["completed"] == 4
     assert s["ratio"]["itl"] and s["constrained"]["itl"]["p50"] > 1.0  # paced at 2 ms
     assert "serving benchmark" in r.stdout and "refused: HTTP 400" in r.stdout
+    assert "server log: ERROR canned: schema refused" in r.stdout
+    # the headline counts the constrained requests (not the unconstrained twins, not the
+    # canaries) and says in words that the canned text breaks the constraint
+    head = summary["headline"]["engines"]["canned"]
+    assert (head["n"], head["requests"], head["schemas"]) == (8, 8, 4)
+    assert head["not_enforced"] == 6 and head["outputs"] == 6  # 2 refusals, 6 answers
+    assert "canned: NOT ENFORCED: 6 of 6 constrained outputs break the constraint" in r.stdout
+    assert "goodput: 0 of 4 requests good; 1 not answered" in r.stdout
     servers = json.loads((run_dir / "servers" / "servers.json").read_text())
     assert servers[0]["pid"] and _gone(servers[0]["pid"])
     report = (tmp_path / "reports" / run_dir.name / "report.md").read_text()
@@ -61,6 +76,29 @@ def test_serve_run_against_a_launched_canned_server(tmp_path):
     assert table.returncode == 0, table.stderr
     assert "## Serving runs" in table.stdout and "## Runs" not in table.stdout
     assert sum(1 for x in table.stdout.splitlines() if x.startswith("| ") and "| canned |" in x) == 4
+
+
+def test_a_form_the_server_ignores_is_caught_by_the_canary_and_fails_the_gate(tmp_path):
+    """The old guided_json field, which new servers (and the canned one) silently ignore:
+    the canary's const comes back as free text, the verdict says NOT ENFORCED in words, and
+    the gate fails on it whatever the baseline says."""
+    from tests.conftest import harness, read_records
+
+    r = _run(tmp_path, "--launch", "canned", "--sample", "3", "--request-form", "guided_json",
+             "--no-baseline")
+    assert r.returncode == 0, r.stderr[-2000:]
+    run_dir, recs = read_records(tmp_path / "results")
+    canary = next(x for x in recs if x["serve"].get("canary"))
+    assert canary["serve"]["verdict"] == "constraint_not_enforced"
+    assert "is not the const" in canary["serve"]["why"]
+    assert "the canary came back unconstrained" in r.stderr  # said at once, as it happened
+    assert "NOT ENFORCED: the canary of maskbench/rinf came back unconstrained" in r.stdout
+    assert "maskbench/rinf canary: NOT ENFORCED" in r.stdout
+    base = tmp_path / "base.json"
+    assert harness("baseline", str(run_dir), "-o", str(base)).returncode == 0
+    gate = harness("gate", "--baseline", str(base), str(run_dir))
+    assert gate.returncode == 1, gate.stdout
+    assert "VERDICT    canned" in gate.stdout and "NOT ENFORCED" in gate.stdout
 
 
 def test_serve_needs_a_server():
@@ -101,7 +139,7 @@ def test_server_crash_mid_stream_is_recorded_and_the_server_restarted(tmp_path):
     out, err = p.communicate(timeout=180)
     assert p.returncode == 0, err[-2000:]
     run_dir, recs = read_records(env_results)
-    assert len(recs) == 12 and len({r["case_id"] for r in recs}) == 12
+    assert len(recs) == 13 and len({r["case_id"] for r in recs}) == 13  # the canary first
     crashed = [r for r in recs if r["serve"]["verdict"] == "server_crash"]
     assert crashed and all("killed by SIGKILL" in r["error"] for r in crashed)
     servers = json.loads((run_dir / "servers" / "servers.json").read_text())
@@ -138,10 +176,10 @@ def test_killed_run_leaves_no_server_and_resumes_without_loss(tmp_path):
         time.sleep(0.2)
     assert _gone(pid)
     before = len((run_dir / "records.jsonl").read_text().splitlines())
-    assert 3 <= before < 20
+    assert 3 <= before < 21
     r = harness("run", "--resume", str(run_dir), "--no-progress", "--reports",
                 str(tmp_path / "reports"), timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     _, recs = read_records(results)
     ids = [x["case_id"] for x in recs]
-    assert len(ids) == 20 and len(set(ids)) == 20
+    assert len(ids) == 21 and len(set(ids)) == 21  # 2 streams of 10 and the canary

@@ -184,7 +184,12 @@ def test_rows_and_console_from_records(tmp_path):
     a, b = draft_rows(recs)
     assert (a["engine"], a["drafts"], a["wrong_length"], a["rollback"]) == ("a", 3, 0, "checked")
     assert a["per_k"]["4"]["validate_us"] == pytest.approx(2.0)
-    assert a["per_k"]["4"]["ratio"] == pytest.approx(2.0 / 2.5)
+    # two drafts of length 4: too few for a ratio, which says why instead of a figure
+    assert a["per_k"]["4"]["ratio"] is None
+    assert "2 sample(s), fewer than 3" in a["per_k"]["4"]["ratio_why"]
+    three = [*recs[0]["drafts"]["rows"], d(4, "corrupt", 1, 1, v=2500, s=2500)]
+    a3 = draft_rows([{**recs[0], "drafts": {**recs[0]["drafts"], "rows": three}}])[0]
+    assert a3["per_k"]["4"]["ratio"] == pytest.approx(2.5 / 2.5)
     assert (b["schemas"], b["compiled"], b["died"], b["drafts"]) == (3, 1, 1, 3)
     assert (b["wrong_length"], b["short"], b["long"]) == (2, 1, 1)
     assert (b["rollback_mismatch"], b["after_stop"], b["errors"]) == (1, 1, 1)

@@ -30,7 +30,8 @@ def _record(case_id, instances, outcome):
 
 
 def _meta():
-    return {"config": {"primary": "unicode", "serializations": SERS, "timeout_s": 60},
+    return {"config": {"suite": "jsonschemabench", "primary": "unicode", "serializations": SERS,
+                       "timeout_s": 60},
             "engines": [{"engine": "e", "status": "run", "version": "1"}], "sessions": []}
 
 
@@ -83,3 +84,95 @@ def test_records_are_written_at_once_and_fsynced_in_groups(tmp_path):
     assert store._unsynced  # several records since the last fsync
     store.close()
     assert not store._unsynced
+
+
+def test_a_value_cut_off_by_a_limit_is_censored_not_measured():
+    from harness.measure.figures import censored_distribution, show
+
+    # 7 jobs measured, 3 timed out before their first mask (60 s): p50 is a measurement,
+    # p90 falls among the timeouts, and nothing is averaged with the limit
+    d = censored_distribution([1, 2, 3, 4, 5, 6, 7], censored=3, limit=60_000.0,
+                              percentiles=(50, 90))
+    assert d["p50"] == 5.5 and d["p90"] is None and d["avg"] is None and d["max"] is None
+    assert (d["censored"], d["limit"]) == (3, 60_000.0)
+    assert show(d, "p50") == "5.5" and show(d, "p90", "ms") == "≥ 60,000 ms (timeout)"
+    assert censored_distribution([1.0, 3.0], percentiles=(50,)) == {"avg": 2.0, "p50": 2.0,
+                                                                     "max": 3.0}
+
+
+def test_the_headline_ttfm_never_reads_the_limit_as_a_time():
+    slow = {"engine": "e", "case_id": "slow", "subset": "s", "outcome": "timeout",
+            "instances": [], "busy_ns": 1}
+    fast = [_record(f"fast{i}", [_inst(0, True, ["accepted", "accepted"])], "passing")
+            for i in range(3)]
+    s = build_summary(_meta(), [*fast, slow])
+    t = s["headline"]["engines"]["e"]["ttfm_ms"]
+    assert t["p25"] == 1.0 and t["p90"] is None and t["censored"] == 1
+    assert s["engines"]["e"]["ttfm_ms"] == t  # the table reads the headline's own
+    text = console.render_text(s)
+    assert "≥ 60,000 ms (timeout)" in text and "60,000.0" not in text
+
+
+def test_a_ratio_needs_two_measured_sides():
+    from harness.measure.figures import ratio
+
+    assert ratio(2.0, 1.0, n_num=5, n_den=5) == (2.0, None)
+    v, why = ratio(20.0, 0.01, n_num=5, n_den=5, resolution=0.05, what="TPOT:")
+    assert v is None and "denominator 0.01 is at or below the clock's resolution" in why
+    v, why = ratio(2.0, 1.0, n_num=2, n_den=5)
+    assert v is None and "2 sample(s)" in why
+
+
+def _served(i, itl, verdict="ok", mode="c", status=200):
+    return {"engine": "vllm", "case_id": f"w/rinf/{mode}/{i:04d}", "outcome": "passing",
+            "serve": {"stream": "w/rinf", "mode": mode, "constrained": mode == "c",
+                      "status": status, "sent_s": 0.0, "ttft_ms": 50.0,
+                      "e2el_ms": 50.0 + sum(itl), "tpot_ms": sum(itl) / len(itl),
+                      "itl_ms": itl, "tokens": len(itl) + 1, "finish_reason": "stop",
+                      "verdict": verdict, "source": f"s{i % 2}"}}
+
+
+def test_bunched_tokens_give_no_tpot_and_no_ratio():
+    """Where the client reads a whole response in one go, its token gaps read ~0: those
+    requests leave TPOT, and a ratio over such a side is not printed as a figure."""
+    from harness.measure.serve.metrics import render_text, serve_block
+
+    recs = ([_served(i, [20.0] * 8) for i in range(4)]
+            + [_served(i, [0.001] * 8, mode="u") for i in range(4)])
+    block = serve_block(recs, {})["vllm"]["w/rinf"]
+    assert block["constrained"]["tpot"]["mean"] == 20.0
+    assert block["unconstrained"]["tpot"] is None
+    assert block["unconstrained"]["per_token_unresolved"] == 4
+    assert block["ratio"]["tpot"] is None and "TPOT: denominator not measured" in block["ratio_why"]["tpot"]
+    assert block["ratio"]["ttft"] == 1.0
+    text = render_text({"streams": {"vllm": {"w/rinf": block}}})
+    assert "–[1]" in text and "[1] TPOT: denominator not measured" in text
+    assert "4 request(s) left out of TPOT and ITL: their tokens arrived bunched" in text
+
+
+def test_the_serve_headline_counts_constrained_requests_and_says_not_enforced():
+    from harness.analysis.verdict import headline
+
+    recs = ([{**_served(i, [20.0] * 4, verdict="constraint_not_enforced"),
+              "outcome": "invalidation_error"} for i in range(3)]
+            + [_served(3, [20.0] * 4)] + [_served(i, [20.0] * 4, mode="u") for i in range(4)])
+    meta = {"config": {"suite": "serve", "primary": "unicode", "form": "guided_json"},
+            "engines": [{"engine": "vllm", "status": "run"}]}
+    h = headline(meta, recs)["engines"]["vllm"]
+    assert (h["n"], h["requests"], h["schemas"], h["outputs"]) == (4, 4, 2, 4)
+    assert h["outcomes"]["invalidation_error"] == 3 and h["accepts_invalid"] == 3
+    assert h["alerts"] == ["NOT ENFORCED: 3 of 4 constrained outputs break the constraint "
+                           "(HTTP 200; request form guided_json)"]
+
+
+def test_docs_state_each_suites_unit_and_truth():
+    """docs/metrics.md's table of suites, units and truths is the registry's, row for row."""
+    from pathlib import Path
+
+    from harness.registry import SUITES
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "metrics.md").read_text()
+    for name in SUITES.names():
+        v = SUITES.load(name).verdict
+        row = f"| `{name}` | {v.unit} | {v.truth} | {'yes' if v.label_split else 'no'} |"
+        assert row in doc, f"docs/metrics.md lacks the row {row}"

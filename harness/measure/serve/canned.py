@@ -6,7 +6,10 @@ final chunk, ``server_gaps_ns``: the gaps between the pieces as the server sent 
 client's own cost shows as the difference between the gaps it measured and those. It
 listens on 127.0.0.1 only, says ``owned_by: vllm`` (so clients use that dialect), and
 answers HTTP 400 to a request whose JSON schema has the title ``refuse-me`` (a refusal a
-test can ask for). Standard library only.
+test can ask for), writing ``ERROR canned: …`` to its log first as a real server would. It
+honours one constraint: a JSON schema ``{"const": V}`` in ``response_format`` or
+``structured_outputs`` (the canary a serve stream begins with) is answered with ``V`` as
+JSON; like new vLLM it ignores the old ``guided_*`` fields. Standard library only.
 """
 
 from __future__ import annotations
@@ -52,7 +55,13 @@ def make_handler(text: str, chunk: int, interval_s: float):
             schema = (((body.get("response_format") or {}).get("json_schema") or {})
                       .get("schema")) or (body.get("structured_outputs") or {}).get("json")
             if isinstance(schema, dict) and schema.get("title") == "refuse-me":
+                print("ERROR canned: schema refused: its title is refuse-me", file=sys.stderr,
+                      flush=True)
                 return self._json(400, {"error": {"message": "schema refused (canned)"}})
+            out = pieces
+            if isinstance(schema, dict) and "const" in schema:
+                t = json.dumps(schema["const"])
+                out = [t[i:i + chunk] for i in range(0, len(t), chunk)]
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")
@@ -65,7 +74,7 @@ def make_handler(text: str, chunk: int, interval_s: float):
                 self.wfile.flush()
 
             sent: list[int] = []
-            for i, p in enumerate(pieces):
+            for i, p in enumerate(out):
                 if i:
                     time.sleep(interval_s)
                 send({"choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]})
@@ -73,7 +82,7 @@ def make_handler(text: str, chunk: int, interval_s: float):
             gaps = [b - a for a, b in zip(sent, sent[1:])]
             send({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
                   "server_gaps_ns": gaps})
-            send({"choices": [], "usage": {"completion_tokens": len(pieces)}})
+            send({"choices": [], "usage": {"completion_tokens": len(out)}})
             send(b"[DONE]")
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()

@@ -181,6 +181,8 @@ def run_mask_diff_job(job: dict[str, Any], phase=lambda p, info=None: None) -> d
     if outcome == outcomes.PASSING and confirmed:
         outcome = outcomes.INVALIDATION_ERROR
     record["outcome"] = outcome
+    # soundness is the oracle's witness, also where a false reject decides the outcome
+    record["accepts_invalid"] = confirmed
     record["tokens"] = sum(len(i["results"][i["ser"]]["mask_ns"]) for i in instances)
     record["busy_ns"] = time.perf_counter_ns() - t_busy
     return record

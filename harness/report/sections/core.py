@@ -10,10 +10,12 @@ from typing import Any
 import numpy as np
 
 from harness.analysis import metrics
+from harness.analysis.verdict import unit_outcomes
+from harness.measure.figures import show
 from harness.measure import outcomes
 from harness.report import console as table
-from harness.report.model import (Block, Fields, Figure, Para, ReportContext, RunData, Section,
-                                  Table, merged_summary, run_cache)
+from harness.report.model import (Block, Bullets, Fields, Figure, Para, ReportContext, RunData,
+                                  Section, Table, merged_summary, run_cache)
 from harness.report.plots import (OUTCOME_COLORS, _cdf_figure, _styles, figure_png,
                                   pyplot, tbm_us, ttfm_ms)
 from harness.report.text import fmt, plot_text, ratio, short
@@ -22,6 +24,17 @@ def _engine_line(e: dict[str, Any]) -> str:
     state = "" if e.get("status") == "run" else f" — not run: {e.get('reason')}"
     opts = json.dumps(e.get("options"), sort_keys=True) if e.get("options") else "{}"
     return f"{e['engine']} {e.get('version') or '?'} {opts}{state}"
+
+
+def suite_line(cfg: dict[str, Any], suite: dict[str, Any], units: str) -> str:
+    """``SUITE: N CASES[ of M on disk][ (the selection given)]``: only what the run knows."""
+    text = f"{cfg.get('suite')}: {suite.get('selected', '?')} {units}"
+    if suite.get("files_on_disk") is not None:
+        text += f" of {suite['files_on_disk']} on disk"
+    given = [f"{k}={', '.join(map(str, v)) if isinstance(v, (list, tuple)) else v}"
+             for k, v in (("sample", cfg.get("sample")), ("subsets", cfg.get("subsets")),
+                          ("schemas", cfg.get("schemas"))) if v is not None]
+    return text + (f" ({'; '.join(given)})" if given else "")
 
 
 def sec_metadata(ctx: ReportContext) -> Section:
@@ -35,9 +48,7 @@ def sec_metadata(ctx: ReportContext) -> Section:
         return [
             ("run", run.run_id),
             ("folder", str(run.path)),
-            ("suite", f"{cfg.get('suite')}: {suite.get('selected')} schemas of "
-                      f"{suite.get('files_on_disk')} on disk (sample={cfg.get('sample')}, "
-                      f"subsets={cfg.get('subsets')}, schemas={cfg.get('schemas')})"),
+            ("suite", suite_line(cfg, suite, run.summary["headline"].get("units", "cases"))),
             ("engines", "; ".join(_engine_line(e) for e in meta.get("engines", []))),
             ("tokenizer", f"{tok.get('name')} ({fmt(tok.get('size'))} ids)"),
             ("limits", f"{fmt(lim.get('timeout_s', cfg.get('timeout_s')))} s and "
@@ -78,16 +89,15 @@ def sec_engines(ctx: ReportContext) -> Section:
 
 
 def sec_verdict(ctx: ReportContext) -> Section:
-    """One row per engine (and run): coverage, soundness, strictness and cost, then the
-    trade-off plot."""
+    """One row per engine (and run): coverage, soundness, strictness and cost, the
+    headline's alerts, then the trade-off plot; all from ``summary["headline"]``."""
     summary = merged_summary(ctx)
     header, body = table.verdict_rows(summary)
-    blocks: list[Block] = [Table(header, body, note=(
-        "coverage: schemas compiled and finished within the limits; soundness: schemas "
-        "with an invalid instance accepted (confirmed: by mask-diff witnesses or fuzz "
-        "outputs, where those ran); strictness: valid instances rejected, on the primary "
-        f"serialisation ({summary['primary_serialization']}), where jsonschema and the "
-        "corpus label agree."))]
+    blocks: list[Block] = []
+    alerts = table.verdict_alerts(summary)
+    if alerts:
+        blocks.append(Bullets(alerts))
+    blocks.append(Table(header, body, note=table.verdict_note(summary)))
     fig = _tradeoff_figure(summary)
     if fig:
         blocks.append(fig)
@@ -95,34 +105,42 @@ def sec_verdict(ctx: ReportContext) -> Section:
 
 
 def _tradeoff_figure(summary: dict[str, Any]) -> Figure | None:
-    """Coverage against soundness, one marker per engine sized by its TBM p99."""
+    """Coverage against soundness, one marker per engine sized by its TBM p99 (suites whose
+    records hold token replays)."""
+    hl = summary["headline"]
+    if not hl.get("replay_table", True):
+        return None
     pts = []
-    for label, e in summary["engines"].items():
-        if e.get("status") == "not_run" or not e.get("schemas"):
+    for label, e in hl["engines"].items():
+        if e.get("status") == "not_run" or not e.get("n"):
             continue
-        oc = e["outcomes"]
-        finished = sum(oc.get(k, 0) for k in (outcomes.PASSING, outcomes.VALIDATION_ERROR,
-                                               outcomes.INVALIDATION_ERROR))
-        pts.append((label, 100.0 * finished / e["schemas"],
-                    e.get("false_accept_schemas", oc.get(outcomes.INVALIDATION_ERROR, 0)),
-                    e.get("tbm_us", {}).get("p99") or 0.0))
+        pts.append((label, 100.0 * e["finished"] / e["n"], e["accepts_invalid"],
+                    (e.get("tbm_us") or {}).get("p99") or 0.0))
     if not pts:
         return None
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = plt.subplots(figsize=(7.2, 4.6))
     top = max(p[3] for p in pts) or 1.0
+    # names go in a legend, never beside the markers: engines with close coverage and
+    # soundness would write over each other (and past the axes)
     for label, cov, fa, p99 in pts:
-        ax.scatter([cov], [fa], s=60 + 900 * p99 / top, alpha=0.6)
-        ax.annotate(plot_text(f"{label} (p99 {fmt(p99)} µs)"), (cov, fa), fontsize=8,
-                    xytext=(6, 4), textcoords="offset points")
-    ax.margins(0.25)
+        ax.scatter([cov], [fa], s=60 + 900 * p99 / top, alpha=0.6,
+                   label=plot_text(f"{label} (TBM p99 {fmt(p99)} µs)"))
+    leg = ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16),
+                    ncol=2 if len(pts) > 3 else 1, markerscale=1.0)
+    for h in getattr(leg, "legend_handles", None) or leg.legendHandles:
+        h.set_sizes([40])
+    units = hl.get("units", "schemas")
+    ax.set_xlim(-5, 105)
+    top_fa = max(p[2] for p in pts)
+    ax.set_ylim(-0.6, max(1, top_fa) * 1.25 + 0.6)
     ax.yaxis.get_major_locator().set_params(integer=True)
-    ax.set_xlabel("coverage: schemas compiled and finished (%)")
-    ax.set_ylabel("schemas with an invalid instance accepted")
+    ax.set_xlabel(f"coverage: {units} compiled and finished (%)")
+    ax.set_ylabel(f"{units} with an invalid instance accepted")
     ax.set_title("Coverage, soundness and mask latency (marker size: TBM p99)")
     ax.grid(alpha=0.3)
     return figure_png(fig, "tradeoff.png", "Right and low is better; a smaller marker has "
-                      "faster worst-case masks.")
+                      "faster worst-case masks.", bbox_inches="tight")
 
 
 def sec_caveats(ctx: ReportContext, limit: int = 200) -> Section | None:
@@ -156,12 +174,15 @@ def sec_caveats(ctx: ReportContext, limit: int = 200) -> Section | None:
     return Section("Serialisations and labels", blocks)
 
 
-def sec_results(ctx: ReportContext) -> Section:
+def sec_results(ctx: ReportContext) -> Section | None:
     summary = merged_summary(ctx)
+    if not summary["headline"].get("replay_table", True):
+        return None  # the suite's own section holds its figures
     header, body = table.rows(summary)
     blocks: list[Block] = [Table(header, body, note=(
-        f"* primary serialisation ({summary['primary_serialization']}): schema outcomes and "
-        "TBM come from it. TBM in µs, TTFM in ms."))]
+        f"* primary serialisation ({summary['primary_serialization']}): the outcomes of "
+        f"{summary['headline'].get('units', 'schemas')} and TBM come from it. TBM in µs, "
+        "TTFM in ms."))]
     prim = {r.summary["primary_serialization"] for r in ctx.runs}
     if len(prim) > 1:
         blocks.append(Para(f"Warning: the runs use different primary serialisations ({', '.join(sorted(prim))}); "
@@ -176,7 +197,7 @@ def _outcome_bars(ctx: ReportContext) -> Figure | None:
     labels, counts = [], []
     for eng in ctx.engines():
         for run in ctx.runs:
-            e = run.summary["engines"].get(eng)
+            e = run.summary["headline"]["engines"].get(eng)
             if e and e.get("status") == "run":
                 labels.append(ctx.col(run, eng))
                 counts.append(e["outcomes"])
@@ -192,16 +213,20 @@ def _outcome_bars(ctx: ReportContext) -> Figure | None:
             ax.barh(y, vals, left=left, color=OUTCOME_COLORS[oc], label=oc)
             left += vals
     ax.set_yticks(y, [plot_text(lb) for lb in labels])
-    ax.set_xlabel("schemas")
+    ax.set_xlabel(ctx.runs[0].summary["headline"].get("units", "schemas"))
     ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.25))
     ax.set_title("Outcomes per engine")
-    return figure_png(fig, "outcomes.png", "Schemas per outcome, per engine.", bbox_inches="tight")
+    return figure_png(fig, "outcomes.png", "Units of the verdict per outcome, per engine.",
+                      bbox_inches="tight")
 
 
 def _subset_counts(run: RunData):
-    sdf = metrics.schema_frame(run.records)
+    """Units per (subset, engine) and outcome, as the headline counts them."""
+    heads = unit_outcomes(run.meta, run.records)
+    sdf = metrics.schema_frame([r for r in run.records if (r["engine"], r["case_id"]) in heads])
     if not len(sdf):
         return None
+    sdf["outcome"] = [heads[(e, c)] for e, c in zip(sdf["engine"], sdf["case_id"])]
     sdf["subset"] = sdf["subset"].fillna("?").astype(str)
     return sdf.pivot_table(index=["subset", "engine"], columns="outcome", values="case_id",
                            aggfunc="count", fill_value=0)
@@ -212,6 +237,7 @@ def sec_subsets(ctx: ReportContext) -> Section | None:
     per_run = [(r, ct) for r, ct in per_run if ct is not None]
     if not per_run:
         return None
+    units = ctx.runs[0].summary["headline"].get("units", "schemas")
     cols = [o for o in outcomes.OUTCOMES if any(o in ct.columns for _, ct in per_run)]
     keys: dict[tuple[str, str], dict[str, list[int]]] = {}
     for run, ct in per_run:
@@ -243,19 +269,19 @@ def sec_subsets(ctx: ReportContext) -> Section | None:
             cells.append(f"{passing}/{total} ({100 * passing / total:.0f}%)" if total else "–")
         compact.append([subset, *cells])
     blocks: list[Block] = [
-        Para("Passing schemas / schemas per subset:"),
+        Para(f"Passing {units} / {units} per subset:"),
         Table(["subset", *[ctx.col(run, eng) for run, eng in columns]], compact),
         Para("Every outcome per subset:"),
-        Table(["subset", "engine", *cols, "schemas", "passing %"], rows,
+        Table(["subset", "engine", *cols, units, "passing %"], rows,
               align=["l", "l"] + ["r"] * (len(cols) + 2)),
     ]
-    fig = _subset_bars(ctx, per_run, cols)
+    fig = _subset_bars(ctx, per_run, cols, units)
     if fig:
         blocks.append(fig)
     return Section("Outcomes per subset", blocks)
 
 
-def _subset_bars(ctx: ReportContext, per_run, cols) -> Figure | None:
+def _subset_bars(ctx: ReportContext, per_run, cols, units: str) -> Figure | None:
     panels = []
     for eng in ctx.engines():
         for run, ct in per_run:
@@ -284,7 +310,7 @@ def _subset_bars(ctx: ReportContext, per_run, cols) -> Figure | None:
             left += share
         ax.set_title(plot_text(label), fontsize=9)
         ax.set_xlim(0, 100)
-        ax.set_xlabel("% of schemas", fontsize=8)
+        ax.set_xlabel(f"% of {units}", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.set_yticks(y, [plot_text(short(s, 40)) for s in subsets])
     for k in range(len(panels), nrow * ncol):
@@ -292,13 +318,13 @@ def _subset_bars(ctx: ReportContext, per_run, cols) -> Figure | None:
     handles = [plt.Rectangle((0, 0), 1, 1, color=OUTCOME_COLORS[o]) for o in cols]
     fig.legend(handles, cols, loc="lower center", ncol=min(len(cols), 4), fontsize=7,
                bbox_to_anchor=(0.5, -0.02))
-    fig.suptitle("Outcomes per subset (share of the subset's schemas)", fontsize=10)
+    fig.suptitle(f"Outcomes per subset (share of the subset's {units})", fontsize=10)
     fig.tight_layout(rect=(0, 0.06, 1, 0.97))
     return figure_png(fig, "subsets.png", "Outcome shares per subset, one panel per engine.",
                       bbox_inches="tight")
 
 
-def sec_latency(ctx: ReportContext) -> Section:
+def sec_latency(ctx: ReportContext) -> Section | None:
     styles = _styles(ctx)
     tbm_series, ttfm_series = [], []
     for eng in ctx.engines():
@@ -313,12 +339,15 @@ def sec_latency(ctx: ReportContext) -> Section:
     fig = _cdf_figure(tbm_series, "Time between masks (TBM)",
                       "mask + commit per token (µs, log scale); dashed line: 1 ms",
                       (50, 99, 99.9), "µs", "tbm.png", vline=1000.0)
-    blocks.append(fig if fig else Para("No token timings recorded."))
+    if fig:
+        blocks.append(fig)
     fig = _cdf_figure(ttfm_series, "Time to first mask (TTFM)",
-                      "schema text → first mask (ms, log scale); timeouts count as the limit",
+                      "schema text → first mask (ms, log scale); a job that timed out before "
+                      "its first mask is censored: counted in n, never drawn as a value",
                       (50, 90, 99), "ms", "ttfm.png")
-    blocks.append(fig if fig else Para("No schema compiled."))
-    return Section("Latency distributions", blocks)
+    if fig:
+        blocks.append(fig)
+    return Section("Latency distributions", blocks) if blocks else None
 
 
 def sec_slow_masks(ctx: ReportContext) -> Section | None:
@@ -398,8 +427,11 @@ DIFF_TBM = ("avg", "p50", "p90", "p99", "p99.9")
 DIFF_TTFM = ("p50", "p90", "p99")
 
 
-def _outcome_map(run: RunData) -> dict[tuple[str, str], dict[str, Any]]:
-    return {(r["engine"], r["case_id"]): r for r in run.records}
+def _outcome_map(run: RunData) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
+    """(engine, case) → (its outcome as the headline counts it, its record): the units."""
+    heads = unit_outcomes(run.meta, run.records)
+    return {(r["engine"], r["case_id"]): (heads[(r["engine"], r["case_id"])], r)
+            for r in run.records if (r["engine"], r["case_id"]) in heads}
 
 
 def sec_diff(ctx: ReportContext, limit: int = 300) -> list[Section]:
@@ -418,10 +450,10 @@ def sec_diff(ctx: ReportContext, limit: int = 300) -> list[Section]:
         blocks: list[Block] = []
         changed = []
         for key in sorted(set(old) & set(new)):
-            o, n = old[key]["outcome"], new[key]["outcome"]
+            (o, _), (n, rec) = old[key], new[key]
             if o != n:
                 kind, why = compare_outcome(o, n)
-                changed.append([key[0], key[1], o, n, kind, short(new[key].get("error"), 200)])
+                changed.append([key[0], key[1], o, n, kind, short(rec.get("error"), 200)])
         order = {"regression": 0, "changed": 1, "improvement": 2}
         changed.sort(key=lambda r: (order.get(r[4], 3), r[0], r[1]))
         kinds = Counter(r[4] for r in changed)
@@ -461,12 +493,15 @@ def sec_diff(ctx: ReportContext, limit: int = 300) -> list[Section]:
                          f"{100 * y:.3f}%" if y is not None else "–", ratio(y, x)])
             for k in DIFF_TTFM:
                 x, y = a["ttfm_ms"].get(k), b["ttfm_ms"].get(k)
-                rows.append([eng, f"TTFM {k} (ms)", fmt(x), fmt(y), ratio(y, x)])
+                rows.append([eng, f"TTFM {k} (ms)", show(a["ttfm_ms"], k, "ms"),
+                             show(b["ttfm_ms"], k, "ms"), ratio(y, x)])
         if rows:
             blocks.append(Table(["engine", "metric", ref.key, run.key, f"{run.key}/{ref.key}"], rows,
                                 align=["l", "l", "r", "r", "r"],
-                                note="Pooled over each run's own schemas; when the schema sets "
-                                     "differ, so do the populations. `harness gate` compares "
-                                     "matched schemas with confidence intervals."))
+                                note="The headline figures of each run, pooled over its own "
+                                     "schemas (when the schema sets differ, so do the "
+                                     "populations); harness gate prints the same figures, with "
+                                     "a confidence interval for each ratio from the schemas "
+                                     "both runs have."))
         out.append(Section(f"{run.key} vs {ref.key}", blocks, level=3))
     return out

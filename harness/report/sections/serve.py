@@ -6,7 +6,7 @@ come from :mod:`harness.measure.serve.metrics` (``summary["serve"]``); nothing i
 
 from __future__ import annotations
 
-from harness.measure.serve.metrics import HEADER, RATIO_HEADER, ratio_rows, rows
+from harness.measure.serve.metrics import HEADER, RATIO_HEADER, notes, ratio_rows, rows
 from harness.report.model import Bullets, Para, ReportContext, Section, Table
 
 
@@ -25,11 +25,16 @@ def sec_serve(ctx: ReportContext) -> Section | None:
                            "200 — a constraint not enforced. Runaways: the token budget ended "
                            "the output (with the share of whitespace in it)."))
         blocks.append(Table(HEADER, rows(b), align=["l", "l", "l"] + ["r"] * (len(HEADER) - 3)))
-        rr = ratio_rows(b)
+        rr, foot = ratio_rows(b)
         if rr:
             blocks.append(Para("Constrained / unconstrained (means: on a small machine streamed "
-                               "tokens arrive bunched, and a median gap can read ~0):"))
-            blocks.append(Table(RATIO_HEADER, rr, align=["l", "l"] + ["r"] * 6))
+                               "tokens arrive bunched, and a median gap can read ~0; a ratio "
+                               "that is not a figure shows – with its reason below):"))
+            blocks.append(Table(RATIO_HEADER, rr, align=["l", "l"] + ["r"] * 6,
+                                note="\n".join(foot) or None))
+        lines = notes(b)
+        if lines:
+            blocks += [Para("Canaries, goodput and refusals:"), Bullets(lines)]
         v = b.get("versions") or {}
         items = [f"{eng} server ({s['environment']}): " + ", ".join(
             f"{k} {x}" for k, x in s["versions"].items()) for eng, s in
@@ -37,13 +42,8 @@ def sec_serve(ctx: ReportContext) -> Section | None:
         if v.get("standalone"):
             items.append("standalone (the harness's environment): " + ", ".join(
                 f"{k} {x}" for k, x in v["standalone"].items()))
-        refusals = [f"{eng} {stream}: {m}" for eng, streams in b["streams"].items()
-                    for stream, d in streams.items()
-                    for m in (d.get("constrained") or {}).get("refusal_messages", [])]
         if items:
             blocks += [Para("Engine versions:"), Bullets(items)]
-        if refusals:
-            blocks += [Para("What the servers refused (first messages):"), Bullets(refusals)]
         servers = b.get("servers") or []
         if servers:
             blocks.append(Bullets([
