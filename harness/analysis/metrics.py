@@ -26,6 +26,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from harness.analysis.rejects import false_reject_kinds
 from harness.measure import outcomes
 from harness.measure.groundtruth import GroundTruth
 from harness.measure.outcomes import instance_outcome
@@ -251,6 +252,8 @@ def summarize(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, 
             "busy_s": round(float(e_s["busy_s"].sum()), 3) if len(e_s) else 0.0,
             "segmentation": segmentation_counts(records, label, primary),
         }
+        # the two kinds of false reject (harness.analysis.rejects): kept apart for merging
+        engines[label]["false_reject_kinds"] = false_reject_kinds(mine, primary)
     return {
         "format": SUMMARY_FORMAT,
         "run_id": meta.get("run_id"),
