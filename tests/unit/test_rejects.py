@@ -1,4 +1,4 @@
-"""The two kinds of false reject.
+"""The two kinds of false reject and the dialect-difference probe.
 
 - :func:`harness.measure.reachability.search` on a small exact matcher whose mask drops
   chosen tokens: another tokenisation found (with its witness), none (unwritable), the
@@ -7,6 +7,9 @@
 - on outlines-core (the real engine, Llama-3 vocabulary): ``(?:a|ab)`` cannot write
   ``ab``; ``#7fAcfe`` of the hex-colour case is refused in its canonical tokenisation and
   accepted in another, whose tokens replay to acceptance;
+- the construct probe: XGrammar's ASCII ``\\d`` explains its refusal of ``٣``;
+  outlines-core reads ``\\d`` as Unicode, so its refusal of ``٣႘`` is not explained (an
+  ordinary false reject); the regex rewrite itself;
 - the counts in ``summary.json`` and the console row.
 """
 
@@ -207,6 +210,52 @@ def test_outlines_refuses_a_tokenisation_of_a_reachable_colour(outlines, llama3)
     assert replay(g.matcher(), witness, bm, llama3.stop_ids).status == "accepted"
 
 
+def test_construct_alone_explains_xgrammar_but_not_outlines(outlines, llama3):
+    from harness.measure.dialect import ConstructProbe
+
+    xgrammar = _adapter("xgrammar", llama3)
+    bm = allocate_bitmask(llama3.size)
+    t = _target("regex-dialect-unicode-digits")
+    assert t.dialect_construct == "\\d"
+    # XGrammar's \d is ASCII: it refuses ٣ alone, which predicts its verdict
+    t.compile(xgrammar)
+    why = ConstructProbe(xgrammar, t, llama3, bm, reachability.Budget()).explain("7٣", False)
+    assert why["explained"] is True and why["predicted"] is False and why["chars"] == {"٣": False}
+    # outlines-core's \d is Unicode: ٣ and ႘ each alone are accepted, so "٣႘" is
+    # predicted valid; its refusal is an ordinary false reject, not a dialect difference
+    t.compile(outlines)
+    probe = ConstructProbe(outlines, t, llama3, bm, reachability.Budget())
+    why = probe.explain("٣႘", False)
+    assert why["explained"] is False and why["predicted"] is True and why["chars"] == {}
+    assert probe.engine_accepts("٣") and probe.engine_accepts("႘")
+
+
+def test_the_rewrite_reads_the_construct_as_the_engine_does():
+    from harness.measure.dialect import predicted_verdict, substitute
+
+    assert substitute(r"\d+", r"\d", {"٣", "7"}) == "[7٣]+"
+    assert substitute(r"\d+", r"\d", set()) == "(?!)+"
+    assert substitute(r"[\d.]x\\d", r"\d", {"7"}) == r"[7.]x\\d"
+    assert substitute(r"[^\d]", r"\d", set()) == "(?s:.)"
+    assert substitute(r"a.b[.]", ".", {"-"}) == r"a[\-]b[.]"
+    assert predicted_verdict(r"\d+", r"\d", "7٣", {"7": True, "٣": False}) is False
+    assert predicted_verdict(r"\d+", r"\d", "7٣", {"7": True, "٣": True}) is True
+
+
+def test_a_bad_dialect_construct_is_one_line_naming_the_file(tmp_path):
+    from suites.grammars.corpus import CorpusError, load_file
+
+    p = tmp_path / "regex-x.toml"
+    p.write_text("family = 'regex'\ndialect_sensitive = 'x'\ndialect_construct = '\\p'\n"
+                 "regex = 'a+'\n")
+    with pytest.raises(CorpusError, match="regex-x.toml: dialect_construct must be one"):
+        load_file(p)
+    p.write_text("family = 'regex'\ndialect_sensitive = 'x'\ndialect_construct = '\\w'\n"
+                 "regex = 'a+'\n")
+    with pytest.raises(CorpusError, match="does not occur"):
+        load_file(p)
+
+
 # -------------------------------------------------------------- counts
 
 def test_summary_counts_the_kinds_and_the_console_names_them():
@@ -238,3 +287,35 @@ def test_summary_counts_the_kinds_and_the_console_names_them():
     text = render_text(s)
     assert "false rejects: cannot write / tokenisation refused / undecided" in text
     assert "1 / 2 / 0 + 1 unchecked" in text
+
+
+def test_grammar_block_counts_kinds_and_keeps_unexplained_dialect_cases_as_errors():
+    from harness.analysis.grammars import summary_block
+
+    def inst(text, kind=None, **kw):
+        res = {"status": "rejected", "mask_ns": [1], "commit_ns": [1]}
+        if kind:
+            res["reject_kind"] = kind
+        if kind == "tokenization":
+            res["reachable_tokens"] = [1, 2]
+        return {"index": 0, "label": True, "truth": True, "expected": True, "text": text,
+                "results": {"text": res}, **kw}
+
+    recs = [{"engine": "o", "case_id": "regex-d", "family": "regex", "form": "regex",
+             "outcome": "validation_error", "ttfm_ns": 1,
+             "instances": [inst("ab", "unwritable"), inst("#7f", "tokenization"),
+                           inst("٣႘", "unwritable", dialect_probe={
+                               "construct": "\\d", "explained": False,
+                               "why": "\\d read as the engine reads it predicts valid"})],
+             "dialect": [{"text": "x²", "truth": True, "status": "rejected", "construct": "\\w",
+                          "probe": {"chars": {"²": False}}}]}]
+    summary: dict = {}
+    text = summary_block(summary, {}, recs)
+    b = summary["grammars"]
+    assert b["false_reject_kinds"]["o"] == {"unwritable": 2, "tokenization": 1,
+                                            "undecided": 0, "unchecked": 0}
+    assert b["table"][0]["false_rejects"] == 3 and b["table"][0]["dialect"] == 1
+    assert [x["text"] for x in b["dialect_not_explained"]] == ["٣႘"]
+    assert "o: cannot write 2 / tokenisation refused 1 / undecided 0" in text
+    assert "2 / 1 / 0" in text and "accepted as [1, 2]" in text
+    assert "(the construct alone: ² refused)" in text
