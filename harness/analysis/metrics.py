@@ -230,6 +230,8 @@ def summarize(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, 
             "wall_s": round(wall, 3),
             "busy_s": round(float(e_s["busy_s"].sum()), 3) if len(e_s) else 0.0,
             "segmentation": segmentation_counts(records, label, primary),
+            # the two kinds of false reject (harness.analysis.rejects), as the headline counts
+            "false_reject_kinds": (h["valid_rejected"] or {}).get("kinds"),
         }
         if model.label_split:
             e.update({

@@ -19,9 +19,11 @@ Per engine row (``headline["engines"][label]``, or ``{"status": "not_run", "reas
 ``finished``         units compiled and finished within the limits (passing, validation or
                      invalidation error): the coverage column
 ``accepts_invalid``  units where an invalid instance or output was accepted (soundness)
-``valid_rejected``   ``{"n", "of"}``: valid instances rejected / valid instances replayed,
-                     on the primary serialisation (strictness); None when the suite
-                     replays no instances
+``valid_rejected``   ``{"n", "of", "kinds"}``: valid instances rejected / valid instances
+                     replayed, on the primary serialisation (strictness), and the rejected
+                     ones by kind (:mod:`harness.analysis.rejects`: the engine cannot write
+                     the text, or refused this tokenisation of it but accepts another);
+                     None when the suite replays no instances
 ``tbm_us``           ``{"p50", "p99", "over_1ms_share", "steps"}``: time between masks, µs
                      per token, over the replayed tokens; None without any
 ``ttfm_ms``          ``{"p50", "p90", ...}`` with censoring (:mod:`harness.measure.figures`):
@@ -41,8 +43,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from harness.measure import figures
-from harness.measure import outcomes
+from harness.analysis import rejects
+from harness.measure import figures, outcomes
 from harness.registry import load_target, suite_class
 
 __all__ = ["headline", "unit_outcome", "unit_outcomes", "record_outcome", "model_of", "is_unit",
@@ -169,6 +171,7 @@ def _engine_headline(units: list[dict[str, Any]], model, primary: str,
     counts = Counter(heads)
     valid = rejected = 0
     replayed = False
+    kinds = dict.fromkeys(rejects.KEYS, 0)
     for r, h in zip(units, heads):
         if h not in FINISHED:
             continue
@@ -176,7 +179,10 @@ def _engine_headline(units: list[dict[str, Any]], model, primary: str,
             replayed = True
             if inst["expected"]:
                 valid += 1
-                rejected += res["status"] != "accepted"
+                if res["status"] != "accepted":
+                    rejected += 1
+                    kind = res.get("reject_kind")
+                    kinds[kind if kind in kinds else "unchecked"] += 1
     bad = counts.get(outcomes.BAD_INPUT, 0)
     return {
         "status": "run",
@@ -185,7 +191,7 @@ def _engine_headline(units: list[dict[str, Any]], model, primary: str,
         "outcomes": {o: int(counts.get(o, 0)) for o in outcomes.OUTCOMES},
         "finished": sum(counts.get(o, 0) for o in FINISHED),
         "accepts_invalid": sum(accepts_invalid(r, model, primary) for r in units),
-        "valid_rejected": {"n": rejected, "of": valid} if replayed else None,
+        "valid_rejected": {"n": rejected, "of": valid, "kinds": kinds} if replayed else None,
         "tbm_us": _tbm(units, primary),
         "ttfm_ms": _ttfm(units, timeout_s),
         "alerts": [],

@@ -22,14 +22,15 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
 
 from harness.measure import outcomes  # noqa: E402
 from harness.measure.groundtruth import GroundTruth, parse_instance_text  # noqa: E402
-from harness.measure.replay import SERIALIZATIONS, replay  # noqa: E402
-from harness.measure import adapters  # noqa: E402
+from harness.measure.replay import ACCEPTED, SERIALIZATIONS, replay  # noqa: E402
+from harness.measure import adapters, reachability  # noqa: E402
 from harness.execution.executor import (BOARD_JOB, BOARD_LIMIT_FROM, BOARD_PHASE,  # noqa: E402
                                         BOARD_TTFM, PHASES)
 
 
 def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
-    """Run one job to its record (outcome, TTFM, per-instance per-serialisation replays)."""
+    """Run one job to its record (outcome, TTFM, per-instance per-serialisation replays;
+    each false reject of the primary or exact text with its ``reject_kind``)."""
     from engines.base import CompileError, allocate_bitmask, one_line
 
     case = job["case"]
@@ -100,6 +101,7 @@ def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, A
     sers = [primary, *[s for s in job["serializations"] if s != primary]]
     n_seg = int(job.get("segmentations") or 0)
     stop_ids = vocab.stop_ids
+    budget = reachability.Budget()
     for inst, item in zip(instances, case["instances"]):
         data = item["data"]
         exact = item.get("text")
@@ -118,6 +120,11 @@ def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, A
             tokens = vocab.encode(text)
             r = replay(grammar.matcher(), tokens, bitmask, stop_ids)
             results[ser] = r.to_json()
+            if (ser == primary or exact is not None) and inst["expected"] is True \
+                    and r.status != ACCEPTED:
+                # a false reject of the primary (or exact) text: can any tokenisation
+                # write it? (after the timed replay; harness.measure.reachability)
+                reachability.classify(results[ser], grammar, vocab, text, bitmask, budget)
         if n_seg and inst["expected"] is True and "bad_instance" not in inst:
             of = "text" if exact is not None else primary
             results.update(_segmentation_replays(

@@ -10,9 +10,18 @@ own lists of the record:
 
 ``translation``  the form the engine was given disagrees with the ground truth on the
                  text (by that dialect's own reader): a defect of our translation;
-``dialect``      the case is marked ``dialect_sensitive`` (a construct whose meaning
-                 differs between dialects, named there) and the engine's verdict differs
-                 from the ground truth: a dialect difference of the engine, reported.
+``dialect``      the case is marked ``dialect_sensitive``, the engine's verdict differs
+                 from the ground truth, and the flagged construct, tested alone through
+                 the same engine, explains the verdict (:mod:`harness.measure.dialect`;
+                 the entry's ``probe`` says how): a dialect difference of the engine,
+                 reported. A difference the construct does not explain stays among the
+                 instances, an ordinary false reject or accept, with the probe's finding
+                 under ``dialect_probe``.
+
+Every valid instance the engine refused gets its kind (:mod:`harness.measure.reachability`,
+after the replay, outside the timed region): ``reject_kind`` ``unwritable`` (no
+tokenisation is accepted), ``tokenization`` (another one is, ``reachable_tokens``) or
+``undecided``, in its replay result.
 
 The record also names the form the engine was given (``form``; ``form_derived`` when
 it was derived by code, e.g. a choice menu's alternation).
@@ -24,8 +33,9 @@ import gc
 import time
 from typing import Any
 
-from harness.measure import adapters, outcomes
-from harness.measure.replay import replay
+from harness.measure import adapters, outcomes, reachability
+from harness.measure.dialect import ConstructProbe
+from harness.measure.replay import ACCEPTED, replay
 
 __all__ = ["run_grammar_job"]
 
@@ -93,21 +103,33 @@ def run_grammar_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dic
     phase("replay", record["ttfm_ns"])
     kept, translation, dialect = [], [], []
     sensitive = g.get("dialect_sensitive")
+    budget = reachability.Budget()
+    probe = ConstructProbe(adapter, target, vocab, bitmask, budget) if sensitive else None
     for inst in instances:
         r = replay(grammar.matcher(), vocab.encode(inst["text"]), bitmask, vocab.stop_ids)
-        inst["results"] = {"text": r.to_json()}
-        accepted = r.status == "accepted"
+        res = r.to_json()
+        inst["results"] = {"text": res}
+        accepted = r.status == ACCEPTED
+        if inst["expected"] is True and not accepted:  # after the timed replay
+            reachability.classify(res, grammar, vocab, inst["text"], bitmask, budget)
         form_verdict = target.form_verdict(target.form, inst["text"])
         if inst["truth"] is not None and form_verdict is not None \
                 and form_verdict != inst["truth"]:
             translation.append({"index": inst["index"], "text": inst["text"],
                                 "truth": inst["truth"], "dialect": target.form,
                                 "form_verdict": form_verdict, "status": r.status})
-        elif sensitive and inst["truth"] is not None and accepted != inst["truth"]:
-            dialect.append({"index": inst["index"], "text": inst["text"], "truth": inst["truth"],
-                            "status": r.status, "construct": sensitive})
-        else:
-            kept.append(inst)
+            continue
+        if probe is not None and inst["truth"] is not None and accepted != inst["truth"]:
+            why = probe.explain(inst["text"], accepted)
+            if why["explained"]:
+                dialect.append({"index": inst["index"], "text": inst["text"],
+                                "truth": inst["truth"], "status": r.status,
+                                "construct": why["construct"] or sensitive, "probe": why,
+                                **{k: res[k] for k in ("reject_kind", "reachable_tokens")
+                                   if k in res}})
+                continue
+            inst["dialect_probe"] = why
+        kept.append(inst)
     record["instances"] = kept
     if translation:
         record["translation"] = translation

@@ -35,6 +35,9 @@ class Target:
     #: the construct whose meaning differs between dialects (a grammar case marked
     #: ``dialect_sensitive``): an engine's disagreement there is a dialect difference
     dialect_sensitive: str | None = None
+    #: that construct as one regex atom (``\\d``…), tested alone through the engine
+    #: (:mod:`harness.measure.dialect`); None when the case names none
+    dialect_construct: str | None = None
 
     def compile(self, adapter: EngineAdapter) -> CompiledGrammar:
         """Compile for ``adapter``; raises :class:`~engines.base.CompileError`."""
@@ -102,6 +105,7 @@ class GrammarTarget(Target):
         self.forms: dict[str, Any] = g["forms"]
         self.derived_forms = set(g.get("derived") or ())
         self.dialect_sensitive = g.get("dialect_sensitive")
+        self.dialect_construct = g.get("dialect_construct")
         self.text = case.get("schema_text") or ""
         self.truth = reader(self.source, self.forms[self.source])
         self._readers: dict[str, Any] | None = None

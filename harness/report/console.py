@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.measure.figures import number, show
+from harness.analysis import rejects
 from harness.analysis.metrics import TBM_PERCENTILES, TTFM_PERCENTILES, _pct_key
 from harness.measure import outcomes
+from harness.measure.figures import number, show
 
 
 def _fmt(v: Any, digits: int = 1) -> str:
@@ -100,6 +101,9 @@ def rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         row(f"false accepts / invalid [{ser}]{tag}",
             lambda e, s=ser: f"{e['false_accepts'][s]:,} / {e['invalid_instances'][s]:,}")
     primary = summary["primary_serialization"]
+    if any("false_reject_kinds" in e for e in engines.values()):  # harness.analysis.rejects
+        row("  false rejects: cannot write / tokenisation refused / undecided",
+            lambda e: rejects.counts_cell(e.get("false_reject_kinds")))
     if any("false_rejects_label_disagrees" in e for e in engines.values()):
         row(f"  label disagrees: false rejects / valid [{primary}]",
             lambda e: (f"{e['false_rejects_label_disagrees'].get(primary, 0):,} / "

@@ -6,6 +6,10 @@ A case file (``docs/grammars.md`` is the user's guide to the format)::
     description = "arithmetic with + - * / and parentheses"
     dialect_sensitive = "…"            # optional: a construct whose meaning differs
                                        # between engines' dialects (named in findings)
+    dialect_construct = '\\d'           # with it, for a regex case: that construct as one
+                                       # regex atom (\\d \\w \\s \\D \\W \\S .), tested alone
+                                       # through each engine to tell a dialect difference
+                                       # from an ordinary error (harness/measure/dialect.py)
 
     # the source form, the ground truth (exactly one of):
     regex = '''[a-z]+'''               # family regex: Python's re.fullmatch
@@ -54,8 +58,10 @@ CASES_DIR = Path(__file__).resolve().parent / "cases"
 FAMILIES = ("regex", "choice", "cfg")
 #: the source dialect of each family (its reader is the ground truth)
 SOURCE_OF = {"regex": "regex", "choice": "choice", "cfg": "lark"}
-_KNOWN_KEYS = {"family", "description", "dialect_sensitive", "regex", "lark", "choices",
-               "choices_generated", "forms", "inject", "instances", "generated"}
+#: the constructs ``dialect_construct`` may name: single-character regex atoms
+DIALECT_ATOMS = ("\\d", "\\w", "\\s", "\\D", "\\W", "\\S", ".")
+_KNOWN_KEYS = {"family", "description", "dialect_sensitive", "dialect_construct", "regex", "lark",
+               "choices", "choices_generated", "forms", "inject", "instances", "generated"}
 
 
 class CorpusError(Exception):
@@ -79,6 +85,8 @@ class GrammarCase:
     path: Path
     description: str = ""
     dialect_sensitive: str | None = None
+    #: the dialect-sensitive construct as one regex atom (``\\d``…), tested alone
+    dialect_construct: str | None = None
     #: forms derived by code (not written in the file)
     derived: tuple[str, ...] = ()
     #: size of the injected alternation (``[inject]``), None without one
@@ -90,7 +98,8 @@ class GrammarCase:
         """What a job needs (no file access in the worker)."""
         return {"family": self.family, "source": self.source, "forms": self.forms,
                 "derived": list(self.derived), "size": self.size,
-                "dialect_sensitive": self.dialect_sensitive}
+                "dialect_sensitive": self.dialect_sensitive,
+                "dialect_construct": self.dialect_construct}
 
 
 # -- escaping for the mechanical translations ------------------------------------------
@@ -246,6 +255,17 @@ def load_file(path: Path) -> list[GrammarCase]:
         if not isinstance(text, str) or not text.strip():
             raise CorpusError(f"{path.name}: a {family} case needs its source form `{source} = '''…'''`")
         forms = {**written, source: text if family == "cfg" else text.strip("\n")}
+    construct = doc.get("dialect_construct")
+    if construct is not None:
+        if construct not in DIALECT_ATOMS:
+            raise CorpusError(f"{path.name}: dialect_construct must be one regex atom of "
+                              f"{' '.join(DIALECT_ATOMS)}, got {construct!r}")
+        if family != "regex" or not doc.get("dialect_sensitive"):
+            raise CorpusError(f"{path.name}: dialect_construct belongs to a regex case "
+                              "marked dialect_sensitive")
+        if construct not in forms["regex"]:
+            raise CorpusError(f"{path.name}: dialect_construct {construct} does not occur "
+                              "in the regex")
     insts: list[tuple[str, bool]] = []
     for table in ("instances", "generated"):
         block = doc.get(table) or {}
@@ -257,7 +277,8 @@ def load_file(path: Path) -> list[GrammarCase]:
             hand = len(insts)
     base = dict(case_id=path.stem, family=family, source=source, path=path,
                 description=str(doc.get("description", "")),
-                dialect_sensitive=doc.get("dialect_sensitive"), hand_written=hand)
+                dialect_sensitive=doc.get("dialect_sensitive"), dialect_construct=construct,
+                hand_written=hand)
     inject = doc.get("inject")
     if inject is None:
         return [GrammarCase(forms=forms, instances=tuple(insts), derived=tuple(derived), **base)]

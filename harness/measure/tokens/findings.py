@@ -73,8 +73,18 @@ def record_findings(r: dict[str, Any]) -> list[dict[str, Any]]:
                         "tokens": toks[:e["step"]], "why": e.get("why")})
         if res.get("status") == "rejected":
             s = res["reject_at"]
+            why = "a token of a valid instance refused"
+            kind = res.get("reject_kind")  # harness.measure.reachability
+            if kind == "unwritable":
+                why += "; no tokenisation of the text is accepted: the engine cannot write it"
+            elif kind == "tokenization":
+                why += ("; the text is still reachable: another tokenisation is accepted, "
+                        f"{res.get('reachable_tokens')}")
+            elif kind == "undecided":
+                why += ("; whether another tokenisation is accepted is undecided "
+                        f"({res.get('reach_why')})")
             out.append({**ib, "kind": "false_reject", "step": s, "token": toks[s],
-                        "tokens": toks[:s + 1], "why": "a token of a valid instance refused"})
+                        "tokens": toks[:s + 1], "why": why})
         for s in md.get("eos", {}).get("refused", ()):
             out.append({**ib, "kind": "eos_refused", "step": s, "token": None,
                         "tokens": toks[:s], "why": "EOS refused on a complete valid document"})

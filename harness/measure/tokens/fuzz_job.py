@@ -10,7 +10,10 @@ for a grammar case, by its ground-truth parser and every translation's own reade
 
 Per walk the record keeps ``seed``, ``status`` (``valid``, ``invalid`` — a witness of a false
 accept —, ``undecided`` — jsonschema could not decide —, ``dialect`` — invalid by the ground
-truth on a grammar case marked ``dialect_sensitive``, a dialect difference —, ``dead_end``, ``runaway``,
+truth on a grammar case marked ``dialect_sensitive`` where the flagged construct, tested
+alone through the engine, explains the output (:mod:`harness.measure.dialect`; the walk's
+``probe`` says how), a dialect difference; an invalid output it does not explain stays
+``invalid``, with ``dialect_probe`` —, ``dead_end``, ``runaway``,
 ``commit_refused``, ``error``), the exact ``tokens`` and, for a runaway, the share of
 whitespace-only tokens (``ws_share``: the "endless whitespace" users report).
 Outcome: ``invalidation_error`` if any walk is invalid, else ``passing``.
@@ -67,6 +70,7 @@ def run_fuzz_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[s
     phase("replay", record["ttfm_ns"])
     budget = int(o["walk_tokens"])
     names = target.names(tc)
+    probe = None
     walks = []
     for w in range(int(o["walks"])):
         seed = seed_for(case["case_id"], "walk", w)
@@ -80,12 +84,22 @@ def run_fuzz_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[s
             res["status"] = {True: "valid", False: "invalid", None: "undecided"}[chk["valid"]]
             if chk.get("why"):
                 res["why"] = chk["why"]
-            if chk["valid"] is False and target.dialect_sensitive:
-                # a construct whose meaning differs between dialects: reported, not an error
-                res.update(status="dialect", construct=target.dialect_sensitive)
+            text = raw.decode("utf-8", "replace")
+            if chk["valid"] is False and target.dialect_sensitive and text.encode() == raw:
+                # a construct whose meaning differs between dialects: a dialect difference
+                # (reported, not an error) only when the construct alone explains the output
+                if probe is None:
+                    from harness.measure.dialect import ConstructProbe
+                    from harness.measure.reachability import Budget
+
+                    probe = ConstructProbe(adapter, target, vocab, bm, Budget())
+                why = probe.explain(text, True)
+                if why["explained"]:
+                    res.update(status="dialect", construct=why["construct"], probe=why)
+                else:
+                    res["dialect_probe"] = why
             # translation drift on every engine's outputs: each form's reader against the
             # ground truth (a disagreement is a defect of the translation, not the engine's)
-            text = raw.decode("utf-8", "replace")
             drift = [{**t, "text": text} for t in target.translations(text, chk["valid"])]
             if drift:
                 res["translation"] = drift

@@ -33,7 +33,9 @@ step ``n`` is the end, where only EOS may come):
 
 The instance's ``results[primary]`` is a replay in the form the main table reads (status,
 mask / commit ns), so false rejects and TBM appear in the usual summary too (timings are
-indicative: the oracle runs between the engine's steps).
+indicative: the oracle runs between the engine's steps). A refused instance (every one is
+valid) carries the kind of its false reject there (``reject_kind``: ``unwritable``,
+``tokenization`` with ``reachable_tokens``, ``undecided``; :mod:`harness.measure.reachability`).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.measure import outcomes
+from harness.measure import outcomes, reachability
 from harness.measure.tokens.maskops import digest, has_bit, raw_digest, seed_for, token_classes
 from harness.measure.tokens.options import resolve
 
@@ -157,12 +159,15 @@ def run_mask_diff_job(job: dict[str, Any], phase=lambda p, info=None: None) -> d
 
     phase("replay", record["ttfm_ns"])
     obm = allocate_bitmask(vocab.size)
+    reach = reachability.Budget()
     for inst in instances:
         tokens = vocab.encode(inst["text"])
         om = ogrammar.matcher() if ogrammar is not None else None
         md, res = _lockstep(grammar.matcher(), om, tokens, bm, obm, tc, target, budget, oracle)
         if oracle["status"] != "ok":
             ogrammar = None  # the budget is spent: later instances run without an oracle
+        if res["status"] != "accepted":  # a valid instance refused: which kind?
+            reachability.classify(res, grammar, vocab, inst["text"], bm, reach)
         md["serialization"] = inst["ser"]
         md["witnesses"], md["over_witnesses"] = _witnesses(
             grammar, ogrammar, md, tokens, bm, tc, target, case["case_id"], inst["index"],
