@@ -232,3 +232,28 @@ def test_vllm_row_not_run_without_its_environment(monkeypatch, tmp_path):
     st = engine_status(EngineSpec("vllm", "xgrammar"))
     assert st["status"] == "not_run" and "setup.sh" in st["reason"]
     assert st["environment"]["available"] is False
+
+
+@pytest.mark.skipif(not is_installed("xgrammar"), reason="xgrammar not installed")
+@pytest.mark.parametrize("name,batch", [("Handwritten---allone1.json", 8), ("JME_39.json", 32)])
+def test_invalid_output_of_a_further_batch_size_is_reported_not_a_crash(name, batch, corpus_dir):
+    """xgrammar lets through outputs these schemas forbid (``not``/``oneOf`` of
+    ``multipleOf``; ``dependentSchemas``). When only a further size of ``--batch`` produced
+    one, the job raised StopIteration looking for it among the primary batch's outputs."""
+    schema_text = json.dumps(json.loads((corpus_dir / name).read_text())["schema"])
+    job = {"job": "harness.measure.e2e.job:run_e2e_job",
+           "engine": {"name": "xgrammar", "config": "default", "label": "xgrammar"},
+           "tokenizer": "llama3",
+           "case": {"suite": "e2e", "case_id": name, "subset": "t", "source": "-",
+                    "schema_text": schema_text, "instances": [], "resources": []},
+           "options": {"runtime": "torch", "model": "micro", "max_tokens": 64, "seed": 0,
+                       "batch": [1, batch], "overlap": True}}
+    rec = run_e2e_job(job)
+    e = rec["e2e"]
+    invalid = [pt["invalid_outputs"] for pt in e["by_batch"]]
+    assert e["invalid_outputs"] == invalid[0]
+    assert sum(invalid) > 0, "the seed no longer draws an invalid output: pick another"
+    assert rec["outcome"] == "invalidation_error"
+    assert rec["error"].startswith("invalid output under the mask: ") and "None" not in rec["error"]
+    if invalid[0] == 0:
+        assert f"batch {batch}: " in rec["error"]

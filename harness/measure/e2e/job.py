@@ -149,6 +149,7 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
 
     phase("validate")
     outputs, invalid, unknown = [], 0, 0
+    first_invalid: str | None = None  # the first invalid output's reason, any batch size
     for s in res.sequences:
         out: dict[str, Any] = {"stop": s.stop, "n_tokens": len(s.tokens),
                                "stop_token": s.stop_token}
@@ -159,6 +160,7 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
             out.update(chk)
             if chk["valid"] is False:
                 invalid += 1
+                first_invalid = first_invalid or chk["why"]
                 out["witness"] = list(s.tokens) + [s.stop_token]
             elif chk["valid"] is None:
                 unknown += 1
@@ -211,6 +213,9 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
             res, unc, con.get("fill"), o, rt, run_decode, prompt, vocab, grammar, eng["name"],
             adapter, truth)
         invalid += sum(b["invalid_outputs"] for b in e2e["by_batch"][1:])
+        first_invalid = first_invalid or next(
+            (f"batch {b['batch']}: {b['first_invalid']}" for b in e2e["by_batch"][1:]
+             if b.get("first_invalid")), None)
     record["e2e"] = e2e
     record["outputs"] = outputs
     record["steps_ns"] = {k: v for k, v in res.steps.items() if v}
@@ -219,9 +224,11 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
     record["tokens"] = e2e["tokens"]
     bad = [x for x in outputs if x["stop"] in ("rejected", "eos_refused", "mask_leak")]
     if invalid:
+        # the invalid output may come from a further batch size of --batch, whose outputs
+        # are validated but not kept in ``outputs`` (looking only there raised
+        # StopIteration when the primary batch's outputs were all valid)
         record["outcome"] = outcomes.INVALIDATION_ERROR
-        first = next(x for x in outputs if x.get("valid") is False)
-        record["error"] = f"invalid output under the mask: {first['why']}"
+        record["error"] = f"invalid output under the mask: {first_invalid}"
     elif bad:
         record["outcome"] = outcomes.VALIDATION_ERROR
         record["error"] = f"engine inconsistent: {bad[0]['stop']} at token {bad[0]['stop_token']}"
@@ -280,7 +287,8 @@ def _unconstrained(rt, run_decode, prompt, vocab, o):
                       sampler=sampler)
 
 
-def _batch_point(batch: int, fill: str | None, con, unc, invalid: int) -> dict[str, Any]:
+def _batch_point(batch: int, fill: str | None, con, unc,
+                 invalid: tuple[int, str | None]) -> dict[str, Any]:
     """One point of the TPOT-against-batch curve: per-step medians over this job (ns)."""
     cs = np.asarray(con.steps.get("step", []), dtype=np.float64)
     us = np.asarray(unc.steps.get("step", []), dtype=np.float64)
@@ -293,7 +301,7 @@ def _batch_point(batch: int, fill: str | None, con, unc, invalid: int) -> dict[s
             "mask_p50_ns": float(np.median(mk)) if mk.size else None,
             "tokens": sum(s.n_emitted for s in con.sequences),
             "runaways": sum(1 for s in con.sequences if s.stop == "runaway"),
-            "invalid_outputs": invalid}
+            "invalid_outputs": invalid[0], "first_invalid": invalid[1]}
 
 
 def _batch_sweep(res, unc, fill, o, rt, run_decode, prompt, vocab, grammar, engine_name,
@@ -303,9 +311,12 @@ def _batch_sweep(res, unc, fill, o, rt, run_decode, prompt, vocab, grammar, engi
     from harness.measure.e2e.runtime_cache import get_runtime
     from harness.measure.e2e.validate import check_output, detokenize
 
-    def invalid_of(r) -> int:
-        return sum(1 for s in r.sequences if s.stop == "eos"
-                   and check_output(detokenize(vocab.tokens, s.tokens), truth)["valid"] is False)
+    def invalid_of(r) -> tuple[int, str | None]:
+        """(invalid outputs, the first one's reason)."""
+        whys = [chk["why"] for s in r.sequences if s.stop == "eos"
+                for chk in [check_output(detokenize(vocab.tokens, s.tokens), truth)]
+                if chk["valid"] is False]
+        return len(whys), (whys[0] if whys else None)
 
     first = o["batches"][0]
     points = [_batch_point(first, fill, res, unc, invalid_of(res))]
