@@ -69,6 +69,48 @@ def test_runtime_shapes_and_seed(rt, vocab):
     assert torch.equal(rt.prefill(ids), a)
 
 
+def test_static_step_computes_what_transformers_computes(vocab):
+    """The runtime's own static-cache step (the one CUDA graphs capture) against
+    ``LlamaForCausalLM.forward`` with a ``DynamicCache``, same weights, float32: prefill and
+    every decode step, every row of a batch (the prompt's KV is computed once and copied)."""
+    from transformers import DynamicCache
+
+    from harness.measure.e2e.runtime_torch import TorchRuntime
+
+    rt = TorchRuntime("micro", dtype="float32", batch=3, graphs=True)
+    assert rt.graphs is False  # never on CPU: the same step runs eagerly
+    ids = build_prompt(vocab, json.dumps({"type": "integer"}))
+    rt.prepare(len(ids), 6)
+    got = [rt.prefill(ids).clone()]
+    toks = [vocab.encode("12")[0], 11, 128009, 5]
+    for t in toks:
+        got.append(rt.step([t] * 3).clone())
+    cache = DynamicCache(config=rt.config)
+    with torch.no_grad():
+        ref = [rt.model(input_ids=torch.tensor([ids]), past_key_values=cache,
+                        use_cache=True).logits[0, -1]]
+        for t in toks:
+            ref.append(rt.model(input_ids=torch.tensor([[t]]), past_key_values=cache,
+                                use_cache=True).logits[0, -1])
+    for g, r in zip(got, ref):
+        assert g.shape == (3, 128256)
+        for row in g:
+            assert float((row - r).norm() / r.norm()) < 1e-5
+    # the step feeds ids from the device the same as from the host
+    rt.prefill(ids)
+    a = rt.step([toks[0]] * 3).clone()
+    rt.prefill(ids)
+    b = rt.step_device(torch.tensor([toks[0]] * 3)).clone()
+    assert torch.equal(a, b)
+    wb = rt.weight_bytes()
+    assert wb["per_step"] == wb["all"] == rt.shape.n_params() * 4  # micro ties its LM head
+    with pytest.raises(RuntimeError, match="past its bucket"):
+        rt.prepare(10, 1)
+        rt.prefill(list(range(10)))
+        for _ in range(300):
+            rt.step([1] * 3)
+
+
 def test_sampler_never_draws_masked_ids():
     logits = torch.randn(1, 128256)
     bm = Bitmask(1, 128256)
