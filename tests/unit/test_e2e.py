@@ -247,6 +247,19 @@ def test_job_record(engine):
     assert e["ttft_ns"] >= rec["compile_ns"] > 0
     assert e["outputs"] == 1 and e["unconstrained_tokens"] <= 16
     assert e["steps_us"]["forward"]["p50"] > 0
+    # the protocol: a warm-up, then blocks A B A B (constrained, unconstrained) at batch 1
+    p = rec["protocol"]
+    w = p["warmup"]["1"]
+    assert w["steps"] > 0 and w["stable"] in (True, False) and len(w["window_ms"]) > 0
+    assert [(bl["mode"], bl["round"]) for bl in p["blocks"]["1"]] == [
+        ("constrained", 0), ("unconstrained", 0), ("constrained", 1), ("unconstrained", 1)]
+    assert p["clock_source"].startswith("not available")
+    assert all(bl["sm_mhz"] == [None, None] for bl in p["blocks"]["1"])
+    steps_a = [bl["steps"]["step"] for bl in p["blocks"]["1"] if bl["mode"] == "constrained"]
+    assert e["tpot_ns"] == pytest.approx(np.mean(sum(steps_a, [])))
+    info = rec["e2e_config"]["runtime_info"]
+    assert info["kv_cache"] == "static" and info["graphs"] is False
+    assert info["copy_bandwidth"]["gb_per_s"] > 0 and info["weight_bytes"]["per_step"] > 0
 
 
 def test_resolve_options():
@@ -328,3 +341,104 @@ def test_invalid_output_of_a_further_batch_size_is_reported_not_a_crash(name, ba
     assert e["invalid_outputs"] == invalid[0]  # the primary batch's; by_batch has the rest
     assert rec["outcome"] == "invalidation_error"
     assert rec["error"].startswith(f"invalid output under the mask: batch {batch}: schema-invalid")
+
+
+# ---------------------------------------------------------------------- the protocol
+
+def test_warm_up_stop_rule(vocab):
+    from harness.measure.e2e import protocol
+
+    assert protocol.is_stable([9.0, 5.0, 5.02, 4.98])  # the transient is left behind
+    assert not protocol.is_stable([5.0, 5.2, 5.0])  # 4% apart
+    assert not protocol.is_stable([5.0, 5.0])  # too few windows
+    rt = get_runtime({"runtime": "torch", "model": "micro", "seed": 0})
+    prompt = build_prompt(vocab, "{}")
+    rt.prepare(len(prompt), 20)
+    w = protocol.warm_up(rt, prompt, 20, max_steps=48)
+    # the steps spent are whole windows, never past the cap; "stable" is the rule's verdict
+    # on the windows it reports (a cap-ended warm-up is never called stable)
+    assert w["steps"] % protocol.WINDOW == 0 and protocol.WINDOW <= w["steps"] <= 48
+    assert len(w["window_ms"]) * protocol.WINDOW == w["steps"]
+    assert w["stable"] == protocol.is_stable(w["window_ms"])
+    if not w["stable"]:
+        assert w["steps"] + protocol.WINDOW > 48
+
+
+def test_ratio_interval_resolves_only_a_tight_interval():
+    from harness.measure.e2e.summary import ratio_interval
+
+    rng = np.random.default_rng(1)
+    tight = [(1010.0 * 30 * (1 + rng.normal(0, 0.002)), 30, 1000.0 * 30, 30) for _ in range(12)]
+    r = ratio_interval(tight)
+    assert r["resolved"] and abs(r["value"] - 1.01) < 0.005
+    assert r["ci"][0] <= r["value"] <= r["ci"][1]
+    loose = [(1000.0 * 30 * (1 + rng.normal(0, 0.2)), 30, 1000.0 * 30, 30) for _ in range(6)]
+    r = ratio_interval(loose)
+    assert r["resolved"] is False and r["note"].startswith("not resolved")
+    few = ratio_interval(tight[:2])
+    assert few["value"] is None and "too few samples" in few["note"]
+    tiny = ratio_interval([(100.0, 30, 100.0, 30)] * 5, resolution_ns=500)
+    assert tiny["value"] is None and "resolution" in tiny["note"]
+
+
+def test_protocol_block_of_the_summary():
+    """Shares, the harness's share and the interleaved ratio from records of the protocol."""
+    from harness.measure.e2e.summary import e2e_block, render_text
+
+    def block(mode, rd, step, fwd, extra):
+        n = 30
+        steps = {"step": [step] * n, "forward": [7] + [fwd] * n, "sample": [1] + [50] * n}
+        if mode == "constrained":
+            steps.update({"apply": [1] + [40] * n, "wait": [5] * n, "mask": [1] + [80] * n,
+                          "commit": [20] * n})
+        steps.update(extra)
+        return {"mode": mode, "round": rd, "sm_mhz": [None, None], "steps": steps}
+
+    recs = []
+    for i in range(4):
+        blocks = []
+        for rd in range(2):
+            blocks.append(block("constrained", rd, 1100, 1000, {}))
+            blocks.append(block("unconstrained", rd, 1060, 1000, {}))
+        recs.append({"engine": "x", "outcome": "passing",
+                     "e2e_config": {"runtime": "torch", "batch": 1, "batches": [1],
+                                    "device": "cpu", "blocks": 2,
+                                    "runtime_info": {"weight_bytes": {"per_step": 2_000_000},
+                                                     "copy_bandwidth": {"gb_per_s": 4.0}}},
+                     "e2e": {"ttft_ns": 5e6, "ttft_unconstrained_ns": 4e6, "tpot_ratio": 1.04,
+                             "schedule": "overlapped", "invalid_outputs": 0, "runaways": 0,
+                             "outputs": 1},
+                     "steps_ns": {"step": [1100] * 30}, "steps_unconstrained_ns": {"step": [1060] * 30},
+                     "protocol": {"blocks": {"1": blocks}, "clock_source": "not available (CPU run)",
+                                  "warmup": {"1": {"steps": 400, "s": 1.0, "stable": False,
+                                                   "max_steps": 400, "first": i == 0}}}})
+    b = e2e_block(recs)
+    assert b["tpot_ratio"] == round(1100 / 1060, 4) and b["tpot_ratio_resolved"] is True
+    assert b["interference"] == 1.0
+    # overlapped: the engine's exposed time is min(wait 5, mask 80 + commit 20) = 5 ns; the
+    # harness's own share is (1100 - 1000 - 5) / 1100
+    assert b["harness_share"] == round(95 / 1100, 4)
+    assert b["harness_share_unconstrained"] == round(60 / 1060, 4)
+    assert b["shares"]["apply"]["share"] == round(40 / 1100, 4)
+    assert b["floor"]["floor_ms"] == 0.5 and b["floor"]["step_over_floor"] == round(0.00106 / 0.5, 3)
+    assert b["warmup"]["1"]["first"][0]["stable"] is False and b["warmup"]["1"]["rewarms"] == 3
+    text = render_text({"engines": {"x": {"e2e": b}}})
+    for want in ("1.038 [", "harness's share 8.6%", "components of the constrained step",
+                 "not stable: cut off at its cap of 400", "floor: ", "SM clock"):
+        assert want in text, want
+
+
+def test_mask_bench_on_cpu():
+    from harness.measure.e2e import maskbench
+
+    kernels = ("xgrammar",) if is_installed("xgrammar") else ()
+    r = maskbench.run("cpu", (1, 2), 128256, engines=kernels, n=3, warmup=1)
+    rows = {(x["kernel"], x["batch"]): x for x in r["rows"]}
+    names = {"shared", "masked_fill"} | {f"engine:{e}" for e in kernels}
+    assert {k for k, _ in rows} == names and {b for _, b in rows} == {1, 2}
+    for k in names - {"masked_fill"}:
+        assert rows[(k, 2)]["correct"] is True and rows[(k, 2)]["eager_us"] > 0
+    assert "mask apply, 128256 ids, cpu" in maskbench.text_table(r)
+    cut = maskbench.run("cpu", (1,), 128256, n=1, warmup=0, budget_s=0)
+    assert all("cut_off" in x for x in cut["rows"])
+    assert "cut off" in maskbench.text_table(cut)
