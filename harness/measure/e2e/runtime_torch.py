@@ -133,17 +133,36 @@ class TorchRuntime:
         self.lm_head = self.model.lm_head.weight
         self.final_norm = m.norm.weight
         self.eps = float(self.shape.rms_eps)
-        self.layers = [(ly.input_layernorm.weight, ly.self_attn.q_proj.weight,
-                        ly.self_attn.k_proj.weight, ly.self_attn.v_proj.weight,
-                        ly.self_attn.o_proj.weight, ly.post_attention_layernorm.weight,
-                        ly.mlp.gate_proj.weight, ly.mlp.up_proj.weight, ly.mlp.down_proj.weight)
-                       for ly in m.layers]
+        # Fused projections, as serving engines run them: one [q; k; v] matrix and one
+        # [gate; up] matrix per layer, so a step launches 2 GEMMs where it would launch 5.
+        # The model's own parameters become views into them (no second copy of the
+        # weights; LlamaForCausalLM.forward still computes with the same numbers).
+        self.layers = []
+        for ly in m.layers:
+            at, mlp = ly.self_attn, ly.mlp
+            qkv = self._fuse(at.q_proj, at.k_proj, at.v_proj)
+            gate_up = self._fuse(mlp.gate_proj, mlp.up_proj)
+            self.layers.append((ly.input_layernorm.weight, qkv, at.o_proj.weight,
+                                ly.post_attention_layernorm.weight, gate_up,
+                                mlp.down_proj.weight))
         # the RoPE table as transformers computes it (its rotary module, its dtype cast)
         with torch.no_grad():
             pos = torch.arange(self.shape.context, device=self.device).unsqueeze(0)
             cos, sin = m.rotary_emb(self.embed[:1].unsqueeze(0), pos)
         self.cos, self.sin = cos[0].contiguous(), sin[0].contiguous()  # [context, head_dim]
         self.scale = self.shape.head_dim ** -0.5
+
+    @staticmethod
+    def _fuse(*linears) -> torch.Tensor:
+        """The linears' weights stacked by rows; each linear's weight then views its rows."""
+        with torch.no_grad():
+            fused = torch.cat([lin.weight.data for lin in linears], dim=0)
+        row = 0
+        for lin in linears:
+            n = lin.weight.shape[0]
+            lin.weight.data = fused[row:row + n]
+            row += n
+        return fused
 
     def weight_bytes(self) -> dict[str, int]:
         """Bytes of the weights: ``all`` of them, and ``per_step``: what one decode step
@@ -160,10 +179,9 @@ class TorchRuntime:
 
     # ------------------------------------------------------------------ the step
     def _rms(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        dt = x.dtype
-        xf = x.float()
-        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
-        return w * xf.to(dt)
+        # torch's rms_norm (one fused kernel where torch has one): in float32 it equals
+        # transformers' LlamaRMSNorm; in bf16 it rounds once less (weight × normed in fp32)
+        return F.rms_norm(x, (x.shape[-1],), w, self.eps)
 
     @staticmethod
     def _rot(x: torch.Tensor) -> torch.Tensor:
@@ -184,26 +202,31 @@ class TorchRuntime:
         # query row g*T + t sits at positions[t]; key slot j is visible to it iff j <= that
         slots = torch.arange(span, device=ids.device)
         hidden_mask = slots.unsqueeze(0) > positions.repeat(G).unsqueeze(1)  # [G*T, span]
-        for i, (w_in, wq, wk, wv, wo, w_post, wg, wu, wd) in enumerate(self.layers):
+        nq, nk = s.heads * D, Hk * D
+        inter = s.intermediate
+        for i, (w_in, w_qkv, wo, w_post, w_gu, wd) in enumerate(self.layers):
             x = self._rms(h, w_in)
-            q = F.linear(x, wq).view(B, T, Hk, G, D).permute(0, 2, 3, 1, 4)  # [B,Hk,G,T,D]
-            k = F.linear(x, wk).view(B, T, Hk, D).transpose(1, 2)  # [B, Hk, T, D]
-            v = F.linear(x, wv).view(B, T, Hk, D).transpose(1, 2)
-            q = q * cos + self._rot(q) * sin
-            k = k * cos + self._rot(k) * sin
+            qkv = F.linear(x, w_qkv)  # [B, T, (H + 2 Hk) D]
+            # RoPE on q and k at once: they are adjacent heads of the fused output
+            qk = qkv[..., :nq + nk].view(B, T, s.heads + Hk, D)
+            qk = qk * cos.unsqueeze(1) + self._rot(qk) * sin.unsqueeze(1)
+            q = qk[:, :, :s.heads].view(B, T, Hk, G, D).permute(0, 2, 3, 1, 4)  # [B,Hk,G,T,D]
+            k = qk[:, :, s.heads:].transpose(1, 2)  # [B, Hk, T, D]
+            v = qkv[..., nq + nk:].view(B, T, Hk, D).transpose(1, 2)
             kc, vc = k_all[i], v_all[i]
             kc.index_copy_(2, positions, k)
             vc.index_copy_(2, positions, v)
             # grouped-query attention without repeating K/V: the G query heads of a KV head
             # are rows of one matmul, so each cached K and V is read once
-            sc = torch.matmul(q.reshape(B, Hk, G * T, D), kc[:, :, :span].transpose(-1, -2))
-            sc = (sc * self.scale).masked_fill_(hidden_mask, float("-inf"))
-            pr = torch.softmax(sc, dim=-1, dtype=torch.float32).to(q.dtype)
+            sc = torch.matmul(q.reshape(B, Hk, G * T, D) * self.scale,
+                              kc[:, :, :span].transpose(-1, -2))
+            sc.masked_fill_(hidden_mask, float("-inf"))
+            pr = torch.softmax(sc, dim=-1, dtype=torch.float32).to(qkv.dtype)
             o = torch.matmul(pr, vc[:, :, :span])  # [B, Hk, G*T, D]
             o = o.view(B, Hk, G, T, D).permute(0, 3, 1, 2, 4).reshape(B, T, Hk * G * D)
             h = h + F.linear(o, wo)
-            x = self._rms(h, w_post)
-            h = h + F.linear(F.silu(F.linear(x, wg)) * F.linear(x, wu), wd)
+            gu = F.linear(self._rms(h, w_post), w_gu)
+            h = h + F.linear(F.silu(gu[..., :inter]) * gu[..., inter:], wd)
         return F.linear(self._rms(h[:, -1], self.final_norm), self.lm_head)
 
     def _decode_body(self, sl: _Slots, bucket: int) -> None:
