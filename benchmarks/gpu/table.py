@@ -1,7 +1,9 @@
 """The GPU run's one table: every run folder under the given folder, serve rows (per
 backend, stream and mode: throughput, TTFT / TPOT / ITL p50 and p99, invalid outputs,
-runaways, refusals) and the torch runtime's TPOT per engine and batch; rows that did not
-run say why.
+runaways, refusals) and the e2e suite's figures per engine and batch (TPOT, the interleaved
+ratio with its interval or "not resolved", interference, the harness's share, the forward's
+share; then the floor, the warm-ups, the clock, the components and the mask-apply
+microbenchmark); rows that did not run say why.
 
     python benchmarks/gpu/table.py results/gpu-<stamp>
 """
