@@ -12,7 +12,9 @@
 # 64 tokens, the protocol's warm-up and interleaved blocks; its first job per engine runs
 # the mask-apply microbenchmark (batch 1, 8, 32, 128). Everything goes to $OUT (default
 # KIT/out), at most 6 files: run.log (all output), table.txt (the one table), summary.json,
-# records.jsonl.gz, report.tar.gz (report.md, report.html and plots), kit.env.
+# records.jsonl.gz, report.tar.gz (report.md, report.html and plots), kit.env. On a GPU, when
+# time is left, a short second run with --no-graphs (batch 1, 2 schemas, xgrammar) follows,
+# in the same table (E2E_COMPARE= turns it off).
 #
 # Env knobs: OUT, PY (python3; --smoke: the interpreter that built the kit if python3 lacks
 # torch), SITE (KIT/site), E2E_ENGINES (xgrammar,llguidance), E2E_BATCH, E2E_SAMPLE (12),
@@ -120,7 +122,11 @@ IMPORTS=$?
 
 RES=$KIT/results
 rm -rf "$RES"; mkdir -p "$RES"
-E2E_T=$(( $(left) - 40 ))
+# a short second run with --no-graphs (the same step, eager) when time is left after the
+# main one: the floor line of each shows what the captured graph buys
+COMPARE=${E2E_COMPARE-$([ -z "$SMOKE" ] && echo 1)}
+RESERVE=$([ -n "$COMPARE" ] && echo 80 || echo 0)
+E2E_T=$(( $(left) - 40 - RESERVE ))
 step "e2e: $MODEL on $DEVICE, batch $BATCH, $ENGINES, $SAMPLE schemas, $MAXTOK tokens, $BLOCKS rounds of AB blocks (limit ${E2E_T} s)"
 E2E_RC=1
 if [ $IMPORTS -ne 0 ]; then
@@ -142,6 +148,16 @@ RUN=${RUN%/}
 if [ -n "$RUN" ] && [ ! -f "$RUN/summary.json" ]; then
   step "no summary.json (stopped early): rebuilding it from the records"
   timeout -k 5 90 "$PY" -m harness.cli summary "$RUN" -o "$RES/reports/$(basename "$RUN")" | tail -3
+fi
+CMP_T=$(( $(left) - 30 ))
+if [ -n "$COMPARE" ] && [ $E2E_RC -eq 0 ] && [ $CMP_T -ge 60 ]; then
+  step "comparison: the same step without CUDA graphs, batch 1, 2 schemas, xgrammar (limit ${CMP_T} s)"
+  timeout -k 10 "$CMP_T" "$PY" -m harness.cli run --suite e2e --runtime torch --device "$DEVICE" \
+    --model "$MODEL" --overlap --batch 1 --engine xgrammar --data "$KIT/data" --sample 2 \
+    --max-tokens "$MAXTOK" --blocks 1 --mask-bench off --no-graphs --memory "$MEMORY" \
+    --timeout "$JOB_TIMEOUT" --jobs 1 --no-progress --results "$RES" --reports "$RES/reports" \
+    | sed -n '/^end to end/,/^SM clock/p'
+  echo "comparison rc ${PIPESTATUS[0]}"
 fi
 
 step "results"
