@@ -61,7 +61,7 @@ def closure(reqs: list[str], py: str, image: set[str]) -> tuple[dict[str, str], 
             try:
                 dist = md.distribution(r.name)
             except md.PackageNotFoundError:
-                carry.setdefault(name, "")  # not installed here: the newest that fits
+                carry.setdefault(name, "")  # not installed here: main() refuses
                 continue
             carry[name] = dist.version
             for sub in dist.requires or []:
@@ -77,6 +77,13 @@ def main() -> int:
     image = {norm(x.split("#")[0].strip()) for x in Path(a.image).read_text().splitlines()
              if x.split("#")[0].strip()}
     carry, provided = closure(roots(), a.python_version, image)
+    missing = sorted(n for n, v in carry.items() if not v)
+    if missing:
+        # their own requirements could not be walked: the list would be short
+        print(f"kit_wheels: not installed in {sys.executable}: {', '.join(missing)}; run it "
+              "with the project's environment (bash setup.sh; PY=.venv/bin/python)",
+              file=sys.stderr)
+        return 1
     for name, ver in sorted(carry.items()):
         print(f"{name}=={ver}" if ver else name)
     print(f"kit_wheels: {len(carry)} to carry; provided by the image: {', '.join(provided)}",

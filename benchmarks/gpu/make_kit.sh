@@ -72,7 +72,7 @@ EOF
 
 echo "make_kit: wheels for CPython $PYV on $PLATFORM -> $DIR/whl"
 PYTHONPATH="$ROOT" "$PY" "$ROOT/benchmarks/gpu/kit_wheels.py" --python-version "$PYV" \
-  --image "$IMAGE" > "$DIR/wheels.txt"
+  --image "$IMAGE" > "$DIR/wheels.txt" || { echo "make_kit: no wheel list (see above)" >&2; exit 1; }
 dl() {  # pip download, binary wheels for the target only, no dependency resolution
   "$PY" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
     "${PLATS[@]}" --python-version "$PYV" --implementation cp -d "$@"
