@@ -293,7 +293,10 @@ class TorchRuntime:
             from engines.base import one_line
 
             self.graphs, self.graphs_error = False, one_line(e)
-            torch.cuda.synchronize()
+            try:
+                torch.cuda.synchronize()
+            except Exception:  # a sticky error shows again at the next step, with its cause
+                pass
 
     # ------------------------------------------------------------------ decoding
     @torch.no_grad()
