@@ -19,6 +19,7 @@ def test_cli_e2e_run(tmp_path):
     res = tmp_path / "results"
     p = harness("run", "--suite", "e2e", "--engine", "xgrammar", "--data", str(data),
                 "--model", "micro", "--runtime", "torch", "--max-tokens", "12", "--overlap",
+                "--no-graphs",
                 "--results", str(res), "--reports", str(tmp_path / "reports"), "--no-progress")
     assert p.returncode == 0, p.stderr[-3000:]
     run, recs = read_records(res)
@@ -35,3 +36,16 @@ def test_cli_e2e_run(tmp_path):
         assert k in block, k
     assert block["tpot_ms"] > 0 and block["ttft_ms"] > 0
     assert "end to end" in p.stdout and "xgrammar" in p.stdout
+    # the protocol's figures: warm-up, interleaved pairs, the ratio as the rules allow it
+    # (one schema: too few pairs for an interval), the harness's share, the components
+    assert r["protocol"]["warmup"]["1"]["steps"] > 0
+    assert [bl["mode"] for bl in r["protocol"]["blocks"]["1"]] == ["constrained",
+                                                                   "unconstrained"] * 2
+    assert block["tpot_ratio"] is None and "too few samples" in block["tpot_ratio_note"]
+    assert 0 < block["harness_share"] < 1 and block["shares"]["forward"]["share"] > 0
+    for want in ("warm-up at batch 1: first", "over 2 AB pairs", "harness's share",
+                 "components of the constrained step", "floor: ", "CUDA graphs off",
+                 "SM clock before/after each block: not available (CPU run)", "mask apply"):
+        assert want in p.stdout, want
+    report = (tmp_path / "reports" / run.name / "report.md").read_text()
+    assert "Interleaved blocks" in report and "Mask-apply microbenchmark" in report

@@ -14,7 +14,8 @@ from harness.measure.e2e import loop as e2e_loop
 from harness.measure.e2e.job import resolve_options, run_e2e_job
 from harness.measure.e2e.prompt import build_prompt
 from harness.measure.e2e.runtime_cache import get_runtime
-from harness.measure.e2e.sampling import Bitmask, Sampler, apply_kernel, apply_shared
+from harness.measure.e2e.sampling import (Bitmask, Sampler, apply_kernel, apply_shared,
+                                          apply_words)
 from harness.measure.e2e.validate import check_output
 from harness.measure.groundtruth import GroundTruth
 from harness.vocab import load_vocabulary
@@ -43,9 +44,11 @@ class EosBiased:
     between the model and an immediate EOS, so every output must end exactly when the
     grammar allows it."""
 
-    def __init__(self, rt, stop_ids, bias=40.0):
+    def __init__(self, rt, stop_ids, bias=40.0, asynchronous=False):
         self.rt, self.stop_ids, self.bias = rt, list(stop_ids), bias
         self.batch, self.device, self.vocab_size = rt.batch, rt.device, rt.vocab_size
+        # True: the loop takes its pipelined path (CUDA's), here run synchronously on CPU
+        self.asynchronous = asynchronous
 
     def _b(self, logits):
         logits[:, self.stop_ids] += self.bias
@@ -57,6 +60,9 @@ class EosBiased:
     def step(self, toks):
         return self._b(self.rt.step(toks))
 
+    def step_device(self, ids):
+        return self._b(self.rt.step_device(ids))
+
 
 def test_runtime_shapes_and_seed(rt, vocab):
     ids = build_prompt(vocab, json.dumps({"type": "boolean"}))
@@ -67,6 +73,48 @@ def test_runtime_shapes_and_seed(rt, vocab):
     again = get_runtime({"runtime": "torch", "model": "micro", "seed": 0})
     assert again is rt  # built once per process
     assert torch.equal(rt.prefill(ids), a)
+
+
+def test_static_step_computes_what_transformers_computes(vocab):
+    """The runtime's own static-cache step (the one CUDA graphs capture) against
+    ``LlamaForCausalLM.forward`` with a ``DynamicCache``, same weights, float32: prefill and
+    every decode step, every row of a batch (the prompt's KV is computed once and copied)."""
+    from transformers import DynamicCache
+
+    from harness.measure.e2e.runtime_torch import TorchRuntime
+
+    rt = TorchRuntime("micro", dtype="float32", batch=3, graphs=True)
+    assert rt.graphs is False  # never on CPU: the same step runs eagerly
+    ids = build_prompt(vocab, json.dumps({"type": "integer"}))
+    rt.prepare(len(ids), 6)
+    got = [rt.prefill(ids).clone()]
+    toks = [vocab.encode("12")[0], 11, 128009, 5]
+    for t in toks:
+        got.append(rt.step([t] * 3).clone())
+    cache = DynamicCache(config=rt.config)
+    with torch.no_grad():
+        ref = [rt.model(input_ids=torch.tensor([ids]), past_key_values=cache,
+                        use_cache=True).logits[0, -1]]
+        for t in toks:
+            ref.append(rt.model(input_ids=torch.tensor([[t]]), past_key_values=cache,
+                                use_cache=True).logits[0, -1])
+    for g, r in zip(got, ref):
+        assert g.shape == (3, 128256)
+        for row in g:
+            assert float((row - r).norm() / r.norm()) < 1e-5
+    # the step feeds ids from the device the same as from the host
+    rt.prefill(ids)
+    a = rt.step([toks[0]] * 3).clone()
+    rt.prefill(ids)
+    b = rt.step_device(torch.tensor([toks[0]] * 3)).clone()
+    assert torch.equal(a, b)
+    wb = rt.weight_bytes()
+    assert wb["per_step"] == wb["all"] == rt.shape.n_params() * 4  # micro ties its LM head
+    with pytest.raises(RuntimeError, match="past its bucket"):
+        rt.prepare(10, 1)
+        rt.prefill(list(range(10)))
+        for _ in range(300):
+            rt.step([1] * 3)
 
 
 def test_sampler_never_draws_masked_ids():
@@ -89,8 +137,18 @@ def test_apply_kernels_agree():
     a = torch.randn(2, 128256)
     b = a.clone()
     apply_shared(a, bm)
+    c = torch.randn(2, 128256)
+    d = c.clone()
+    apply_shared(c, bm)
+    apply_words(d, torch.from_numpy(bm.np), bm._one_bit)  # the shared kernel's device half
+    assert torch.equal(c, d)
     label, xk = apply_kernel("xgrammar", "engine")
     assert label.startswith("xgrammar") and apply_kernel("xgrammar", "auto", "cpu")[0] == "shared"
+    # auto on a GPU: the faster of the two by the microbenchmark's device times
+    fast_own = {"engine:xgrammar": 3.0, "shared": 9.0}
+    assert apply_kernel("xgrammar", "auto", "cuda", fast_own)[0].startswith("xgrammar")
+    assert apply_kernel("xgrammar", "auto", "cuda", {"engine:xgrammar": 9.0,
+                                                      "shared": 3.0})[0] == "shared"
     xk(b, bm)
     assert torch.equal(torch.isinf(a), torch.isinf(b))
     bits = np.unpackbits(bm.np.view(np.uint8), axis=-1, count=128256, bitorder="little")
@@ -109,7 +167,8 @@ def test_generation_under_each_mask(engine, rt, vocab):
         # xgrammar's own kernel here (auto picks the shared one on CPU, tested as the others)
         _, apply = apply_kernel(engine, "engine" if engine == "xgrammar" else "auto")
         serial_tokens = None
-        for overlap in (False, True):
+        for overlap, pipelined in ((False, False), (True, False), (True, True)):
+            biased.asynchronous = pipelined
             res = e2e_loop.decode(biased, build_prompt(vocab, text), stop_ids=vocab.stop_ids,
                                   max_tokens=24, sampler=Sampler(seed=7),
                                   matchers=[grammar.matcher()], bitmask=Bitmask(1, vocab.size),
@@ -124,9 +183,13 @@ def test_generation_under_each_mask(engine, rt, vocab):
             assert len(res.steps["sample"]) == n and len(res.steps["forward"]) == n
             assert len(res.steps["commit"]) == n - 1 and len(res.steps["step"]) == n - 1
             if overlap:
-                assert len(res.steps["wait"]) == n - 1
-                assert s.tokens == serial_tokens  # same seed: same tokens, either schedule
-            serial_tokens = s.tokens
+                # same seed: same tokens, any schedule (pipelined: the draw feeds the next
+                # forward on the device, the host reads the ids after queueing it)
+                assert s.tokens == serial_tokens and s.stop == "eos"
+                assert len(res.steps["wait"]) == (0 if pipelined else n - 1)
+            else:
+                serial_tokens = s.tokens
+        biased.asynchronous = False
 
 
 def test_unconstrained_runs_to_budget(rt, vocab):
@@ -142,13 +205,18 @@ def test_batch_decoding(vocab):
     eng = ENGINES[0]
     grammar = EngineSpec(eng).build(vocab).compile(json.dumps({"type": "boolean"}))
     _, apply = apply_kernel(eng)
-    res = e2e_loop.decode(EosBiased(rt2, vocab.stop_ids), build_prompt(vocab, "x"),
-                          stop_ids=vocab.stop_ids, max_tokens=16, sampler=Sampler(seed=2),
-                          matchers=[grammar.matcher() for _ in range(3)],
-                          bitmask=Bitmask(3, vocab.size), apply=apply)
-    for s in res.sequences:
-        assert s.stop == "eos"
-        assert json.loads(b"".join(vocab.tokens[t] for t in s.tokens)) in (True, False)
+    seen = []
+    for pipelined in (False, True):
+        res = e2e_loop.decode(EosBiased(rt2, vocab.stop_ids, asynchronous=pipelined),
+                              build_prompt(vocab, "x"), stop_ids=vocab.stop_ids, max_tokens=16,
+                              sampler=Sampler(seed=2),
+                              matchers=[grammar.matcher() for _ in range(3)],
+                              bitmask=Bitmask(3, vocab.size), apply=apply, overlap=pipelined)
+        for s in res.sequences:
+            assert s.stop == "eos"
+            assert json.loads(b"".join(vocab.tokens[t] for t in s.tokens)) in (True, False)
+        seen.append([s.tokens for s in res.sequences])
+    assert seen[0] == seen[1]
 
 
 def test_check_output_catches_control_characters():
@@ -179,6 +247,19 @@ def test_job_record(engine):
     assert e["ttft_ns"] >= rec["compile_ns"] > 0
     assert e["outputs"] == 1 and e["unconstrained_tokens"] <= 16
     assert e["steps_us"]["forward"]["p50"] > 0
+    # the protocol: a warm-up, then blocks A B A B (constrained, unconstrained) at batch 1
+    p = rec["protocol"]
+    w = p["warmup"]["1"]
+    assert w["steps"] > 0 and w["stable"] in (True, False) and len(w["window_ms"]) > 0
+    assert [(bl["mode"], bl["round"]) for bl in p["blocks"]["1"]] == [
+        ("constrained", 0), ("unconstrained", 0), ("constrained", 1), ("unconstrained", 1)]
+    assert p["clock_source"].startswith("not available")
+    assert all(bl["sm_mhz"] == [None, None] for bl in p["blocks"]["1"])
+    steps_a = [bl["steps"]["step"] for bl in p["blocks"]["1"] if bl["mode"] == "constrained"]
+    assert e["tpot_ns"] == pytest.approx(np.mean(sum(steps_a, [])))
+    info = rec["e2e_config"]["runtime_info"]
+    assert info["kv_cache"] == "static" and info["graphs"] is False
+    assert info["copy_bandwidth"]["gb_per_s"] > 0 and info["weight_bytes"]["per_step"] > 0
 
 
 def test_resolve_options():
@@ -232,3 +313,135 @@ def test_vllm_row_not_run_without_its_environment(monkeypatch, tmp_path):
     st = engine_status(EngineSpec("vllm", "xgrammar"))
     assert st["status"] == "not_run" and "setup.sh" in st["reason"]
     assert st["environment"]["available"] is False
+
+
+@pytest.mark.skipif(not is_installed("xgrammar"), reason="xgrammar not installed")
+@pytest.mark.parametrize("name,batch,seed", [("Handwritten---allone1.json", 8, 3),
+                                             ("JME_39.json", 16, 17)])
+def test_invalid_output_of_a_further_batch_size_is_reported_not_a_crash(name, batch, seed,
+                                                                        corpus_dir):
+    """xgrammar lets through outputs these schemas forbid (``not``/``oneOf`` of
+    ``multipleOf``; ``dependentSchemas``). When only a further size of ``--batch`` produced
+    one, the job raised StopIteration looking for it among the primary batch's outputs
+    ("worker raised StopIteration" on the GPU run). The seeds are ones whose draws hit it,
+    in float32, whose logits any faithful step reproduces (bf16 rounding would tie them to
+    one implementation of the step)."""
+    schema_text = json.dumps(json.loads((corpus_dir / name).read_text())["schema"])
+    job = {"job": "harness.measure.e2e.job:run_e2e_job",
+           "engine": {"name": "xgrammar", "config": "default", "label": "xgrammar"},
+           "tokenizer": "llama3",
+           "case": {"suite": "e2e", "case_id": name, "subset": "t", "source": "-",
+                    "schema_text": schema_text, "instances": [], "resources": []},
+           "options": {"runtime": "torch", "model": "micro", "dtype": "float32",
+                       "max_tokens": 64, "seed": seed,
+                       "batch": [1, batch], "overlap": True, "blocks": 1,
+                       "mask_bench": "off"}}
+    rec = run_e2e_job(job)
+    e = rec["e2e"]
+    invalid = [pt["invalid_outputs"] for pt in e["by_batch"]]
+    assert invalid[0] == 0 and invalid[1] > 0, \
+        "the seed no longer draws an invalid output at the further size only: pick another"
+    assert e["invalid_outputs"] == invalid[0]  # the primary batch's; by_batch has the rest
+    assert rec["outcome"] == "invalidation_error"
+    assert rec["error"].startswith(f"invalid output under the mask: batch {batch}: schema-invalid")
+
+
+# ---------------------------------------------------------------------- the protocol
+
+def test_warm_up_stop_rule(vocab):
+    from harness.measure.e2e import protocol
+
+    assert protocol.is_stable([9.0, 5.0, 5.02, 4.98])  # the transient is left behind
+    assert not protocol.is_stable([5.0, 5.2, 5.0])  # 4% apart
+    assert not protocol.is_stable([5.0, 5.0])  # too few windows
+    rt = get_runtime({"runtime": "torch", "model": "micro", "seed": 0})
+    prompt = build_prompt(vocab, "{}")
+    rt.prepare(len(prompt), 20)
+    w = protocol.warm_up(rt, prompt, 20, max_steps=48)
+    # the steps spent are whole windows, never past the cap; "stable" is the rule's verdict
+    # on the windows it reports (a cap-ended warm-up is never called stable)
+    assert w["steps"] % protocol.WINDOW == 0 and protocol.WINDOW <= w["steps"] <= 48
+    assert len(w["window_ms"]) * protocol.WINDOW == w["steps"]
+    assert w["stable"] == protocol.is_stable(w["window_ms"])
+    if not w["stable"]:
+        assert w["steps"] + protocol.WINDOW > 48
+
+
+def test_ratio_interval_resolves_only_a_tight_interval():
+    from harness.measure.e2e.summary import ratio_interval
+
+    rng = np.random.default_rng(1)
+    tight = [(1010.0 * 30 * (1 + rng.normal(0, 0.002)), 30, 1000.0 * 30, 30) for _ in range(12)]
+    r = ratio_interval(tight)
+    assert r["resolved"] and abs(r["value"] - 1.01) < 0.005
+    assert r["ci"][0] <= r["value"] <= r["ci"][1]
+    loose = [(1000.0 * 30 * (1 + rng.normal(0, 0.2)), 30, 1000.0 * 30, 30) for _ in range(6)]
+    r = ratio_interval(loose)
+    assert r["resolved"] is False and r["note"].startswith("not resolved")
+    few = ratio_interval(tight[:2])
+    assert few["value"] is None and "too few samples" in few["note"]
+    tiny = ratio_interval([(100.0, 30, 100.0, 30)] * 5, resolution_ns=500)
+    assert tiny["value"] is None and "resolution" in tiny["note"]
+
+
+def test_protocol_block_of_the_summary():
+    """Shares, the harness's share and the interleaved ratio from records of the protocol."""
+    from harness.measure.e2e.summary import e2e_block, render_text
+
+    def block(mode, rd, step, fwd, extra):
+        n = 30
+        steps = {"step": [step] * n, "forward": [7] + [fwd] * n, "sample": [1] + [50] * n}
+        if mode == "constrained":
+            steps.update({"apply": [1] + [40] * n, "wait": [5] * n, "mask": [1] + [80] * n,
+                          "commit": [20] * n})
+        steps.update(extra)
+        return {"mode": mode, "round": rd, "sm_mhz": [None, None], "steps": steps}
+
+    recs = []
+    for i in range(4):
+        blocks = []
+        for rd in range(2):
+            blocks.append(block("constrained", rd, 1100, 1000, {}))
+            blocks.append(block("unconstrained", rd, 1060, 1000, {}))
+        recs.append({"engine": "x", "outcome": "passing",
+                     "e2e_config": {"runtime": "torch", "batch": 1, "batches": [1],
+                                    "device": "cpu", "blocks": 2,
+                                    "runtime_info": {"weight_bytes": {"per_step": 2_000_000},
+                                                     "copy_bandwidth": {"gb_per_s": 4.0}}},
+                     "e2e": {"ttft_ns": 5e6, "ttft_unconstrained_ns": 4e6, "tpot_ratio": 1.04,
+                             "schedule": "overlapped", "invalid_outputs": 0, "runaways": 0,
+                             "outputs": 1},
+                     "steps_ns": {"step": [1100] * 30}, "steps_unconstrained_ns": {"step": [1060] * 30},
+                     "protocol": {"blocks": {"1": blocks}, "clock_source": "not available (CPU run)",
+                                  "warmup": {"1": {"steps": 400, "s": 1.0, "stable": False,
+                                                   "max_steps": 400, "first": i == 0}}}})
+    b = e2e_block(recs)
+    assert b["tpot_ratio"] == round(1100 / 1060, 4) and b["tpot_ratio_resolved"] is True
+    assert b["interference"] == 1.0
+    # overlapped: the engine's exposed time is min(wait 5, mask 80 + commit 20) = 5 ns; the
+    # harness's own share is (1100 - 1000 - 5) / 1100
+    assert b["harness_share"] == round(95 / 1100, 4)
+    assert b["harness_share_unconstrained"] == round(60 / 1060, 4)
+    assert b["shares"]["apply"]["share"] == round(40 / 1100, 4)
+    assert b["floor"]["floor_ms"] == 0.5 and b["floor"]["step_over_floor"] == round(0.00106 / 0.5, 3)
+    assert b["warmup"]["1"]["first"][0]["stable"] is False and b["warmup"]["1"]["rewarms"] == 3
+    text = render_text({"engines": {"x": {"e2e": b}}})
+    for want in ("1.038 [", "harness's share 8.6%", "components of the constrained step",
+                 "not stable: cut off at its cap of 400", "floor: ", "SM clock"):
+        assert want in text, want
+
+
+def test_mask_bench_on_cpu():
+    from harness.measure.e2e import maskbench
+
+    kernels = ("xgrammar",) if is_installed("xgrammar") else ()
+    r = maskbench.run("cpu", (1, 2), 128256, engines=kernels, n=3, warmup=1)
+    rows = {(x["kernel"], x["batch"]): x for x in r["rows"]}
+    names = {"shared", "masked_fill"} | {f"engine:{e}" for e in kernels}
+    assert {k for k, _ in rows} == names and {b for _, b in rows} == {1, 2}
+    for k in names - {"masked_fill"}:
+        assert rows[(k, 2)]["correct"] is True and rows[(k, 2)]["eager_us"] > 0
+    assert "mask apply, 128256 ids, cpu" in maskbench.text_table(r)
+    cut = maskbench.run("cpu", (1,), 128256, n=1, warmup=0, budget_s=0)
+    assert all("cut_off" in x for x in cut["rows"])
+    assert "cut off" in maskbench.text_table(cut)

@@ -1,9 +1,25 @@
 """Worker job kind ``e2e``: one schema, one engine, generated under the engine's mask.
 
-Per job: compile (timed; part of TTFT), a constrained decode (serial or overlapped), an
-unconstrained decode of the same runtime, sampler, seed and budget (the baseline of the
-TPOT ratio), and the validation of every output the engine let end (strict JSON, then
-jsonschema). The payload's ``options`` dict holds the run options (:data:`E2E_DEFAULTS`).
+Per job: compile (timed; part of TTFT), then at each batch size of ``--batch`` (the first
+is the primary one) the measurement protocol:
+
+1. the runtime is made ready outside any timed region (KV capacity, the captured step on
+   CUDA) and warmed until its step time is stable (:func:`harness.measure.e2e.protocol.warm_up`:
+   the first time a batch size runs in the process up to 400 steps, before every job's
+   blocks up to 64; the steps spent are recorded, and whether the rule or the cap ended it);
+2. ``blocks`` rounds of two interleaved blocks, constrained (A) then unconstrained (B):
+   ABAB…, in this process, on the same weights, with the same seed and budget, so a drift
+   of the machine (clocks, caches, other tenants) reaches both sides of each pair alike; the
+   GPU's SM clock is read before and after each block;
+3. every output of the constrained blocks' first round is validated (strict JSON, then
+   jsonschema).
+
+The summary (:mod:`harness.measure.e2e.summary`) pools the pairs of every job into the TPOT
+ratio with a bootstrap interval, the forward's ``interference`` and the step's components.
+The first job of each engine in a worker process also runs the mask-apply microbenchmark
+(:mod:`harness.measure.e2e.maskbench`), whose device times choose the apply kernel on a
+GPU (``--apply auto``). The payload's ``options`` dict holds the run options
+(:data:`E2E_DEFAULTS`).
 """
 
 from __future__ import annotations
@@ -30,6 +46,9 @@ E2E_DEFAULTS: dict[str, Any] = {
     "threads": 1,
     "apply": "auto",
     "server": None,
+    "graphs": None,  # torch runtime on CUDA: captured decode step (None = on; False = off)
+    "blocks": 2,  # rounds of interleaved constrained / unconstrained blocks per batch size
+    "mask_bench": "auto",  # batch sizes of the microbenchmark, "auto" or "off"
 }
 
 
@@ -41,6 +60,9 @@ def resolve_options(opts: dict[str, Any] | None) -> dict[str, Any]:
     if not batches or min(batches) < 1:
         raise ValueError(f"batch sizes must be >= 1, got {o['batch']!r}")
     o["batches"], o["batch"] = batches, batches[0]
+    if int(o["blocks"]) < 1:
+        raise ValueError(f"blocks must be >= 1, got {o['blocks']!r}")
+    o["blocks"] = int(o["blocks"])
     if o["runtime"] == "auto":
         import importlib.util
 
@@ -50,6 +72,25 @@ def resolve_options(opts: dict[str, Any] | None) -> dict[str, Any]:
         # logits_processor runs inside llama-cpp-python's own loop: overlap needs the eval path
         o["runtime"] = "llamacpp:eval"
     return o
+
+
+def mask_bench_plan(o: dict[str, Any]) -> tuple[tuple[int, ...], bool]:
+    """(batch sizes, whether the engines' own kernels are timed) of the microbenchmark:
+    ``--mask-bench N,M,...`` those sizes, every kernel; ``auto`` on a GPU: 1, 8, 32, 128,
+    every kernel; ``auto`` on a CPU: the run's ``--batch`` sizes, the shared rows only (two
+    engines' kernels are ``torch.compile`` functions whose first call compiled for 36 s on
+    the 2-core CPU, and on a CPU ``--apply auto`` takes the shared kernel anyway);
+    ``off``: none."""
+    from harness.measure.e2e.maskbench import GPU_BATCHES
+
+    mb = o.get("mask_bench") or "auto"
+    if mb == "off":
+        return (), False
+    if mb == "auto":
+        if str(o["device"]).startswith("cuda"):
+            return GPU_BATCHES, True
+        return tuple(o["batches"]), False
+    return tuple(int(x) for x in str(mb).split(",") if x.strip()), True
 
 
 def _ms(ns: float | None) -> float | None:
@@ -69,11 +110,38 @@ def step_stats(steps: dict[str, list[int]]) -> dict[str, Any]:
     return out
 
 
+#: runtimes (by id) and the batch sizes already warmed in this process
+_WARMED: dict[int, set[int]] = {}
+
+
+def _prepare(rt, prompt: list[int], max_new: int) -> None:
+    from harness.measure.e2e.protocol import WINDOW
+
+    prep = getattr(rt, "prepare", None)
+    if prep is not None:
+        # the warm-up's windows need WINDOW + 1 positions after the prompt
+        prep(len(prompt), max(int(max_new), WINDOW + 1))
+
+
+def _warm(rt, prompt: list[int], max_new: int) -> dict[str, Any]:
+    """The protocol's warm-up of the runtime's current batch size (first: the long one)."""
+    from harness.measure.e2e import protocol
+
+    seen = _WARMED.setdefault(id(rt), set())
+    first = rt.batch not in seen
+    cap = protocol.FIRST_MAX_STEPS if first else protocol.REWARM_MAX_STEPS
+    w = protocol.warm_up(rt, prompt, max(int(max_new), protocol.WINDOW + 1), max_steps=cap)
+    w["first"] = first
+    seen.add(rt.batch)
+    if first and hasattr(rt, "warmups"):
+        rt.warmups.append({"batch": rt.batch, **{k: w[k] for k in ("steps", "s", "stable")}})
+    return w
+
+
 def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
     from engines.base import CompileError, one_line
     from harness.measure.e2e.prompt import build_prompt
     from harness.measure.e2e.runtime_cache import get_runtime
-    from harness.measure.e2e.validate import check_output, detokenize
     from harness.measure.groundtruth import GroundTruth
     from harness.measure import adapters
 
@@ -99,30 +167,52 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
     rt = get_runtime(o)
     if getattr(rt, "vocab_checked", None) is None and hasattr(rt, "check_vocabulary"):
         rt.check_vocabulary(vocab)
-    record["e2e_config"] = {**{k: o[k] for k in ("runtime", "model", "max_tokens", "batch", "batches",
-                                                 "overlap", "device", "seed", "temperature",
-                                                 "top_p", "apply")},
+    prompt = build_prompt(vocab, case["schema_text"])
+    gbnf = type(adapter).grammar_runtime == o["runtime"]
+    batches = o["batches"] if not gbnf else o["batches"][:1]
+    # one-time costs of this process, outside the job's time limit: the first warm-up of
+    # every batch size (CUDA: with its graph capture) and the microbenchmark
+    first_warm: dict[str, Any] = {}
+    for b in batches:
+        rt_b = get_runtime({**o, "batch": b})
+        if b not in _WARMED.get(id(rt_b), set()):
+            _prepare(rt_b, prompt, o["max_tokens"])
+            first_warm[str(b)] = _warm(rt_b, prompt, o["max_tokens"])
+    rt = get_runtime(o)
+    bench = None
+    mb, own_kernels = (mask_bench_plan(o) if not gbnf and o["runtime"] == "torch"
+                       else ((), False))
+    if mb:
+        from harness.measure.e2e import maskbench
+
+        cuda = str(o["device"]).startswith("cuda")
+        bench, fresh = maskbench.once(rt.device, mb, vocab.size,
+                                      eng["name"] if own_kernels else None,
+                                      n=200 if cuda else 20, warmup=20 if cuda else 3,
+                                      budget_s=90 if cuda else 30)
+        if fresh:
+            record["mask_bench"] = bench
+    record["e2e_config"] = {**{k: o[k] for k in ("runtime", "model", "max_tokens", "batch",
+                                                 "batches", "overlap", "device", "seed",
+                                                 "temperature", "top_p", "apply", "blocks")},
                             "runtime_info": rt.describe()}
     record["setup_ns"] = time.perf_counter_ns() - t_busy
 
     phase("groundtruth")  # the job's own time limit starts here
     truth = GroundTruth.for_case(case)
-    prompt = build_prompt(vocab, case["schema_text"])
 
     # the runtime's own grammar sampler (llama.cpp: Llama.generate(grammar=...)) instead
     # of a matcher, for an engine that is that sampler
-    gbnf = type(adapter).grammar_runtime == o["runtime"]
     phase("compile")
     t0 = time.perf_counter_ns()
     try:
         if gbnf:
             grammar = adapter.runtime_grammar(case["schema_text"])
             t1 = time.perf_counter_ns()
-            matchers = None
         else:
             grammar = adapter.compile(case["schema_text"])
             t1 = time.perf_counter_ns()
-            matchers = [grammar.matcher() for _ in range(rt.batch)]
+            grammar.matcher()  # the first matcher's cost is part of TTFT
         t2 = time.perf_counter_ns()
     except CompileError as e:
         record.update(outcome=outcomes.COMPILE_ERROR, error=one_line(e),
@@ -136,19 +226,57 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
         from harness.measure.e2e.runtime_llamacpp import processor_decode as run_decode
     else:
         from harness.measure.e2e.loop import decode as run_decode
-    if gbnf:
-        con = _gbnf(rt, prompt, vocab, grammar, o)
-    else:
-        con = _constrained(rt, run_decode, prompt, vocab, matchers, eng["name"], o, adapter)
-    unc = _unconstrained(rt, run_decode, prompt, vocab, o)
-    if con.get("error"):
-        record.update(outcome=outcomes.CRASH, error=con["error"],
-                      busy_ns=time.perf_counter_ns() - t_busy)
-        return record
-    res = con["result"]
+    points, protocol_rec, primary = [], {"blocks": {}, "warmup": {}}, None
+    from harness.measure.e2e.protocol import sm_clock
+
+    clock = sm_clock(rt.device)
+    protocol_rec["clock_source"] = clock.source
+    for b in batches:
+        rt_b = get_runtime({**o, "batch": b})
+        _prepare(rt_b, prompt, o["max_tokens"])
+        warm = first_warm.get(str(b)) or _warm(rt_b, prompt, o["max_tokens"])
+        protocol_rec["warmup"][str(b)] = warm
+        timings = _kernel_timings(bench, b)
+        blocks, first_con, first_unc, con_info = [], None, None, {}
+        for r in range(o["blocks"]):
+            for mode in ("constrained", "unconstrained"):
+                before = clock.read()
+                if mode == "constrained":
+                    if gbnf:
+                        con = _gbnf(rt_b, prompt, vocab, grammar, o)
+                    else:
+                        matchers = [grammar.matcher() for _ in range(b)]
+                        con = _constrained(rt_b, run_decode, prompt, vocab, matchers,
+                                           eng["name"], o, adapter, timings)
+                    if con.get("error"):
+                        record.update(outcome=outcomes.CRASH, error=con["error"],
+                                      busy_ns=time.perf_counter_ns() - t_busy)
+                        return record
+                    res = con["result"]
+                    if first_con is None:
+                        first_con, con_info = res, con
+                else:
+                    res = _unconstrained(rt_b, run_decode, prompt, vocab, o)
+                    if first_unc is None:
+                        first_unc = res
+                after = clock.read()
+                blocks.append({"mode": mode, "round": r, "sm_mhz": [before, after],
+                               "tokens": sum(s.n_emitted for s in res.sequences),
+                               "steps": {k: list(v) for k, v in res.steps.items() if v}})
+        protocol_rec["blocks"][str(b)] = blocks
+        point = _batch_point(b, con_info, first_con, first_unc, blocks,
+                             _invalid_of(first_con, vocab, truth))
+        points.append(point)
+        if primary is None:
+            primary = (con_info, first_con, first_unc)
+    get_runtime(o)  # back to the primary batch size for the next job
+    con, res, unc = primary
+    record["protocol"] = protocol_rec
 
     phase("validate")
     outputs, invalid, unknown = [], 0, 0
+    from harness.measure.e2e.validate import check_output, detokenize
+
     for s in res.sequences:
         out: dict[str, Any] = {"stop": s.stop, "n_tokens": len(s.tokens),
                                "stop_token": s.stop_token}
@@ -165,12 +293,21 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
         elif s.stop in ("rejected", "eos_refused", "mask_leak"):
             out["witness"] = list(s.tokens) + [s.stop_token]
         outputs.append(out)
+    # the first invalid output of any batch size (a further size's outputs are validated
+    # but not kept in ``outputs``: looking only there raised StopIteration when the primary
+    # batch's outputs were all valid)
+    first_invalid = next((f"batch {pt['batch']}: {pt['first_invalid']}" if i else
+                          pt["first_invalid"] for i, pt in enumerate(points)
+                          if pt.get("first_invalid")), None)
 
+    blocks0 = protocol_rec["blocks"][str(o["batch"])]
+    con_steps = np.asarray(sum((bl["steps"].get("step", []) for bl in blocks0
+                                if bl["mode"] == "constrained"), []), dtype=np.float64)
+    unc_steps = np.asarray(sum((bl["steps"].get("step", []) for bl in blocks0
+                                if bl["mode"] == "unconstrained"), []), dtype=np.float64)
     first_mask_ns = res.steps["mask"][0] if res.steps.get("mask") else 0
-    con_steps = np.asarray(res.steps.get("step", []), dtype=np.float64)
-    unc_steps = np.asarray(unc.steps.get("step", []), dtype=np.float64)
-    tpot = float(np.median(con_steps)) if con_steps.size else None
-    tpot_u = float(np.median(unc_steps)) if unc_steps.size else None
+    tpot = float(con_steps.mean()) if con_steps.size else None
+    tpot_u = float(unc_steps.mean()) if unc_steps.size else None
     stops = [s.stop for s in res.sequences]
     e2e = {
         "schedule": res.schedule,
@@ -180,12 +317,15 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
         "ttft_ns": record["compile_ns"] + record["matcher_ns"] + res.ttft_ns,
         "ttft_unconstrained_ns": unc.ttft_ns,
         "prefill_ns": res.prefill_ns,
+        # TPOT: the mean step over every block of the primary batch size (the user's time
+        # per token); the median and p99 beside it
         "tpot_ns": tpot,
+        "tpot_p50_ns": float(np.median(con_steps)) if con_steps.size else None,
         "tpot_p99_ns": float(np.percentile(con_steps, 99)) if con_steps.size else None,
-        "tpot_mean_ns": float(con_steps.mean()) if con_steps.size else None,
         "tpot_unconstrained_ns": tpot_u,
-        "tpot_unconstrained_p99_ns": float(np.percentile(unc_steps, 99)) if unc_steps.size else None,
-        "tpot_unconstrained_mean_ns": float(unc_steps.mean()) if unc_steps.size else None,
+        "tpot_unconstrained_p50_ns": float(np.median(unc_steps)) if unc_steps.size else None,
+        "tpot_unconstrained_p99_ns": (float(np.percentile(unc_steps, 99))
+                                      if unc_steps.size else None),
         "tpot_ratio": round(tpot / tpot_u, 4) if tpot and tpot_u else None,
         "steps_us": step_stats(res.steps),
         "steps_unconstrained_us": step_stats(unc.steps),
@@ -202,15 +342,21 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
         "tokens": sum(s.n_emitted for s in res.sequences),
         "unconstrained_tokens": sum(s.n_emitted for s in unc.sequences),
     }
-    for k in ("processor_calls", "tokens_sampled", "fill"):
+    for k in ("processor_calls", "tokens_sampled", "fill", "apply_timings_us"):
         if k in con:
             e2e[k] = con[k]
-    if len(o["batches"]) > 1 and not gbnf:
-        phase("decode")
-        e2e["by_batch"], record["steps_by_batch_ns"] = _batch_sweep(
-            res, unc, con.get("fill"), o, rt, run_decode, prompt, vocab, grammar, eng["name"],
-            adapter, truth)
-        invalid += sum(b["invalid_outputs"] for b in e2e["by_batch"][1:])
+    if len(points) > 1:
+        e2e["by_batch"] = points
+        record["steps_by_batch_ns"] = {
+            str(pt["batch"]): {
+                "step": sum((bl["steps"].get("step", []) for bl in
+                             protocol_rec["blocks"][str(pt["batch"])]
+                             if bl["mode"] == "constrained"), []),
+                "unconstrained": sum((bl["steps"].get("step", []) for bl in
+                                      protocol_rec["blocks"][str(pt["batch"])]
+                                      if bl["mode"] == "unconstrained"), [])}
+            for pt in points}
+        invalid += sum(pt["invalid_outputs"] for pt in points[1:])
     record["e2e"] = e2e
     record["outputs"] = outputs
     record["steps_ns"] = {k: v for k, v in res.steps.items() if v}
@@ -220,8 +366,7 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
     bad = [x for x in outputs if x["stop"] in ("rejected", "eos_refused", "mask_leak")]
     if invalid:
         record["outcome"] = outcomes.INVALIDATION_ERROR
-        first = next(x for x in outputs if x.get("valid") is False)
-        record["error"] = f"invalid output under the mask: {first['why']}"
+        record["error"] = f"invalid output under the mask: {first_invalid}"
     elif bad:
         record["outcome"] = outcomes.VALIDATION_ERROR
         record["error"] = f"engine inconsistent: {bad[0]['stop']} at token {bad[0]['stop_token']}"
@@ -231,12 +376,24 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
     return record
 
 
+def _kernel_timings(bench: dict[str, Any] | None, batch: int) -> dict[str, float | None]:
+    """Device µs per call of each apply kernel at the microbenchmark's batch size nearest
+    to ``batch`` (``{}`` without a microbenchmark)."""
+    if not bench or not bench.get("rows"):
+        return {}
+    from harness.measure.e2e.maskbench import device_us
+
+    sizes = sorted({r["batch"] for r in bench["rows"]})
+    near = min(sizes, key=lambda s: (abs(s - batch), s))
+    return {r["kernel"]: device_us(r) for r in bench["rows"] if r["batch"] == near}
+
+
 def _constrained(rt, run_decode, prompt, vocab, matchers, engine_name, o,
-                 adapter=None) -> dict[str, Any]:
+                 adapter=None, timings: dict[str, float | None] | None = None) -> dict[str, Any]:
     from engines.base import default_fill_threads
     from harness.measure.e2e.sampling import Bitmask, Sampler, apply_kernel
 
-    kernel, apply = apply_kernel(engine_name, o["apply"], rt.device)
+    kernel, apply = apply_kernel(engine_name, o["apply"], rt.device, timings)
     if getattr(run_decode, "__name__", "") == "processor_decode":
         kernel = "numpy, inside the logits_processor"
     bm = Bitmask(rt.batch, vocab.size, rt.device)
@@ -254,6 +411,9 @@ def _constrained(rt, run_decode, prompt, vocab, matchers, engine_name, o,
         if filler is not None:
             filler.close()
     out = {"result": res, "kernel": kernel}
+    if timings:
+        out["apply_timings_us"] = {k: v for k, v in timings.items()
+                                   if k == "shared" or k.startswith("engine:")}
     if filler is not None:
         out["fill"] = f"{filler.method} ({filler.threads} threads)"
     extra = getattr(res, "extra", None) or {}
@@ -273,54 +433,44 @@ def _gbnf(rt, prompt, vocab, grammar, o) -> dict[str, Any]:
 
 
 def _unconstrained(rt, run_decode, prompt, vocab, o):
+    """The baseline: the same loop, schedule, sampler, seed and budget, without a mask."""
     from harness.measure.e2e.sampling import Sampler
 
     sampler = Sampler(o["temperature"], o["top_p"], o["seed"], rt.device)
+    kw = {} if getattr(run_decode, "__name__", "") == "processor_decode" else \
+        {"overlap": bool(o["overlap"])}
     return run_decode(rt, prompt, stop_ids=vocab.stop_ids, max_tokens=o["max_tokens"],
-                      sampler=sampler)
+                      sampler=sampler, **kw)
 
 
-def _batch_point(batch: int, fill: str | None, con, unc, invalid: int) -> dict[str, Any]:
-    """One point of the TPOT-against-batch curve: per-step medians over this job (ns)."""
-    cs = np.asarray(con.steps.get("step", []), dtype=np.float64)
-    us = np.asarray(unc.steps.get("step", []), dtype=np.float64)
-    mk = np.asarray(con.steps.get("mask", [])[1:], dtype=np.float64)
-    tpot = float(np.median(cs)) if cs.size else None
-    tpot_u = float(np.median(us)) if us.size else None
-    return {"batch": batch, "fill": fill,
-            "tpot_ns": tpot, "tpot_unconstrained_ns": tpot_u,
-            "tpot_ratio": round(tpot / tpot_u, 4) if tpot and tpot_u else None,
-            "mask_p50_ns": float(np.median(mk)) if mk.size else None,
-            "tokens": sum(s.n_emitted for s in con.sequences),
-            "runaways": sum(1 for s in con.sequences if s.stop == "runaway"),
-            "invalid_outputs": invalid}
-
-
-def _batch_sweep(res, unc, fill, o, rt, run_decode, prompt, vocab, grammar, engine_name,
-                 adapter, truth) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Decode again at every further batch size of ``--batch`` (same weights, seed and
-    budget); every output is validated like the primary batch's."""
-    from harness.measure.e2e.runtime_cache import get_runtime
+def _invalid_of(res, vocab, truth) -> tuple[int, str | None]:
+    """(invalid outputs among a decode's EOS-ended sequences, the first one's reason)."""
     from harness.measure.e2e.validate import check_output, detokenize
 
-    def invalid_of(r) -> int:
-        return sum(1 for s in r.sequences if s.stop == "eos"
-                   and check_output(detokenize(vocab.tokens, s.tokens), truth)["valid"] is False)
+    whys = [chk["why"] for s in res.sequences if s.stop == "eos"
+            for chk in [check_output(detokenize(vocab.tokens, s.tokens), truth)]
+            if chk["valid"] is False]
+    return len(whys), (whys[0] if whys else None)
 
-    first = o["batches"][0]
-    points = [_batch_point(first, fill, res, unc, invalid_of(res))]
-    steps = {str(first): {"step": list(res.steps.get("step", [])),
-                          "unconstrained": list(unc.steps.get("step", []))}}
-    for b in o["batches"][1:]:
-        rt_b = get_runtime({**o, "batch": b})
-        matchers = [grammar.matcher() for _ in range(b)]
-        con = _constrained(rt_b, run_decode, prompt, vocab, matchers, engine_name, o, adapter)
-        if con.get("error"):
-            raise RuntimeError(f"batch {b}: {con['error']}")
-        u = _unconstrained(rt_b, run_decode, prompt, vocab, o)
-        points.append(_batch_point(b, con.get("fill"), con["result"], u,
-                                   invalid_of(con["result"])))
-        steps[str(b)] = {"step": list(con["result"].steps.get("step", [])),
-                         "unconstrained": list(u.steps.get("step", []))}
-    get_runtime(o)  # back to the primary batch size for the next job
-    return points, steps
+
+def _batch_point(batch: int, con: dict[str, Any], res, unc, blocks: list[dict[str, Any]],
+                 invalid: tuple[int, str | None]) -> dict[str, Any]:
+    """One point of the TPOT-against-batch curve: this job's blocks at one batch size (ns;
+    TPOT = mean step over the blocks of a mode, the median beside it)."""
+    def pooled(mode: str) -> np.ndarray:
+        return np.asarray(sum((bl["steps"].get("step", []) for bl in blocks
+                               if bl["mode"] == mode), []), dtype=np.float64)
+
+    cs, us = pooled("constrained"), pooled("unconstrained")
+    mk = np.asarray(res.steps.get("mask", [])[1:], dtype=np.float64)
+    tpot = float(cs.mean()) if cs.size else None
+    tpot_u = float(us.mean()) if us.size else None
+    return {"batch": batch, "fill": con.get("fill"), "apply_kernel": con.get("kernel"),
+            "tpot_ns": tpot, "tpot_unconstrained_ns": tpot_u,
+            "tpot_p50_ns": float(np.median(cs)) if cs.size else None,
+            "tpot_unconstrained_p50_ns": float(np.median(us)) if us.size else None,
+            "tpot_ratio": round(tpot / tpot_u, 4) if tpot and tpot_u else None,
+            "mask_p50_ns": float(np.median(mk)) if mk.size else None,
+            "tokens": sum(s.n_emitted for s in res.sequences),
+            "runaways": sum(1 for s in res.sequences if s.stop == "runaway"),
+            "invalid_outputs": invalid[0], "first_invalid": invalid[1]}

@@ -8,12 +8,12 @@ from harness.measure.e2e.job import E2E_DEFAULTS
 
 #: Configuration keys of the e2e suite, handed to its jobs as ``payload["options"]``.
 KEYS = ("runtime", "model", "quant", "max_tokens", "batch", "overlap", "device", "seed",
-        "temperature", "server", "apply")
+        "temperature", "server", "apply", "graphs", "blocks", "mask_bench")
 DEFAULTS: dict[str, Any] = {k: E2E_DEFAULTS[k] for k in KEYS}
 
 #: flag attribute → configuration key
 FLAG_KEYS = ("model", "runtime", "max_tokens", "batch", "overlap", "device", "quant", "server",
-             "apply")
+             "apply", "graphs", "blocks", "mask_bench")
 
 
 def batch_sizes(text: str) -> int | list[int]:
@@ -27,6 +27,21 @@ def batch_sizes(text: str) -> int | list[int]:
     if not sizes or min(sizes) < 1:
         raise argparse.ArgumentTypeError(f"expected N or N,M,... with each >= 1, got {text!r}")
     return sizes[0] if len(sizes) == 1 else sizes
+
+
+def mask_bench_value(text: str) -> str:
+    """``--mask-bench`` value: ``auto``, ``off`` or ``N,M,...`` (each >= 1)."""
+    import argparse
+
+    if text in ("auto", "off"):
+        return text
+    try:
+        sizes = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"expected auto, off or N,M,..., got {text!r}")
+    return ",".join(str(x) for x in sizes)
 
 
 def add_run_arguments(p) -> None:
@@ -59,6 +74,16 @@ def add_run_arguments(p) -> None:
                    help="mask kernel: auto (xgrammar's own for xgrammar, the harness's shared "
                         "kernel otherwise; default), engine (each engine's own torch kernel), "
                         "shared")
+    g.add_argument("--no-graphs", dest="graphs", action="store_const", const=False,
+                   default=None,
+                   help="torch runtime on CUDA: run the decode step eagerly instead of "
+                        "replaying its captured CUDA graph (to compare)")
+    g.add_argument("--blocks", type=int,
+                   help="rounds of interleaved constrained / unconstrained blocks per schema "
+                        "and batch size (default 2: ABAB)")
+    g.add_argument("--mask-bench", dest="mask_bench", type=mask_bench_value,
+                   help="batch sizes of the mask-apply microbenchmark: auto (1,8,32,128 on "
+                        "a GPU, the --batch sizes on a CPU; default), off, or N,M,...")
 
 
 def config_from_args(args) -> dict[str, Any]:

@@ -14,19 +14,24 @@ def runtime_key(opts: dict[str, Any]) -> tuple:
     # the batch is not part of the key: a torch runtime changes it on the same weights
     return (opts["runtime"], opts["model"], opts.get("quant"), opts.get("seed", 0),
             opts.get("device", "cpu"), opts.get("threads", 1), opts.get("dtype"),
-            opts.get("n_ctx"))
+            opts.get("n_ctx"), opts.get("graphs"))
 
 
 def build_runtime(opts: dict[str, Any]):
     """A fresh runtime for the e2e options (``runtime``, ``model``, ``quant``, ``seed``,
-    ``device``, ``batch``, ``threads``, ``dtype``, ``n_ctx``)."""
+    ``device``, ``batch``, ``threads``, ``dtype``, ``n_ctx``, ``graphs``). A torch runtime
+    also measures the device's copy bandwidth once (the floor of its step)."""
     name = opts["runtime"]
     if name == "torch":
+        from harness.measure.e2e.protocol import copy_bandwidth
         from harness.measure.e2e.runtime_torch import TorchRuntime
 
-        return TorchRuntime(opts["model"], device=opts.get("device", "cpu"),
-                            dtype=opts.get("dtype"), seed=opts.get("seed", 0),
-                            batch=opts.get("batch", 1), threads=opts.get("threads", 1))
+        rt = TorchRuntime(opts["model"], device=opts.get("device", "cpu"),
+                          dtype=opts.get("dtype"), seed=opts.get("seed", 0),
+                          batch=opts.get("batch", 1), threads=opts.get("threads", 1),
+                          graphs=opts.get("graphs"))
+        rt.copy_bandwidth = copy_bandwidth(rt.device)
+        return rt
     if name in ("llamacpp", "llamacpp:eval"):
         from harness.measure.e2e.runtime_llamacpp import LlamaCppRuntime
 
@@ -54,14 +59,14 @@ def get_runtime(opts: dict[str, Any]):
         if not hasattr(rt, "set_batch"):
             raise ValueError(f"the {rt.name} runtime runs batch {rt.batch} only "
                              "(use --runtime torch)")
-        rt.set_batch(batch)
-        warm_up(rt)
+        rt.set_batch(batch)  # the e2e protocol warms each batch size before timing it
     return rt
 
 
 def warm_up(rt) -> None:
     """One short prefill and two steps, so that the first job's TTFT does not carry the
-    runtime's one-time costs (lazy initialisation, graph and buffer allocation)."""
+    runtime's one-time costs (lazy initialisation, buffer allocation). The step's
+    stability is the protocol's business (:func:`harness.measure.e2e.protocol.warm_up`)."""
     import torch
 
     with torch.inference_mode():
