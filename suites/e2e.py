@@ -23,6 +23,7 @@ class E2ESuite(JsonSchemaBenchView):
     report_sections = ("harness.report.sections.conformance:sec_e2e",)
     keep_instances = False
     default_sample = DEFAULT_SAMPLE
+    replay_table = False  # nothing is replayed: the suite's own table holds its figures
     verdict = VerdictModel(truth="jsonschema on the outputs of a real decode loop")
     smoke = {"sample": 1,
              "options": {"model": "micro", "runtime": "torch", "max_tokens": 8}}

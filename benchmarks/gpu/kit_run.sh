@@ -12,7 +12,8 @@
 # 64 tokens, the protocol's warm-up and interleaved blocks; its first job per engine runs
 # the mask-apply microbenchmark (batch 1, 8, 32, 128). Everything goes to $OUT (default
 # KIT/out), at most 6 files: run.log (all output), table.txt (the one table), summary.json,
-# records.jsonl.gz, report.tar.gz (report.md, report.html and plots), kit.env. On a GPU, when
+# runs.tar.gz (each run folder's run.json, records.jsonl and summary.json: every figure can be
+# recomputed from them), report.tar.gz (report.md, report.html and plots), kit.env. On a GPU, when
 # time is left, a short second run with --no-graphs (batch 1, 2 schemas, xgrammar) follows,
 # in the same table (E2E_COMPARE= turns it off).
 #
@@ -163,7 +164,10 @@ fi
 step "results"
 if [ -n "$RUN" ] && [ -f "$RUN/summary.json" ]; then
   cp "$RUN/summary.json" "$OUT/summary.json"
-  gzip -c "$RUN/records.jsonl" > "$OUT/records.jsonl.gz"
+  # every run folder as it stands (run.json, records.jsonl, summary.json): each figure of
+  # the table can be recomputed from them (harness summary RUN), here or elsewhere
+  (cd "$RES" && find . -maxdepth 2 \( -name run.json -o -name records.jsonl -o -name summary.json \) \
+     -not -path './reports/*' -print0 | tar czf "$OUT/runs.tar.gz" --null -T -)
   timeout 60 "$PY" "$KIT/project/benchmarks/gpu/table.py" "$RES" | tee "$OUT/table.txt"
   [ -d "$RES/reports" ] && tar czf "$OUT/report.tar.gz" -C "$RES" reports
 else

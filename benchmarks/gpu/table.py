@@ -79,9 +79,10 @@ def e2e_notes(d: dict, mask_bench: dict | None) -> list[str]:
     for b, x in sorted(pts.items(), key=lambda kv: int(kv[0])):
         comps = (x.get("constrained") or {}).get("components") or {}
         if comps:
+            from harness.measure.e2e.summary import component_text
+
             out.append(f"components at batch {b} (mean us, share of the constrained step): "
-                       + ", ".join(f"{c} {v['mean_us']:.1f} ({v['share']:.1%})"
-                                   for c, v in comps.items()))
+                       + component_text(comps))
     if mask_bench:
         from harness.measure.e2e.maskbench import text_table as mb_table
 

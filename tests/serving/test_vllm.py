@@ -102,6 +102,11 @@ def test_guided_json_is_reported_not_enforced_and_a_refusal_is_recorded(vllm_ser
     assert simple["serve"]["status"] == 200
     assert simple["serve"]["verdict"] == "constraint_not_enforced", simple["serve"]
     assert simple["outcome"] == "invalidation_error" and "constraint not enforced" in simple["error"]
+    # the canary (a const no unconstrained model writes by chance) says so first, and the
+    # verdict says it in words
+    assert recs[0]["serve"]["canary"] and recs[0]["serve"]["verdict"] == "constraint_not_enforced"
+    assert "NOT ENFORCED: the canary of maskbench/rinf came back unconstrained" in r.stdout
+    assert "constrained outputs break the constraint (HTTP 200; request form guided_json)" in r.stdout
 
     r = harness(*common, "--results", str(tmp_path / "f"), "--reports", str(tmp_path / "rf"))
     assert r.returncode == 0, r.stderr[-2000:]
@@ -161,13 +166,13 @@ def test_server_killed_mid_run_then_the_run_killed_then_resumed(tmp_path):
     before = [json.loads(x) for x in recs_path.read_text().splitlines()]
     crashed = [x for x in before if x["serve"]["verdict"] == "server_crash"]
     assert crashed and all("SIGKILL" in x["error"] for x in crashed)
-    assert len(before) < 16
+    assert len(before) < 17
     r = harness("run", "--resume", str(run_dir), "--no-progress", "--reports",
                 str(tmp_path / "reports"), timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
     _, recs = read_records(results)
     ids = [x["case_id"] for x in recs]
-    assert len(ids) == 16 and len(set(ids)) == 16
+    assert len(ids) == 17 and len(set(ids)) == 17  # 8 + 8 and the canary
     pids = [s["pid"] for s in json.loads((run_dir / "servers" / "servers.json").read_text())]
     assert all(_gone(x) for x in pids)
 

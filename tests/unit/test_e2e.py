@@ -445,3 +445,16 @@ def test_mask_bench_on_cpu():
     cut = maskbench.run("cpu", (1,), 128256, n=1, warmup=0, budget_s=0)
     assert all("cut_off" in x for x in cut["rows"])
     assert "cut off" in maskbench.text_table(cut)
+
+
+def test_an_overlap_of_timed_components_is_no_remainder():
+    """The pipelined loop's device-timed components can add up to more than the host-timed
+    step: the rest of the step is then not a (negative) figure but the overlap, said so."""
+    from harness.measure.e2e.summary import component_text
+
+    comps = {"forward": {"mean_us": 5880.6, "share": 0.986},
+             "other": {"mean_us": None, "share": None, "overlap_us": 15.5}}
+    text = component_text(comps)
+    assert text == ("forward 5880.6 (98.6%), other – (the timed components overlap by "
+                    "15.5 µs)")
+    assert "-" not in text.replace("–", "")

@@ -166,6 +166,23 @@ def _mean(recs: list[dict], batch: str, mode: str, comp: str) -> tuple[float | N
     return (tot / n if n else None), n
 
 
+def component_text(comps: dict[str, dict[str, Any]], share_only: bool = False) -> str:
+    """``forward 5880.6 (98.6%), …``: each component's mean and share of the step; ``<res``
+    for a mean under the timer's resolution; ``other –`` with the overlap when the timed
+    components add up to more than the step (nothing is left over to show)."""
+    out = []
+    for c, d in comps.items():
+        if d.get("mean_us") is None:
+            out.append(f"{c} – (the timed components overlap by {d.get('overlap_us', 0):.1f} µs)")
+        elif d.get("below_resolution"):
+            out.append(f"{c} <res")
+        elif share_only:
+            out.append(f"{c} {d['share']:.1%}")
+        else:
+            out.append(f"{c} {d['mean_us']:.1f} ({d['share']:.1%})")
+    return ", ".join(out)
+
+
 def shares(recs: list[dict], batch: str, mode: str, schedule: str | None,
            resolution_ns: float) -> dict[str, Any]:
     """Each component's mean (µs) and share of the mean step in ``mode``'s blocks, and the
@@ -194,7 +211,12 @@ def shares(recs: list[dict], batch: str, mode: str, schedule: str | None,
     crit = ["forward", "apply", "sample", "gap"] + (["wait"] if schedule == "overlapped"
                                                      else ["mask", "commit"])
     other = step - sum(mean(c) for c in crit)
-    comps["other"] = {"mean_us": round(other / 1e3, 3), "share": round(other / step, 4)}
+    if other >= 0:
+        comps["other"] = {"mean_us": round(other / 1e3, 3), "share": round(other / step, 4)}
+    else:
+        # the device-timed components and the host-timed step overlap (the pipelined loop
+        # queues the next forward before the host is done): no remainder to show
+        comps["other"] = {"mean_us": None, "share": None, "overlap_us": round(-other / 1e3, 3)}
     harness = step - mean("forward") - exposed
     return {"step_us": round(step / 1e3, 3), "steps": n, "components": comps,
             "engine_exposed_us": round(exposed / 1e3, 3),
@@ -469,9 +491,8 @@ def render_text(summary: dict[str, Any]) -> str:
                 + (f" ({pt['fill']})" if pt.get("fill") else ""))
             comps = (pt.get("constrained") or {}).get("components") or {}
             if comps:
-                lines.append("      components of the constrained step (mean µs, share): " + ", ".join(
-                    f"{c} " + ("<res" if d.get("below_resolution") else f"{d['mean_us']:.1f}")
-                    + f" ({d['share']:.1%})" for c, d in comps.items()))
+                lines.append("      components of the constrained step (mean µs, share): "
+                             + component_text(comps))
     b0 = rows[0][1]
     fl = b0.get("floor")
     if fl:

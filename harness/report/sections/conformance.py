@@ -158,6 +158,8 @@ def sec_e2e(ctx: ReportContext) -> Section | None:
 
 
 def _protocol_table(rows: list[tuple[str, dict[str, Any]]], ratio_text, pct) -> list[Any] | None:
+    from harness.measure.e2e.summary import component_text
+
     """Per engine and batch size: the interleaved ratio, interference, the harness's share
     and the step's components; the floor, the warm-up and the clock below."""
     body = []
@@ -173,8 +175,7 @@ def _protocol_table(rows: list[tuple[str, dict[str, Any]]], ratio_text, pct) -> 
                          ratio_text(pt.get("interference"), pt.get("interference_ci"),
                                     pt.get("interference_resolved"), pt.get("interference_note")),
                          pct(pt.get("harness_share")), pct(pt.get("harness_share_unconstrained")),
-                         ", ".join(f"{c} {'<res' if x.get('below_resolution') else pct(x['share'])}"
-                                   for c, x in comps.items())])
+                         component_text(comps, share_only=True)])
     if not body:
         return None
     out: list[Any] = [
