@@ -57,10 +57,10 @@ def main() -> int:
     args = ap.parse_args()
 
     from harness.registry import EngineSpec, is_installed
-    from harness.measure.e2e.loop import decode
-    from harness.measure.e2e.prompt import build_prompt
-    from harness.measure.e2e.runtime_cache import get_runtime
-    from harness.measure.e2e.sampling import Bitmask, Sampler, apply_kernel, apply_shared
+    from suites.e2e.loop import decode
+    from harness.measure.serving.prompt import build_prompt
+    from suites.e2e.runtime_cache import get_runtime
+    from suites.e2e.sampling import Bitmask, Sampler, apply_kernel, apply_shared
     from harness.vocab import load_vocabulary
 
     vocab = load_vocabulary("llama3")
@@ -110,7 +110,7 @@ def main() -> int:
             steps[v], comps[v] = [], {}
 
     def run_proc(name, spec):
-        from harness.measure.e2e.runtime_llamacpp import processor_decode
+        from suites.e2e.runtime_llamacpp import processor_decode
 
         if spec == "gen":
             res = processor_decode(rt, prompt, stop_ids=(-1,), max_tokens=args.tokens,

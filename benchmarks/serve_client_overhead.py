@@ -1,6 +1,6 @@
 """What the serve suite's client adds to the inter-token latency it measures.
 
-Starts the canned server (:mod:`harness.measure.serve.canned`: no model, a fixed text
+Starts the canned server (:mod:`harness.measure.serving.canned`: no model, a fixed text
 streamed at a fixed pace; it reports the gaps between pieces as it sent them), sends streams
 through the harness's own client and stream runner, and sets, side by side in one run, the
 ITL the client measured against the server's own gaps.
@@ -24,9 +24,9 @@ sys.path.insert(0, str(ROOT))
 
 
 def main() -> int:
-    from harness.measure.e2e.openai_client import OpenAIClient
-    from harness.measure.serve.launcher import ServerProcess
-    from harness.measure.serve.load import Stream
+    from harness.measure.serving.openai_client import OpenAIClient
+    from harness.measure.serving.launcher import ServerProcess
+    from suites.serve.load import Stream
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--requests", type=int, default=40)
@@ -36,7 +36,7 @@ def main() -> int:
     import tempfile
 
     log = Path(tempfile.mkdtemp()) / "canned.log"
-    server = ServerProcess(lambda port: ([sys.executable, "-m", "harness.measure.serve.canned",
+    server = ServerProcess(lambda port: ([sys.executable, "-m", "harness.measure.serving.canned",
                                           "--port", str(port), "--interval-ms",
                                           str(a.interval_ms)], {}), log, 30, "canned")
     server.start()

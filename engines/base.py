@@ -479,7 +479,7 @@ class EngineAdapter(abc.ABC):
             exception for an engine's own error."""
 
     #: Grammar dialects :meth:`compile_grammar` reads, in the order the engine prefers
-    #: them (``"regex"``, ``"gbnf"``, ``"lark"``; :mod:`suites.grammars.languages`). A
+    #: them (``"regex"``, ``"gbnf"``, ``"lark"``; :mod:`harness.measure.languages`). A
     #: grammar case is given in the first of these it has a form in; empty: the engine
     #: takes JSON schemas only.
     grammar_dialects: ClassVar[tuple[str, ...]] = ()

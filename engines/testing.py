@@ -23,7 +23,7 @@
             ===============  =====================================================
 
             Schema text that is not JSON is a :class:`CompileError`.
-``canned``  a serving engine whose server is :mod:`harness.measure.serve.canned` (no model:
+``canned``  a serving engine whose server is :mod:`harness.measure.serving.canned` (no model:
             the same valid JSON text streamed at a fixed pace; HTTP 400 to a schema titled
             ``refuse-me``): the serve suite's launch, crash, restart and resume paths in
             seconds (``--launch canned``; config ``slow`` paces it at 50 ms a piece).
@@ -213,5 +213,5 @@ class CannedServer(NullEngine):
     @classmethod
     def server_command(cls, python: str, model_dir: str, options: dict[str, Any],
                        host: str, port: int) -> tuple[list[str], dict[str, str]]:
-        return ([python, "-m", "harness.measure.serve.canned", "--port", str(port),
+        return ([python, "-m", "harness.measure.serving.canned", "--port", str(port),
                  "--interval-ms", str(options["interval_ms"])], {})

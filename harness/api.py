@@ -143,7 +143,7 @@ def run(config: RunConfig, *, results: str | Path | None = None,
 
     Raises
     ------
-    harness.config.ConfigError, suites.base.SuiteError, harness.registry.UnknownEngine,
+    harness.config.ConfigError, harness.suite.SuiteError, harness.registry.UnknownEngine,
     harness.vocab.VocabularyError, harness.store.run_store.StoreError,
     harness.execution.executor.ExecutorError
         Each with a one-line message; nothing is lost of what was already measured.

@@ -2,16 +2,17 @@
 
 A :class:`Registry` maps a name to a lazy ``"module:attribute"`` target (or ``"module"`` for
 a whole module), imported on first use, so that listing names never imports an engine.
-Built-in entries come from the package that owns them (``engines.ADAPTERS``,
-``suites.SUITES``, the report's core sections, the CLI's commands); third-party packages
-add theirs through a Python entry point group, without editing this repository::
+Built-in entries come from the package that owns them (``engines.ADAPTERS``, the folders
+of the ``suites`` package (:func:`builtin_suites`, found without importing it), the
+report's core sections, the CLI's commands); third-party packages add theirs through a
+Python entry point group, without editing this repository::
 
     # pyproject.toml of a third-party package
     [project.entry-points."grammar_harness.engines"]
     myengine = "my_adapter:MyEngine"
 
 Groups: ``grammar_harness.engines`` (an :class:`engines.base.EngineAdapter` subclass),
-``grammar_harness.suites`` (a suite class, see :mod:`suites.base`),
+``grammar_harness.suites`` (a suite class, see :mod:`harness.suite`),
 ``grammar_harness.report_sections`` (``builder(ctx) -> Section | list[Section] | None``) and
 ``grammar_harness.commands`` (a module with ``add_parser(subparsers)``). A built-in name
 wins over an entry point of the same name.
@@ -23,10 +24,10 @@ import importlib
 import importlib.metadata
 import importlib.util
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Iterator, Mapping, TypeVar
 
 import engines
-import suites
 
 if TYPE_CHECKING:
     from engines.base import EngineAdapter
@@ -122,11 +123,28 @@ def load_target(target: str, what: str = "target") -> Any:
     return obj
 
 
+def builtin_suites(package: str = "suites") -> dict[str, str]:
+    """``--suite`` name → ``"package.<folder>:SUITE"`` for every folder of ``package`` that
+    is a Python package: each built-in suite is one folder (``mask_diff`` is the suite
+    ``mask-diff``) whose ``__init__`` names its class ``SUITE``. Read off the file system:
+    nothing of the suites is imported until one is loaded."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    out = {}
+    for root in spec.submodule_search_locations:
+        for d in sorted(Path(root).iterdir()):
+            if (d / "__init__.py").is_file() and not d.name.startswith(("_", ".")):
+                out[d.name.replace("_", "-")] = f"{package}.{d.name}:SUITE"
+    return out
+
+
 #: Engine adapters (:class:`engines.base.EngineAdapter` subclasses).
 ENGINES: Registry[type[EngineAdapter]] = Registry("engine", "grammar_harness.engines",
                                                   engines.ADAPTERS)
-#: Suites (classes taking ``data``, ``subsets``, ``sample``, ``schemas``; see :mod:`suites.base`).
-SUITES: Registry[type] = Registry("suite", "grammar_harness.suites", suites.SUITES)
+#: Suites (classes taking ``data``, ``subsets``, ``sample``, ``schemas``; see
+#: :mod:`harness.suite`): the folders of ``suites/``, then entry points.
+SUITES: Registry[type] = Registry("suite", "grammar_harness.suites", builtin_suites())
 #: Sections every report tries (``builder(ctx) -> Section | list[Section] | None``): the
 #: core ones, then third-party ones, then the sections the runs' suites declare
 #: (``SuiteBase.report_sections``); :data:`REPORT_TAIL` (several runs compared, then the
@@ -161,9 +179,9 @@ def suite_class(name: str | None) -> type | None:
 
 def build_suite(name: str, **opts: Any) -> Any:
     """The suite ``name`` with the selection options ``data``, ``subsets``, ``sample`` and
-    ``schemas`` (and ``options``, its run options, for a suite that ``uses_options``). Raises :class:`suites.base.SuiteError` (one line) for an unknown suite or
+    ``schemas`` (and ``options``, its run options, for a suite that ``uses_options``). Raises :class:`harness.suite.SuiteError` (one line) for an unknown suite or
     a selection it cannot make."""
-    from suites.base import SuiteError
+    from harness.suite import SuiteError
 
     if name not in SUITES:
         raise SuiteError(f"unknown suite {name!r}; known: {', '.join(SUITES.names())}")

@@ -1,23 +1,10 @@
-"""Suites: each turns its source (a corpus read in place, or cases it generates) into cases,
-and declares what the harness does with them (:class:`suites.base.SuiteBase`).
+"""Suites: each one folder, ``suites/<name>/`` (``-`` in the name is ``_`` in the folder),
+holding everything of the suite: its cases and class (``__init__.py``, which names the
+class ``SUITE``), its run options, its worker job, its summary block, its report section
+and its README. Each suite class declares what the harness does with its cases
+(:class:`harness.suite.SuiteBase`).
 
-:data:`SUITES` declares the built-in suites; :mod:`harness.registry` loads them beside
-third-party suites registered through the entry point group ``grammar_harness.suites``.
+:mod:`harness.registry` finds the built-in suites by their folders without importing this
+package, and loads third-party suites registered through the entry point group
+``grammar_harness.suites`` beside them.
 """
-
-#: ``--suite`` name → ``"module:Class"``.
-SUITES: dict[str, str] = {
-    "jsonschemabench": "suites.jsonschemabench:JsonSchemaBench",
-    "json-schema-test-suite": "suites.json_schema_test_suite:JsonSchemaTestSuite",
-    "drift": "suites.drift:Drift",
-    "e2e": "suites.e2e:E2ESuite",
-    "mask-diff": "suites.token_suites:MaskDiffSuite",
-    "fuzz": "suites.token_suites:FuzzSuite",
-    "adversarial": "suites.adversarial:Adversarial",
-    "serve": "suites.serve:ServeSuite",
-    "grammars": "suites.grammars:Grammars",
-    "churn": "suites.churn:ChurnSuite",
-    "drafts": "suites.drafts:DraftsSuite",
-    "jump-forward": "suites.jump_forward:JumpForwardSuite",
-    "tools": "suites.tools:ToolsSuite",
-}

@@ -105,7 +105,7 @@ print("torch cuda:", torch.version.cuda, "available:", torch.cuda.is_available()
 bad = []
 for mod in ("xgrammar", "llguidance", "llguidance.torch", "outlines_core", "jsonschema",
             "referencing", "lark", "pydantic", "transformers", "harness.cli",
-            "harness.measure.e2e.job", "harness.measure.e2e.runtime_torch",
+            "suites.e2e.job", "suites.e2e.runtime_torch",
             "engines.xgrammar_engine", "engines.llguidance_engine", "suites.e2e"):
     try:
         importlib.import_module(mod)

@@ -30,7 +30,7 @@ def e2e_table(rows: list, text_table) -> str:
     """Per engine and batch: TPOT, its unconstrained twin, the ratio as the rules allow it
     (a 95% interval, 'not resolved' beyond ±3%, '–' with a reason), interference, the
     harness's share and the forward's share of the constrained step."""
-    from harness.measure.e2e.summary import ratio_text
+    from suites.e2e.summary import ratio_text
 
     def pct(x):
         return f"{x:.1%}" if isinstance(x, (int, float)) else "–"
@@ -79,19 +79,19 @@ def e2e_notes(d: dict, mask_bench: dict | None) -> list[str]:
     for b, x in sorted(pts.items(), key=lambda kv: int(kv[0])):
         comps = (x.get("constrained") or {}).get("components") or {}
         if comps:
-            from harness.measure.e2e.summary import component_text
+            from suites.e2e.summary import component_text
 
             out.append(f"components at batch {b} (mean us, share of the constrained step): "
                        + component_text(comps))
     if mask_bench:
-        from harness.measure.e2e.maskbench import text_table as mb_table
+        from suites.e2e.maskbench import text_table as mb_table
 
         out.append(mb_table(mask_bench))
     return out
 
 
 def main(folder: str) -> int:
-    from harness.measure.serve.metrics import HEADER, rows, text_table
+    from suites.serve.summary import HEADER, rows, text_table
 
     out = []
     for run in sorted(p for p in Path(folder).iterdir() if (p / "run.json").exists()):

@@ -4,7 +4,7 @@
 ``records.parquet``    one row per (engine, case) job
 ``instances.parquet``  one row per (engine, case, instance, serialisation) replay
 
-and whatever the run's suite adds through its ``summary_blocks`` (:class:`suites.base.SuiteBase`):
+and whatever the run's suite adds through its ``summary_blocks`` (:class:`harness.suite.SuiteBase`):
 e.g. ``drift.json``, ``keywords.json``, the mask-diff / fuzz / e2e / adversarial blocks.
 """
 

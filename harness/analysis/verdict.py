@@ -1,6 +1,6 @@
 """The verdict model: every suite's headline, computed from its records by one function.
 
-A suite declares its :class:`suites.base.VerdictModel`: the *unit* its verdict counts (a
+A suite declares its :class:`harness.suite.VerdictModel`: the *unit* its verdict counts (a
 schema, a test case, a grammar case, a tool request, a served request), where the truth
 comes from, whether the corpus-label split applies, which records are units and what the
 suite adds of its own. :func:`headline` turns a run's records into the headline with that
@@ -57,9 +57,9 @@ TTFM_PERCENTILES = (25, 50, 75, 90, 99)
 
 
 def model_of(meta: dict[str, Any]):
-    """The run's suite's :class:`~suites.base.VerdictModel` (the default one when the suite
+    """The run's suite's :class:`~harness.suite.VerdictModel` (the default one when the suite
     is not installed here: a run folder of another installation still reads)."""
-    from suites.base import VerdictModel
+    from harness.suite import VerdictModel
 
     cls = suite_class((meta.get("config") or {}).get("suite"))
     model = getattr(cls, "verdict", None)

@@ -202,7 +202,7 @@ def _replay(f: dict[str, Any], rec: dict[str, Any], meta: dict[str, Any], vocab)
     allowed at the step where it went wrong and whether the record's claim is reproduced."""
     from engines.base import CompileError, allocate_bitmask
     from harness.registry import EngineSpec
-    from harness.measure.e2e.validate import check_output
+    from harness.measure.validate import check_output
     from harness.measure.groundtruth import GroundTruth
     from harness.measure.tokens.maskops import token_classes
     from harness.measure.tokens.oracle import ORACLE_LABEL, oracle_adapter
@@ -352,7 +352,7 @@ def _reproduced(f, info, oracle, toks, step, refused) -> tuple[bool, str]:
 
 def _rollback_again(grammar, toks: list[int], bm, k: int) -> dict[str, Any]:
     """The mask-diff job's rollback check for one ``k``, on a fresh matcher."""
-    from harness.measure.tokens.maskdiff_job import _rollback_checks
+    from harness.measure.tokens.rollback import rollback_checks
     from harness.measure.tokens.maskops import raw_digest
 
     m = grammar.matcher()
@@ -363,7 +363,7 @@ def _rollback_again(grammar, toks: list[int], bm, k: int) -> dict[str, Any]:
         m.commit(t)
     m.fill_mask(bm)
     raw.append(raw_digest(bm))
-    for r in _rollback_checks(grammar.matcher(), toks, bm, raw):
+    for r in rollback_checks(grammar.matcher(), toks, bm, raw):
         if r["k"] == k:
             return r
     return {"status": "not checked", "k": k}

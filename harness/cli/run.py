@@ -75,7 +75,7 @@ def cmd_run(args) -> int:
     from harness.report import console
     from harness.store.run_store import RunStore, StoreError
     from harness.vocab import VocabularyError
-    from suites.base import SuiteError
+    from harness.suite import SuiteError
 
     given = config_from_args(args)
     resume = Path(args.resume) if args.resume else None

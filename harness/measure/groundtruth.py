@@ -16,7 +16,7 @@ import referencing
 import referencing.exceptions
 from jsonschema.validators import validator_for
 
-from suites.jsontext import parse_instance_text  # noqa: F401  (re-exported: the strict parse)
+from harness.jsontext import parse_instance_text  # noqa: F401  (re-exported: the strict parse)
 
 
 #: ``default_draft`` names (as in the JSON-Schema-Test-Suite's folders) → validator class.
@@ -110,7 +110,7 @@ class GroundTruth:
         """A finished output's verdict: ``{"valid": True|False|None, "why": …}`` after UTF-8,
         strict JSON and this schema (the judge interface of
         :class:`harness.measure.target.Target`)."""
-        from harness.measure.e2e.validate import check_output
+        from harness.measure.validate import check_output
 
         return check_output(raw, self)
 

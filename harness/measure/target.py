@@ -9,7 +9,7 @@ A case payload carries a JSON schema (``schema_text``) or, for the grammar suite
   or the first of the engine's ``grammar_dialects`` the case has a form in — and records
   which (``form``);
 - :meth:`Target.judge` decides a finished output: strict JSON + ``jsonschema``, or the
-  grammar's ground-truth parser (:mod:`suites.grammars.languages`);
+  grammar's ground-truth parser (:mod:`harness.measure.languages`);
 - :meth:`Target.translations` says, for a grammar, where each translation's own reader
   disagrees with the ground truth on a text (a translation defect of ours, never an
   engine's false reject or accept).
@@ -97,7 +97,7 @@ class GrammarTarget(Target):
     kind = "grammar"
 
     def __init__(self, case: dict[str, Any]) -> None:
-        from suites.grammars.languages import reader
+        from harness.measure.languages import reader
 
         g = case["grammar"]
         self.family: str = g["family"]
@@ -138,7 +138,7 @@ class GrammarTarget(Target):
         return r(text) if r is not None else None
 
     def _form_readers(self) -> dict[str, Any]:
-        from suites.grammars.languages import ReaderError, reader
+        from harness.measure.languages import ReaderError, reader
 
         if self._readers is None:
             self._readers = {}

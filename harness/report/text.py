@@ -49,3 +49,12 @@ def ratio(new: float | None, old: float | None) -> str:
 def plot_text(s: str) -> str:
     """Matplotlib text: no mathtext from corpus names."""
     return str(s).replace("$", r"\$")
+
+
+def md_cell(text: Any) -> str:
+    """Text for a Markdown table cell of a report block rendered elsewhere: backslash
+    escapes for table, emphasis, code and link characters."""
+    s = "" if text is None else str(text)
+    for ch in ("\\", "|", "`", "*", "_", "[", "]", "<", ">"):
+        s = s.replace(ch, "\\" + ch)
+    return s

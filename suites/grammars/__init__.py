@@ -2,7 +2,7 @@
 one file of :mod:`suites.grammars.corpus` (``suites/grammars/cases/*.toml``).
 
 Every (case, engine) job replays the case's instances token by token
-(:mod:`harness.measure.grammar_replay`): the engine is given the first form, in the order
+(:mod:`suites.grammars.job`): the engine is given the first form, in the order
 of its ``grammar_dialects``, that the case has; the expected verdict is the source form's
 ground-truth parser's. The subsets are the families (``--subset regex,cfg``); ``--schemas``
 globs case ids (``'cfg-sql*'``); ``--sample N`` is stratified over families; ``--data DIR``
@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from suites.base import Case, Instance, SuiteBase, SuiteError, VerdictModel, round_robin
+from harness.suite import Case, Instance, SuiteBase, SuiteError, VerdictModel, round_robin
 from suites.grammars.corpus import (CASES_DIR, FAMILIES, CorpusError, GrammarCase, case_files,
                                     load_corpus)
 
@@ -28,7 +28,7 @@ NAME = "grammars"
 
 
 def to_case(gc: GrammarCase, suite: str = NAME, keep_instances: bool = True) -> Case:
-    """A corpus case as the harness's :class:`~suites.base.Case` (instances as exact texts)."""
+    """A corpus case as the harness's :class:`~harness.suite.Case` (instances as exact texts)."""
     src = gc.forms[gc.source]
     insts = tuple(Instance(i, text, label, f"{gc.case_id}/{i}", text=text)
                   for i, (text, label) in enumerate(gc.instances)) if keep_instances else ()
@@ -51,9 +51,9 @@ class Grammars(SuiteBase):
     """The grammar corpus, filtered by family (``--subset``), glob and stratified sample."""
 
     name = NAME
-    job = "harness.measure.grammar_replay:run_grammar_job"
-    summary_blocks = ("harness.analysis.grammars:summary_block",)
-    report_sections = ("harness.report.sections.grammars:sec_grammars",)
+    job = "suites.grammars.job:run_grammar_job"
+    summary_blocks = ("suites.grammars.summary:summary_block",)
+    report_sections = ("suites.grammars.report:sec_grammars",)
     verdict = VerdictModel(unit="grammar case", units="grammar cases",
                            truth="the case's own parser (Python's re, lark)")
     smoke = {"sample": 2}
@@ -110,3 +110,7 @@ class Grammars(SuiteBase):
         return {"suite": self.suite_name, "data": str(self.root),
                 "files_on_disk": len(case_files(self.root)), "selected": len(self.items),
                 **self.options}
+
+
+#: The suite this folder is (:func:`harness.registry.builtin_suites`).
+SUITE = Grammars

@@ -33,7 +33,7 @@ A case file (``docs/grammars.md`` is the user's guide to the format)::
     valid = ["…"]
     invalid = ["…"]
 
-    [generated]                        # written by `python -m suites.grammars.generate`
+    [generated]                        # written by `python -m scripts.grammar_cases.generate`
     valid = ["…"]                      # (derivations of the grammar, mutations of them),
     invalid = ["…"]                    # each list chosen by ground truth
 

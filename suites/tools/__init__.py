@@ -10,7 +10,7 @@ choices (:data:`MODES`), ``--schemas`` globs case ids (``llama3.1-required-50``)
 ``--sample N`` takes ``N`` cases spread over the tool counts first, every count taking
 the choices in :data:`SAMPLE_ORDER` (``--sample 6``: one ``required`` request per count,
 the formats alternating). Each (case, engine) job is
-:func:`harness.measure.tools_job.run_tools_job`.
+:func:`suites.tools.job.run_tools_job`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import hashlib
 from typing import Any, Iterator, Mapping, Sequence
 
 from engines.base import ToolSpec
-from suites.options import merged
-from suites.base import Case, Instance, SuiteBase, SuiteError, VerdictModel, round_robin
+from harness.options import merged
+from harness.suite import Case, Instance, SuiteBase, SuiteError, VerdictModel, round_robin
 
 NAME = "tools"
 #: ``--subset`` values: tool choice and whether calls may come in parallel
@@ -45,10 +45,10 @@ class ToolsSuite(SuiteBase):
     """Tool-call requests over the BFCL tool pool (see the module docstring)."""
 
     name = NAME
-    job = "harness.measure.tools_job:run_tools_job"
+    job = "suites.tools.job:run_tools_job"
     run_options = "suites.tools.options"
-    summary_blocks = ("harness.analysis.tools:summary_block",)
-    report_sections = ("harness.report.sections.tools:sec_tools",)
+    summary_blocks = ("suites.tools.summary:summary_block",)
+    report_sections = ("suites.tools.report:sec_tools",)
     verdict = VerdictModel(unit="tool-call request", units="tool-call requests",
                            truth="the envelope parsed and each call's arguments validated by "
                                  "jsonschema")
@@ -156,3 +156,7 @@ class ToolsSuite(SuiteBase):
                 **self.selection, "tool_counts": list(self.options["tool_counts"]),
                 "tool_formats": list(self.options["tool_formats"]),
                 "tool_seed": self.options["tool_seed"]}
+
+
+#: The suite this folder is (:func:`harness.registry.builtin_suites`).
+SUITE = ToolsSuite

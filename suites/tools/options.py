@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from engines.base import FORMATS
-from suites.options import config_from, count, ints, names
+from harness.options import config_from, count, ints, names
 
 #: configuration key → default
 DEFAULTS: dict[str, Any] = {

@@ -10,7 +10,7 @@ import pytest
 from conftest import harness, read_records
 from harness.measure.groundtruth import GroundTruth
 from suites.adversarial import FAMILIES, FAMILY_BY_NAME, Adversarial, family_size, make_case
-from suites.base import SuiteError
+from harness.suite import SuiteError
 
 
 def _depth(node, keys=("properties", "items", "oneOf")) -> int:
@@ -89,8 +89,8 @@ def test_run_classifies_every_case_and_reports_cost_against_size(tmp_path):
     cases = Adversarial(subsets=["nesting_oneof"]).case_ids()
     assert sorted((r["engine"], r["case_id"]) for r in recs) == sorted(
         (e, c) for e in ("xgrammar", "llguidance") for c in cases)
-    from harness.analysis.adversarial import CLASSES, case_class, class_counts
-    from harness.report.sections.adversarial import rows
+    from suites.adversarial.summary import CLASSES, case_class, class_counts
+    from suites.adversarial.report import rows
     from harness.report.model import load_run
 
     for r in recs:

@@ -11,14 +11,15 @@ import jsonschema
 import pytest
 
 from conftest import harness, read_records
-from harness.analysis import conformance
+from suites.drift import summary as conformance
+from suites.json_schema_test_suite import summary as keywords
 from harness.analysis import metrics
 from harness.measure.groundtruth import GroundTruth, offline_registry, parse_instance_text
 from harness.measure.segment import SegmentationError, TokenIndex, segmentation, segmentations
 from harness.vocab import Vocabulary, load_vocabulary
-from suites.base import Case, Instance, SuiteError
+from harness.suite import Case, Instance, SuiteError
 from suites.drift import Drift, probe_id
-from suites.drift_probes import AXES, GROUPS
+from suites.drift.probes import AXES, GROUPS
 from suites.json_schema_test_suite import JsonSchemaTestSuite, resolve_data_dir, split_case_id
 
 JSTS_FILES = ("draft2020-12/minLength", "draft7/refRemote", "draft7/boolean_schema")
@@ -170,7 +171,7 @@ def test_jsts_run_end_to_end(jsts_run):
                                                   "compile_error", "died", "unserialisable"))
     # remote refs: llguidance never fetches (compile error); nothing passes by accident
     assert table["draft7"]["refRemote"]["llguidance"]["compile_error"] > 0
-    md = conformance.render_keyword_markdown(table)
+    md = keywords.render_keyword_markdown(table)
     assert "| keyword | xgrammar | llguidance |" in md and "| refRemote |" in md
     assert "json-schema-test-suite: instances passed per engine" in out.stdout
 

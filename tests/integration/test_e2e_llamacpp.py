@@ -19,13 +19,13 @@ pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (scripts
 
 from engines.base import allocate_bitmask  # noqa: E402
 from harness.registry import EngineSpec, is_installed  # noqa: E402
-from harness.measure.e2e import loop as e2e_loop  # noqa: E402
+from suites.e2e import loop as e2e_loop  # noqa: E402
 from harness.vocab.gguf import ensure_gguf  # noqa: E402
-from harness.measure.e2e.prompt import build_prompt  # noqa: E402
-from harness.measure.e2e.runtime_cache import get_runtime  # noqa: E402
-from harness.measure.e2e.runtime_llamacpp import processor_decode  # noqa: E402
-from harness.measure.e2e.sampling import Bitmask, Sampler, apply_kernel  # noqa: E402
-from harness.measure.e2e.validate import check_output  # noqa: E402
+from harness.measure.serving.prompt import build_prompt  # noqa: E402
+from suites.e2e.runtime_cache import get_runtime  # noqa: E402
+from suites.e2e.runtime_llamacpp import processor_decode  # noqa: E402
+from suites.e2e.sampling import Bitmask, Sampler, apply_kernel  # noqa: E402
+from harness.measure.validate import check_output  # noqa: E402
 from harness.measure.groundtruth import GroundTruth  # noqa: E402
 from harness.measure.replay import replay  # noqa: E402
 from harness.vocab import load_vocabulary# noqa: E402
@@ -142,13 +142,13 @@ def server(vocab):
     port = _free_port()
     log = open(os.devnull, "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.measure.e2e.llamacpp_server", "--model", str(model),
+        [sys.executable, "-m", "suites.e2e.llamacpp_server", "--model", str(model),
          "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1",
          "--chat_format", "llama-3", "--n_ctx", "4096"],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
         env={**os.environ, "PYTHONPATH": str(ROOT)})
     url = f"http://127.0.0.1:{port}"
-    from harness.measure.e2e.openai_client import OpenAIClient
+    from harness.measure.serving.openai_client import OpenAIClient
 
     try:
         for _ in range(120):
@@ -171,7 +171,7 @@ def server(vocab):
 
 
 def test_server_dialects(server):
-    from harness.measure.e2e.openai_client import OpenAIClient, verdict
+    from harness.measure.serving.openai_client import OpenAIClient, verdict
 
     truth = GroundTruth({"type": "object", "properties": {"ok": {"type": "boolean"}},
                          "required": ["ok"]})
@@ -188,10 +188,10 @@ def test_server_dialects(server):
 
 
 def test_server_route_job(server):
-    from harness.measure.e2e.job import run_e2e_job
+    from suites.e2e.job import run_e2e_job
 
     schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
-    job = {"job": "harness.measure.e2e.job:run_e2e_job", "engine": {"name": "xgrammar", "config": "default",
+    job = {"job": "suites.e2e.job:run_e2e_job", "engine": {"name": "xgrammar", "config": "default",
                                      "label": "server"},
            "tokenizer": "llama3",
            "case": {"suite": "e2e", "case_id": "c1", "subset": "t", "source": "-",

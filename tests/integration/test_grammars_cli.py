@@ -136,7 +136,7 @@ def test_serve_grammar_workloads_against_the_canned_server(tmp_path):
         assert canary["verdict"] == "constraint_not_enforced"
         assert f"NOT ENFORCED: the canary of {workload}/rinf came back" in r.stdout
         recs = recs[1:]
-        from suites.grammars.languages import reader
+        from harness.measure.languages import reader
         from suites.grammars.corpus import load_corpus
 
         cases = {c.case_id: c for c in load_corpus()}

@@ -115,7 +115,7 @@ def test_single_run_report_is_self_contained_and_escaped(runs, tmp_path):
         assert f"## {section}" in md
     # trade-off, outcomes, subsets, TBM, TTFM
     assert html_text.count('src="data:image/png;base64,') == 5
-    assert "Diff" not in html_text
+    assert ">Diff</h2>" not in html_text  # (not the bare word: base64 image data may hold it)
     # Markdown: no raw tag, the plots beside it
     assert "<script" not in md and "<img" not in md
     assert "&lt;script&gt;alert(2)&lt;/script&gt;" in md

@@ -38,8 +38,8 @@ def _need_vllm():
 def vllm_server(tmp_path_factory):
     """vLLM's OpenAI-compatible server with the xgrammar backend on the micro model."""
     from engines.vllm_engine import VllmEngine
-    from harness.measure.e2e.vllm_offline import write_hf_model
-    from harness.measure.serve.launcher import HOST, ServerProcess
+    from harness.measure.serving.vllm_offline import write_hf_model
+    from harness.measure.serving.launcher import HOST, ServerProcess
     from harness.vocab import load_vocabulary
     from harness.vocab.gguf import cache_root
 
@@ -70,7 +70,7 @@ def test_engines_lists_vllm_from_its_own_environment():
 
 
 def test_constrained_request_is_valid(vllm_server):
-    from harness.measure.e2e.openai_client import Constraint, OpenAIClient, verdict
+    from harness.measure.serving.openai_client import Constraint, OpenAIClient, verdict
     from harness.measure.groundtruth import GroundTruth
 
     c = OpenAIClient(vllm_server.url, dialect="vllm", model=vllm_server.model)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.analysis.churn import churn_rows
+from suites.churn.summary import churn_rows
 from suites.churn import ChurnSuite, zipf_ranks
 
 
@@ -53,7 +53,7 @@ def test_churn_rows_from_records():
 
 
 def test_a_job_that_died_is_a_row_that_says_so():
-    from harness.analysis.churn import table_rows
+    from suites.churn.summary import table_rows
 
     rows = churn_rows([{"engine": "slow", "case_id": "zipf0.5", "outcome": "timeout",
                         "error": "wall-clock limit 60s passed during compile"}])

@@ -10,8 +10,8 @@ import pytest
 
 from engines.base import Matcher, allocate_bitmask
 from harness import registry
-from harness.analysis.drafts import draft_rows, summary_block
-from harness.measure.drafts_job import _corrupt_token, plan_drafts
+from suites.drafts.summary import draft_rows, summary_block
+from suites.drafts.job import _corrupt_token, plan_drafts
 from harness.vocab import load_vocabulary
 
 ENGINES = ["xgrammar", "llguidance", "outlines", "reference", "llamacpp-gbnf"]

@@ -10,13 +10,13 @@ import pytest
 import torch
 
 from harness.registry import EngineSpec, is_installed
-from harness.measure.e2e import loop as e2e_loop
-from harness.measure.e2e.job import resolve_options, run_e2e_job
-from harness.measure.e2e.prompt import build_prompt
-from harness.measure.e2e.runtime_cache import get_runtime
-from harness.measure.e2e.sampling import (Bitmask, Sampler, apply_kernel, apply_shared,
+from suites.e2e import loop as e2e_loop
+from suites.e2e.job import resolve_options, run_e2e_job
+from harness.measure.serving.prompt import build_prompt
+from suites.e2e.runtime_cache import get_runtime
+from suites.e2e.sampling import (Bitmask, Sampler, apply_kernel, apply_shared,
                                           apply_words)
-from harness.measure.e2e.validate import check_output
+from harness.measure.validate import check_output
 from harness.measure.groundtruth import GroundTruth
 from harness.vocab import load_vocabulary
 
@@ -81,7 +81,7 @@ def test_static_step_computes_what_transformers_computes(vocab):
     every decode step, every row of a batch (the prompt's KV is computed once and copied)."""
     from transformers import DynamicCache
 
-    from harness.measure.e2e.runtime_torch import TorchRuntime
+    from suites.e2e.runtime_torch import TorchRuntime
 
     rt = TorchRuntime("micro", dtype="float32", batch=3, graphs=True)
     assert rt.graphs is False  # never on CPU: the same step runs eagerly
@@ -231,7 +231,7 @@ def test_check_output_catches_control_characters():
 @pytest.mark.parametrize("engine", ENGINES[:1])
 def test_job_record(engine):
     schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
-    job = {"job": "harness.measure.e2e.job:run_e2e_job", "engine": {"name": engine, "config": "default", "label": engine},
+    job = {"job": "suites.e2e.job:run_e2e_job", "engine": {"name": engine, "config": "default", "label": engine},
            "tokenizer": "llama3",
            "case": {"suite": "e2e", "case_id": "c1", "subset": "t", "source": "-",
                     "schema_text": json.dumps(schema), "instances": [], "resources": []},
@@ -269,7 +269,7 @@ def test_resolve_options():
 
 
 def test_e2e_summary_block():
-    from harness.measure.e2e.summary import e2e_block, render_text
+    from suites.e2e.summary import e2e_block, render_text
 
     def rec(engine, con, unc, invalid=0, runaways=0):
         return {"engine": engine, "outcome": "passing", "e2e_config": {"runtime": "torch"},
@@ -327,7 +327,7 @@ def test_invalid_output_of_a_further_batch_size_is_reported_not_a_crash(name, ba
     in float32, whose logits any faithful step reproduces (bf16 rounding would tie them to
     one implementation of the step)."""
     schema_text = json.dumps(json.loads((corpus_dir / name).read_text())["schema"])
-    job = {"job": "harness.measure.e2e.job:run_e2e_job",
+    job = {"job": "suites.e2e.job:run_e2e_job",
            "engine": {"name": "xgrammar", "config": "default", "label": "xgrammar"},
            "tokenizer": "llama3",
            "case": {"suite": "e2e", "case_id": name, "subset": "t", "source": "-",
@@ -349,7 +349,7 @@ def test_invalid_output_of_a_further_batch_size_is_reported_not_a_crash(name, ba
 # ---------------------------------------------------------------------- the protocol
 
 def test_warm_up_stop_rule(vocab):
-    from harness.measure.e2e import protocol
+    from suites.e2e import protocol
 
     assert protocol.is_stable([9.0, 5.0, 5.02, 4.98])  # the transient is left behind
     assert not protocol.is_stable([5.0, 5.2, 5.0])  # 4% apart
@@ -368,7 +368,7 @@ def test_warm_up_stop_rule(vocab):
 
 
 def test_ratio_interval_resolves_only_a_tight_interval():
-    from harness.measure.e2e.summary import ratio_interval
+    from suites.e2e.summary import ratio_interval
 
     rng = np.random.default_rng(1)
     tight = [(1010.0 * 30 * (1 + rng.normal(0, 0.002)), 30, 1000.0 * 30, 30) for _ in range(12)]
@@ -386,7 +386,7 @@ def test_ratio_interval_resolves_only_a_tight_interval():
 
 def test_protocol_block_of_the_summary():
     """Shares, the harness's share and the interleaved ratio from records of the protocol."""
-    from harness.measure.e2e.summary import e2e_block, render_text
+    from suites.e2e.summary import e2e_block, render_text
 
     def block(mode, rd, step, fwd, extra):
         n = 30
@@ -432,7 +432,7 @@ def test_protocol_block_of_the_summary():
 
 
 def test_mask_bench_on_cpu():
-    from harness.measure.e2e import maskbench
+    from suites.e2e import maskbench
 
     kernels = ("xgrammar",) if is_installed("xgrammar") else ()
     r = maskbench.run("cpu", (1, 2), 128256, engines=kernels, n=3, warmup=1)
@@ -450,7 +450,7 @@ def test_mask_bench_on_cpu():
 def test_an_overlap_of_timed_components_is_no_remainder():
     """The pipelined loop's device-timed components can add up to more than the host-timed
     step: the rest of the step is then not a (negative) figure but the overlap, said so."""
-    from harness.measure.e2e.summary import component_text
+    from suites.e2e.summary import component_text
 
     comps = {"forward": {"mean_us": 5880.6, "share": 0.986},
              "other": {"mean_us": None, "share": None, "overlap_us": 15.5}}

@@ -1,4 +1,4 @@
-"""The grammar corpus's instance generator (``python -m suites.grammars.generate``), on
+"""The grammar corpus's instance generator (``python -m scripts.grammar_cases.generate``), on
 small case files of its own in a temporary directory (never the real corpus)."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from suites.grammars.languages import reader
-from suites.grammars.check import check_case
+from harness.measure.languages import reader
+from scripts.grammar_cases.check import check_case
 from suites.grammars.corpus import load_file
-from suites.grammars.generate import (COMMENT, MAX_CHARS, PER_LABEL, main, render_section,
+from scripts.grammar_cases.generate import (COMMENT, MAX_CHARS, PER_LABEL, main, render_section,
                                       replace_section, toml_string)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,7 +68,7 @@ sizes = [20, 5]
 valid = ["get c1"]
 invalid = ["get"]
 
-# written by python -m suites.grammars.generate; labels by ground truth
+# written by python -m scripts.grammar_cases.generate; labels by ground truth
 [generated]
 valid = ["stale", "get c99"]
 invalid = ["get c1 c2"]
@@ -168,7 +168,7 @@ def test_rerun_is_deterministic_and_replaces(generated, tmp_path):
     for name in ("cfg-t.toml", "regex-t.toml"):
         (fresh / name).write_text(FILES[name], encoding="utf-8")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    out = subprocess.run([sys.executable, "-m", "suites.grammars.generate",
+    out = subprocess.run([sys.executable, "-m", "scripts.grammar_cases.generate",
                           str(fresh / "cfg-t.toml"), str(fresh / "regex-t.toml")],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

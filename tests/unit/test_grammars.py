@@ -17,11 +17,11 @@ import pytest
 
 from engines.base import CompileError, EngineUnavailable, allocate_bitmask
 from harness import registry
-from suites.grammars.languages import ReaderError, reader
+from harness.measure.languages import ReaderError, reader
 from harness.measure.replay import replay
 from harness.measure.target import GrammarTarget
 from suites.grammars import Grammars, to_case
-from suites.grammars.check import check_case, main as check_main
+from scripts.grammar_cases.check import check_case, main as check_main
 from suites.grammars.corpus import (CASES_DIR, CorpusError, case_files, gbnf_literal,
                                     load_corpus, load_file, regex_escape)
 
@@ -229,7 +229,7 @@ def test_form_order_and_derived_forms(adapters):
 
 
 def test_family_table_counts_deaths_and_keeps_findings_apart():
-    from harness.analysis.grammars import false_accepts, family_table, false_rejects
+    from suites.grammars.summary import false_accepts, family_table, false_rejects
 
     def rec(engine, cid, outcome, status=None, expected=True, **kw):
         r = {"engine": engine, "case_id": cid, "outcome": outcome, **kw}

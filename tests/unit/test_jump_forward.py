@@ -11,8 +11,8 @@ import pytest
 
 from engines.base import allocate_bitmask
 from engines.base import encode_exact, utf8_complete
-from harness.analysis.jump_forward import NOT_MEASURED, jump_forward_rows
-from harness.measure.jump_forward_job import (_Oracle, classify_step, conflicts_with,
+from suites.jump_forward.summary import NOT_MEASURED, jump_forward_rows
+from suites.jump_forward.job import (_Oracle, classify_step, conflicts_with,
                                               noncanonical, simulate)
 from harness.measure.tokens.oracle import Budget
 from harness.registry import EngineSpec

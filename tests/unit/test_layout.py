@@ -134,15 +134,6 @@ def test_reference_engine_stands_alone():
 #: runtime, so its imports are allowed there).
 ENGINE_PACKAGES = ("xgrammar", "llguidance", "outlines_core", "vllm")
 
-#: Modules that belong to one suite (its measurement, analysis and report sections): they
-#: may name their own suite; every other module under harness/ is shared code.
-SUITE_MODULES = ("harness.measure.e2e", "harness.measure.tokens", "harness.analysis.conformance",
-                 "harness.analysis.adversarial", "harness.report.sections.conformance",
-                 "harness.report.sections.tokens", "harness.report.sections.adversarial",
-                 "harness.measure.serve", "harness.report.sections.serve",
-                 "harness.execution.serve")
-
-
 def _docstring_nodes(tree: ast.AST) -> set[int]:
     ids = set()
     for node in ast.walk(tree):
@@ -173,7 +164,7 @@ def test_no_module_outside_engines_imports_an_engine():
 
 #: A server's request dialect is named after the server (``vllm``, ``sglang``, ...), not
 #: after an engine row: the OpenAI-compatible client may name dialects.
-DIALECT_MODULES = ("harness.measure.e2e.openai_client", "harness.measure.serve.canned")
+DIALECT_MODULES = ("harness.measure.serving.openai_client", "harness.measure.serving.canned")
 
 
 def test_no_module_outside_engines_names_an_engine():
@@ -193,13 +184,39 @@ def test_no_module_outside_engines_names_an_engine():
     assert not bad, bad
 
 
+def test_the_framework_imports_no_suite():
+    """harness/ reaches a suite only through the registry's declared entry points (the
+    ``"module:attribute"`` targets a suite class names): no import of ``suites``."""
+    bad = sorted(f"{mod} imports {d}" for mod, deps in import_graph().items()
+                 if mod.startswith("harness") for d in deps if stage(d) == "suites")
+    assert not bad, bad
+
+
+def test_each_suite_is_one_folder():
+    """Every registered built-in suite is a package ``suites/<name>/`` holding its code and
+    its README, and the modules its class names (job, options, summary blocks, report
+    sections, executor) are all inside that folder or the framework."""
+    from harness.registry import SUITES, builtin_suites
+
+    for name, target in builtin_suites().items():
+        folder = ROOT / "suites" / name.replace("-", "_")
+        assert (folder / "__init__.py").is_file() and (folder / "README.md").is_file(), folder
+        cls = SUITES.load(name)
+        for t in [cls.job, cls.run_options, cls.executor, *cls.summary_blocks,
+                  *cls.report_sections]:
+            if not t:
+                continue
+            module = t.partition(":")[0]
+            assert module.startswith(("harness.", "suites.")), (name, t)
+
+
 def test_shared_code_never_tests_a_suite_name():
     from harness.registry import SUITES
 
     names = set(SUITES.names())
     bad = []
     for mod, path in _modules().items():
-        if stage(mod) in ("engines", "suites", "reference_engine") or mod.startswith(SUITE_MODULES):
+        if stage(mod) in ("engines", "suites", "reference_engine"):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.Compare):

@@ -137,7 +137,7 @@ def test_mask_cache_stats_land_in_the_job_record():
     """The worker stores the adapter's ``stats()`` as ``engine_stats``: the adaptive
     cache's bytes against one dense 16 KiB bitmask per cached node, and the split."""
     from harness.execution.worker import run_job
-    from suites.base import Case, Instance
+    from harness.suite import Case, Instance
 
     schema = json.loads(PERSON)
     case = Case("test", "stats-case", "s", "-", schema, PERSON, (

@@ -291,7 +291,7 @@ def test_summary_counts_the_kinds_and_the_console_names_them():
 
 
 def test_grammar_block_counts_kinds_and_keeps_unexplained_dialect_cases_as_errors():
-    from harness.analysis.grammars import summary_block
+    from suites.grammars.summary import summary_block
 
     def inst(text, kind=None, **kw):
         res = {"status": "rejected", "mask_ns": [1], "commit_ns": [1]}

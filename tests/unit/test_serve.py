@@ -34,7 +34,7 @@ def test_poisson_and_gamma_arrivals():
 
 
 def test_stream_caps_requests_in_flight():
-    from harness.measure.serve.load import Stream
+    from suites.serve.load import Stream
 
     lock, now, peak = threading.Lock(), [0], [0]
 
@@ -54,7 +54,7 @@ def test_stream_caps_requests_in_flight():
 
 
 def test_stream_stops_sending_when_broken():
-    from harness.measure.serve.load import Stream
+    from suites.serve.load import Stream
 
     out = Stream(lambda i: i, concurrency=1, broken=lambda r: r == 4).run(
         list(range(10)), [0.01 * i for i in range(10)], lambda item, res: None)
@@ -62,7 +62,7 @@ def test_stream_stops_sending_when_broken():
 
 
 def test_request_forms():
-    from harness.measure.e2e.openai_client import Constraint, request_fields
+    from harness.measure.serving.openai_client import Constraint, request_fields
 
     c = Constraint("json", {"type": "integer"})
     assert request_fields("vllm", "response_format", c)["response_format"]["type"] == "json_schema"
@@ -84,13 +84,13 @@ def test_request_forms():
     ('{"a": 1}\n\n  ', True), ("garbage", False), ('{"a" 1', False), ("[1,]", False),
     ('{"a": 1} {', False), ("01", False), ("\t\t hello", False)])
 def test_json_prefix_check(text, ok):
-    from suites.jsontext import json_prefix_error
+    from harness.jsontext import json_prefix_error
 
     assert (json_prefix_error(text) is None) is ok
 
 
 def _canned(port: int, interval_ms: float = 5.0):
-    return ([sys.executable, "-m", "harness.measure.serve.canned", "--port", str(port),
+    return ([sys.executable, "-m", "harness.measure.serving.canned", "--port", str(port),
              "--interval-ms", str(interval_ms)], {})
 
 
@@ -107,8 +107,8 @@ def _gone(pid: int) -> bool:
 
 
 def test_launcher_starts_probes_and_stops_by_pid(tmp_path):
-    from harness.measure.e2e.openai_client import OpenAIClient
-    from harness.measure.serve.launcher import ServerProcess
+    from harness.measure.serving.openai_client import OpenAIClient
+    from harness.measure.serving.launcher import ServerProcess
 
     sp = ServerProcess(_canned, tmp_path / "s.log", ready_timeout_s=30, label="canned")
     sp.start()
@@ -124,7 +124,7 @@ def test_launcher_starts_probes_and_stops_by_pid(tmp_path):
 
 
 def test_server_never_ready_names_its_log(tmp_path):
-    from harness.measure.serve.launcher import ServerNotReady, ServerProcess
+    from harness.measure.serving.launcher import ServerNotReady, ServerProcess
 
     sp = ServerProcess(lambda port: (["sleep", "60"], {}), tmp_path / "never.log",
                        ready_timeout_s=1.5, label="sleeper")
@@ -137,9 +137,9 @@ def test_killing_the_harness_leaves_no_server(tmp_path):
     """The guard stops the server's whole group when its parent dies, even by SIGKILL."""
     code = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
             "from pathlib import Path\n"
-            "from harness.measure.serve.launcher import ServerProcess\n"
+            "from harness.measure.serving.launcher import ServerProcess\n"
             "import time\n"
-            f"sp = ServerProcess(lambda p: ([sys.executable, '-m', 'harness.measure.serve.canned',"
+            f"sp = ServerProcess(lambda p: ([sys.executable, '-m', 'harness.measure.serving.canned',"
             f" '--port', str(p)], {{}}), Path({str(tmp_path / 'k.log')!r}), 30)\n"
             "sp.start(); print(sp.pid, flush=True); time.sleep(60)\n")
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,

@@ -12,11 +12,11 @@ import pytest
 from harness.registry import EngineSpec
 from harness.measure.groundtruth import parse_instance_text
 from harness.measure.tokens.findings import record_findings
-from harness.measure.tokens.fuzz_job import run_fuzz_job
-from harness.measure.tokens.maskdiff_job import run_mask_diff_job
-from harness.measure.tokens.summary import no_oracle_pairs, summary_block
+from suites.fuzz.job import run_fuzz_job
+from suites.mask_diff.job import run_mask_diff_job
+from suites.mask_diff.summary import no_oracle_pairs, summary_block
 from harness.measure import adapters
-from suites.base import Instance
+from harness.suite import Instance
 
 STRING_SCHEMA = {"type": "object", "properties": {"s": {"type": "string", "maxLength": 20}},
                  "required": ["s"],

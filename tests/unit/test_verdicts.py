@@ -135,7 +135,7 @@ def _served(i, itl, verdict="ok", mode="c", status=200):
 def test_bunched_tokens_give_no_tpot_and_no_ratio():
     """Where the client reads a whole response in one go, its token gaps read ~0: those
     requests leave TPOT, and a ratio over such a side is not printed as a figure."""
-    from harness.measure.serve.metrics import render_text, serve_block
+    from suites.serve.summary import render_text, serve_block
 
     recs = ([_served(i, [20.0] * 8) for i in range(4)]
             + [_served(i, [0.001] * 8, mode="u") for i in range(4)])

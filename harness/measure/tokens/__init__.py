@@ -10,6 +10,6 @@
 - :mod:`.summary`       summary.json blocks and console text, from records alone
 - :mod:`.findings`      every finding of a record, as one flat list (report, explain)
 
-The report sections are :mod:`harness.report.sections.tokens`; ``harness explain`` is
+The report sections are :mod:`suites.mask_diff.report`; ``harness explain`` is
 :mod:`harness.cli.explain`.
 """

@@ -1,0 +1,33 @@
+"""``harness run`` options of the drafts suite (its ``SuiteBase.run_options``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.options import config_from, ints, positive_int
+
+#: configuration key → default
+DEFAULTS: dict[str, Any] = {
+    "draft_k": [1, 4, 8],     # draft lengths, tokens
+    "draft_positions": 4,     # corrupted drafts per (instance, k), each at a seeded start
+    "draft_instances": 2,     # valid instances per schema the drafts are cut from
+    "draft_seed": 0,          # start positions, corrupt positions and corrupt tokens
+}
+
+
+def add_run_arguments(p) -> None:
+    g = p.add_argument_group("drafts suite (speculative-decoding draft validation)")
+    g.add_argument("--draft-k", dest="draft_k", type=ints(1, "draft lengths", unique_sorted=True),
+                   help="draft lengths in tokens, comma-separated (default 1,4,8)")
+    g.add_argument("--draft-positions", dest="draft_positions", type=positive_int,
+                   help="corrupted drafts per instance and length, each at a seeded start "
+                        "(default 4)")
+    g.add_argument("--draft-instances", dest="draft_instances", type=positive_int,
+                   help="valid instances per schema to cut drafts from (default 2)")
+    g.add_argument("--draft-seed", dest="draft_seed", type=int,
+                   help="seed of the start and corrupt positions and the corrupt tokens "
+                        "(default 0)")
+
+
+def config_from_args(args) -> dict[str, Any]:
+    return config_from(args, DEFAULTS)

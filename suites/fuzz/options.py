@@ -1,0 +1,33 @@
+"""``harness run`` flags of the ``fuzz`` suite (``--corpus`` and ``--walk-tokens`` shared
+with ``mask-diff``: :func:`suites.mask_diff.options.add_shared_flags`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.options import config_from, merged, positive_int
+from suites.mask_diff.options import add_shared_flags
+
+#: configuration key → default
+DEFAULTS: dict[str, Any] = {
+    "walks": 8,            # seeded random walks per (schema, engine)
+    "walk_tokens": 384,    # token budget per walk (a runaway past it)
+    "corpus": "jsonschemabench",  # where the cases come from: jsonschemabench | grammars
+}
+KEYS = tuple(DEFAULTS)
+
+
+def add_run_arguments(p) -> None:
+    g = p.add_argument_group("fuzz suite (random walks under the mask)")
+    g.add_argument("--walks", type=positive_int,
+                   help="random walks per schema and engine (default 8)")
+    add_shared_flags(g)
+
+
+def config_from_args(args) -> dict[str, Any]:
+    return config_from(args, KEYS)
+
+
+def resolve(opts: dict[str, Any] | None) -> dict[str, Any]:
+    """The job's options: the payload's values over the defaults."""
+    return merged(DEFAULTS, opts)

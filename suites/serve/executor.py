@@ -1,0 +1,482 @@
+"""The serve suite's executor: its requests, stream by stream, to servers.
+
+It takes the run's jobs (one per request, in case order: engine by engine, rate by rate,
+the constrained stream then its unconstrained twin) and sends each stream's requests on
+their arrival schedule (:mod:`suites.serve.load`); every answer becomes one record,
+appended at once, so a killed run resumes losing and duplicating nothing.
+
+Servers: with ``--launch`` each engine row's server is started on 127.0.0.1 (its command from
+the adapter's ``server_command``, its interpreter from the row's environment), probed until
+ready, logged to ``servers/<row>.log`` in the run folder, and stopped when the row is done,
+at the end, and on Ctrl-C or a kill (:mod:`harness.measure.serving.launcher`). A server that
+dies mid-stream: the requests in flight are recorded as a server crash, it is started again,
+and the stream goes on (at most ``max_restarts`` times per row). A server that never becomes
+ready ends the run with one line naming its log. With ``--server URL`` the user's server is
+driven as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from harness.execution.executor import ExecutorError, Job
+from harness.measure import outcomes
+from harness.store.run_store import RunStore
+
+log = logging.getLogger("harness")
+
+#: Seconds to wait, after a request lost its connection, for the server's death to show.
+DEATH_GRACE_S = 3.0
+
+
+def _ms(ns: float | None) -> float | None:
+    return None if ns is None else round(ns / 1e6, 3)
+
+
+def whitespace_share(text: str) -> float | None:
+    """Share of the text's characters that are JSON whitespace (space, tab, CR, LF)."""
+    if not text:
+        return None
+    return round(sum(1 for c in text if c in " \t\r\n") / len(text), 4)
+
+
+def canary_verdict(text: str, canary: dict[str, Any]) -> tuple[bool, str | None]:
+    """(met, why not) of a canary's output: for kind ``json`` the text must be one JSON value
+    among ``canary["accept"]`` (strict JSON, whitespace around it allowed); for the other
+    kinds the text itself must be one of them."""
+    accept = canary["accept"]
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    if canary["kind"] == "json":
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return False, f"not JSON: {shown!r} (asked for the const {json.dumps(accept[0])})"
+        if value in accept:
+            return True, None
+        return False, f"{shown!r} is not the const {json.dumps(accept[0])}"
+    if text in accept:
+        return True, None
+    return False, f"{shown!r} is none of {', '.join(repr(a) for a in accept)}"
+
+
+#: Patterns of a server log's error lines, most telling first: an engine's assertion, a
+#: Python exception's message line, then any line saying error.
+_ERROR_LINES = (re.compile(r"Check failed|Assertion .* failed|panicked at"),
+                re.compile(r"^\s*(\w+\.)*\w*(Error|Exception)\b\s*:"),
+                re.compile(r"\b(ERROR|FATAL|Error|error)\b"))
+
+
+def server_log_line(path: Path, span: tuple[int | None, int | None] | None,
+                    grace_s: float = 0.2) -> str | None:
+    """The first error line (:data:`_ERROR_LINES`) the server wrote to its log from the
+    moment a request was sent (``span[0]``: the log's size then, bytes) until now, up to 300
+    characters; None when it wrote none. A server may log a failure just after it answers:
+    when nothing is there yet, the log is read once more ``grace_s`` later."""
+    if not span or span[0] is None:
+        return None
+    for attempt in range(2):
+        if attempt:
+            time.sleep(grace_s)
+        try:
+            with open(path, "rb") as f:
+                f.seek(span[0])
+                window = f.read(1 << 20).decode("utf-8", "replace")
+        except OSError:
+            return None
+        lines = [ln.strip() for ln in window.splitlines() if ln.strip()]
+        for pattern in _ERROR_LINES:
+            for ln in lines:
+                if pattern.search(ln):
+                    return ln[:300]
+    return None
+
+
+class _Target:
+    """One engine row's server: launched (with its process) or given by URL."""
+
+    def __init__(self, label: str, client, server=None, seeded: bool = True) -> None:
+        self.label, self.client, self.server = label, client, server
+        #: requests carry a seed (the row's server takes per-request seeds)
+        self.seeded = seeded
+
+
+class ServeExecutor:
+    """Runs the serve suite's request jobs (see the module's docstring)."""
+
+    def __init__(self, store: RunStore, config: dict[str, Any],
+                 on_record: Callable[[dict[str, Any]], None] = lambda r: None) -> None:
+        from suites.serve.options import DEFAULTS
+
+        self.store = store
+        self.config = config
+        self.o = {k: config.get(k, v) for k, v in DEFAULTS.items()}
+        self.on_record = on_record
+        self.target: _Target | None = None
+        self.servers: list[dict[str, Any]] = []
+        self._vocab = None  # the run's tokenizer: prompts carry at most 2,048 schema tokens
+
+    # -- servers ------------------------------------------------------------------------
+    def _open(self, engine: dict[str, Any]) -> _Target:
+        from harness.measure.serving.openai_client import OpenAIClient, split_server
+
+        label = engine["label"]
+        if self.target is not None and self.target.label == label:
+            return self.target
+        self._close()
+        if not self.o["launch"]:
+            if not self.o["server"]:
+                raise ExecutorError("the serve suite needs --launch ENGINE:BACKEND (the "
+                                    "harness starts the server) or --server URL")
+            dialect, url = split_server(self.o["server"])
+            client = OpenAIClient(url, dialect=dialect, timeout=600.0)
+            try:
+                client.detect()
+            except (OSError, RuntimeError, ValueError) as e:
+                raise ExecutorError(f"--server {self.o['server']}: no answer from "
+                                    f"/v1/models ({' '.join(str(e).split())[:200]})") from None
+            self.target = _Target(label, client)
+            self.servers.append({"engine": label, "url": url, "dialect": client.dialect,
+                                 "server_version": client.server_version(),
+                                 "launched": False})
+            self._write_servers()
+            return self.target
+        server = self._launch(engine)
+        client = OpenAIClient(server.url, dialect=self._dialect(engine), model=server.model,
+                              timeout=600.0)
+        from harness.registry import adapter_class
+
+        seeded = getattr(adapter_class(engine["name"]), "seeded_requests", lambda: True)()
+        self.target = _Target(label, client, server, seeded=seeded)
+        return self.target
+
+    @staticmethod
+    def _dialect(engine: dict[str, Any]) -> str | None:
+        from harness.registry import adapter_class
+
+        return getattr(adapter_class(engine["name"]), "dialect", None)
+
+    def _launch(self, engine: dict[str, Any]):
+        from harness.environments import environment
+        from harness.measure.serving.vllm_offline import write_hf_model
+        from harness.measure.serving.launcher import HOST, ServerNotReady, ServerProcess
+        from harness.registry import adapter_class
+        from harness.vocab import load_vocabulary
+        from harness.vocab.gguf import cache_root
+
+        cls = adapter_class(engine["name"])
+        if not hasattr(cls, "server_command"):
+            raise ExecutorError(f"engine {engine['label']} has no server to launch; the serve "
+                                "suite launches serving engines (harness engines lists them)")
+        if self.config.get("tokenizer") != "llama3":
+            raise ExecutorError(f"launched servers load the Llama-3 tokenizer the harness writes; "
+                                f"run the serve suite with --tokenizer llama3, not "
+                                f"{self.config.get('tokenizer')!r}")
+        env = engine.get("env")
+        python = str(environment(env).python()) if env else sys.executable
+        model_dir = str(write_hf_model(self.o["model"], load_vocabulary(self.config["tokenizer"]),
+                                       cache_root() / "models"))
+        options = cls.configs[engine["config"]]
+        safe = engine["label"].replace(":", "-").replace("@", "-").replace("/", "-")
+        server = ServerProcess(lambda port: cls.server_command(python, model_dir, options, HOST,
+                                                               port),
+                               Path(self.store.path) / "servers" / f"{safe}.log",
+                               ready_timeout_s=float(self.o["ready_timeout_s"]),
+                               label=f"{engine['label']} server")
+        log.info("starting %s (log: %s)", server.label, server.log_path)
+        try:
+            server.start()
+        except ServerNotReady as e:
+            raise ExecutorError(str(e)) from None
+        log.info("%s ready in %.0f s on %s (pid %s)", server.label, server.ready_s, server.url,
+                 server.pid)
+        from harness.measure.serving.openai_client import OpenAIClient
+
+        self.servers.append({"engine": engine["label"], **server.describe(),
+                             "server_version": OpenAIClient(server.url).server_version(),
+                             "launched": True})
+        self._write_servers()  # at once: whoever stops a killed run finds the PID here
+        return server
+
+    def _close(self) -> None:
+        t, self.target = self.target, None
+        if t is not None and t.server is not None:
+            t.server.stop()
+            for s in self.servers:
+                if s["engine"] == t.label and s["pid"] == t.server.pid:
+                    s["starts"] = t.server.starts
+        self._write_servers()
+
+    def _write_servers(self) -> None:
+        if self.servers:
+            path = Path(self.store.path) / "servers" / "servers.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(self.servers, indent=1))
+
+    # -- records -----------------------------------------------------------------------
+    def _append(self, rec: dict[str, Any]) -> None:
+        self.store.append(rec)
+        self.on_record(rec)
+
+    def _base(self, job: Job) -> dict[str, Any]:
+        return {"engine": job.engine, "case_id": job.case_id, "subset": job.subset}
+
+    def _record(self, job: Job, res, stream_t0: float, crashed: str | None) -> dict[str, Any]:
+        from harness.measure.serving.openai_client import verdict as judge
+        from harness.measure.target import target_for
+        from harness.jsontext import json_prefix_error
+
+        case, req = job.payload["case"], job.payload["case"]["request"]
+        rec = {**self._base(job), "suite": case["suite"]}
+        ttft = res.ttft_ns
+        tokens = res.tokens
+        tpot = ((res.total_ns - ttft) / (tokens - 1)) if ttft and tokens > 1 else None
+        s: dict[str, Any] = {
+            "stream": req["stream"], "rate": req["rate"], "mode": req["mode"],
+            "index": req["index"], "constrained": req["constrained"], "form": self.o["form"],
+            "kind": req["kind"], "source": req["source"], "status": res.status,
+            "sent_s": round((res.sent_ns - stream_t0) / 1e9, 6) if res.sent_ns else None,
+            "arrival_s": req["arrival_s"],
+            "ttft_ms": _ms(ttft), "e2el_ms": _ms(res.total_ns), "tpot_ms": _ms(tpot),
+            "itl_ms": [round(x / 1e6, 3) for x in res.chunk_ns], "tokens": tokens,
+            "finish_reason": res.finish_reason, "text": res.text[:300],
+        }
+        rec["serve"] = s
+        rec["tokens"] = tokens
+        failed = crashed or res.status != 200 or res.finish_reason is None
+        if failed and self.target is not None and self.target.server is not None:
+            line = server_log_line(self.target.server.log_path, getattr(res, "log_span", None))
+            if line:
+                s["server_log"] = line
+                s["server_log_path"] = str(self.target.server.log_path)
+        if crashed:
+            s["verdict"] = "server_crash"
+            rec.update(outcome=outcomes.CRASH,
+                       error=f"server crashed ({crashed}) with the request in flight: "
+                             f"{res.error or 'connection lost'}")
+            return rec
+        if res.status == 200 and res.finish_reason is None:
+            # the server answered, then broke the stream off with an error of its own while
+            # staying healthy (e.g. a backend that fails on the schema mid-request): a refusal
+            s["error"] = res.error
+            if res.error:
+                s["verdict"] = "refused"
+                rec.update(outcome=outcomes.COMPILE_ERROR,
+                           error=f"refused in the stream (HTTP 200, then): {res.error}")
+            else:
+                s["verdict"] = "no_answer"
+                rec.update(outcome=outcomes.CRASH,
+                           error="the stream broke off without a finish_reason or an error")
+            return rec
+        if res.status != 200:
+            s["verdict"] = "refused" if res.status else "no_answer"
+            s["error"] = res.error
+            rec.update(outcome=outcomes.COMPILE_ERROR if res.status else outcomes.CRASH,
+                       error=(f"refused: HTTP {res.status}: {res.error}" if res.status
+                              else f"no answer from the server: {res.error}"))
+            return rec
+        if res.finish_reason == "length":
+            s["whitespace_share"] = whitespace_share(res.text)
+        if not req["constrained"]:
+            s["verdict"] = "runaway" if res.finish_reason == "length" else "unconstrained"
+            rec["outcome"] = outcomes.PASSING
+            return rec
+        if req.get("canary"):
+            s["canary"] = True
+            ok, why = canary_verdict(res.text, req["canary"])
+            s["verdict"] = "ok" if ok else "constraint_not_enforced"
+            if ok:
+                rec["outcome"] = outcomes.PASSING
+            else:
+                s["why"] = why
+                rec.update(outcome=outcomes.INVALIDATION_ERROR,
+                           error=f"canary: constraint not enforced (HTTP 200): {why}")
+            return rec
+        target = target_for(case)
+        v = judge(res, target)
+        if v["verdict"] == "truncated":
+            # the budget ended it: judged by syntax only (can it still become JSON?); a
+            # grammar's truncated output is a runaway
+            why = json_prefix_error(res.text) if target.kind == "json-schema" else None
+            v = ({"verdict": "constraint_not_enforced",
+                  "why": f"truncated output cannot become JSON: {why}"} if why
+                 else {"verdict": "runaway"})
+        s["verdict"] = v["verdict"]
+        if v.get("why"):
+            s["why"] = v["why"]
+        if v["verdict"] == "constraint_not_enforced":
+            rec.update(outcome=outcomes.INVALIDATION_ERROR,
+                       error=f"constraint not enforced (HTTP 200, invalid output): {v['why']}")
+        else:
+            rec["outcome"] = outcomes.PASSING
+        return rec
+
+    # -- streams -----------------------------------------------------------------------
+    def _send(self, target: _Target, job: Job):
+        from harness.measure.serving.openai_client import Constraint
+        from harness.measure.serving.prompt import ASK, SYSTEM
+
+        case, req = job.payload["case"], job.payload["case"]["request"]
+        messages = [{"role": "system", "content": SYSTEM},
+                    {"role": "user", "content": ASK + self._excerpt(case["schema_text"])}]
+        constraint = None
+        log_from = self._log_size(target)
+        if req.get("canary"):
+            c = req["canary"]
+            res = target.client.complete(None, messages, max_tokens=max(64, int(self.o["max_tokens"])),
+                                         temperature=float(self.o["temperature"]),
+                                         seed=int(self.o["seed"]) if target.seeded else None,
+                                         constraint=Constraint(c["kind"], c["value"]),
+                                         form=self.o["form"])
+            res.log_span = (log_from, self._log_size(target))
+            return res
+        if req["constrained"]:
+            kind = req.get("kind", "json")
+            if kind == "json":
+                constraint = Constraint("json", json.loads(case["schema_text"]))
+            else:  # a grammar workload: the form the request field carries
+                from suites.serve import GRAMMAR_WORKLOADS
+
+                constraint = Constraint(kind, case["grammar"]["forms"][GRAMMAR_WORKLOADS[kind][1]])
+        seed = int(self.o["seed"]) + int(req["index"]) if target.seeded else None
+        res = target.client.complete(None, messages, max_tokens=int(self.o["max_tokens"]),
+                                     temperature=float(self.o["temperature"]), seed=seed,
+                                     constraint=constraint, form=self.o["form"])
+        res.log_span = (log_from, self._log_size(target))
+        return res
+
+    @staticmethod
+    def _log_size(target: _Target) -> int | None:
+        """The launched server's log size now, bytes (None: not launched, or no log)."""
+        if target.server is None:
+            return None
+        try:
+            return target.server.log_path.stat().st_size
+        except OSError:
+            return None
+
+    def _excerpt(self, schema_text: str) -> str:
+        from harness.measure.serving.prompt import schema_excerpt
+        from harness.vocab import load_vocabulary
+
+        if self._vocab is None:
+            self._vocab = load_vocabulary(self.config.get("tokenizer") or "llama3")
+        return schema_excerpt(self._vocab, schema_text)
+
+    def _run_stream(self, jobs: list[Job]) -> None:
+        from suites.serve.load import Stream
+
+        runnable = []
+        for job in jobs:
+            if job.payload is None:  # a corpus file that could not be read
+                self._append({**self._base(job), "outcome": outcomes.BAD_INPUT,
+                              "error": job.load_error})
+            else:
+                runnable.append(job)
+        if not runnable:
+            return
+        target = self._open(runnable[0].payload["engine"])
+        for job in [j for j in runnable if j.payload["case"]["request"].get("canary")]:
+            # alone, before the stream: its answer says whether the form is enforced at all
+            if target.server is not None and not target.server.alive():
+                self._restart(target)
+            rec = self._record(job, self._send(target, job), time.perf_counter_ns(), None)
+            self._append(rec)
+            if rec["serve"].get("verdict") == "constraint_not_enforced":
+                log.warning("%s %s: the canary came back unconstrained (%s): request form %s "
+                            "is NOT ENFORCED; the stream's outputs cannot be trusted",
+                            target.label, rec["serve"]["stream"], rec["serve"].get("why"),
+                            self.o["form"])
+        runnable = [j for j in runnable if not j.payload["case"]["request"].get("canary")]
+        if not runnable:
+            return
+        restarts = 0
+        pending = runnable
+        concurrency = int(self.o["concurrency"] or 0) or None
+        while pending:
+            if target.server is not None and not target.server.alive():
+                self._restart(target)
+            first = pending[0].payload["case"]["request"]["arrival_s"]
+            offsets = [j.payload["case"]["request"]["arrival_s"] - first for j in pending]
+            t0 = time.perf_counter_ns()
+            dead = {"why": None}
+
+            def broken(res) -> bool:
+                return dead["why"] is not None
+
+            def on_result(job: Job, res) -> None:
+                crashed = None
+                failed = res.status == 0 or res.status >= 500 or (
+                    res.status == 200 and res.finish_reason is None)
+                if target.server is not None and failed and not self._alive(target):
+                    crashed = dead["why"] = target.server.exit_status()
+                self._append(self._record(job, res, t0, crashed))
+
+            out = Stream(lambda j: self._send(target, j), concurrency, broken).run(
+                pending, offsets, on_result)
+            pending = out.unsent
+            if pending:
+                restarts += 1
+                if restarts > int(self.o["max_restarts"]):
+                    for job in pending:
+                        self._append({**self._base(job), "suite": job.payload["case"]["suite"],
+                                      "outcome": outcomes.CRASH,
+                                      "error": f"not sent: the server crashed {restarts} times "
+                                               f"({dead['why']})"})
+                    return
+                log.warning("%s died (%s) mid-stream; its requests in flight are recorded as "
+                            "a server crash; starting it again", target.label, dead["why"])
+                self._restart(target)
+
+    def _alive(self, target: _Target) -> bool:
+        """False once the server is gone. A healthy server answers at once; one that is not
+        is watched for a moment (a lost connection is seen before the process's exit), so a
+        failed request stalls the stream's schedule only when the server is in trouble."""
+        end = time.monotonic() + DEATH_GRACE_S
+        while True:
+            if not target.server.alive():
+                return False
+            if target.server.healthy():
+                return True
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.2)
+
+    def _restart(self, target: _Target) -> None:
+        from harness.measure.serving.launcher import ServerNotReady
+
+        target.server.stop()
+        try:
+            target.server.start()
+        except ServerNotReady as e:
+            raise ExecutorError(str(e)) from None
+        target.client.base = target.server.url
+        target.client.port = target.server.port
+        for s in self.servers:
+            if s["engine"] == target.label:
+                s.update(starts=target.server.starts, pid=target.server.pid,
+                         url=target.server.url)
+        self._write_servers()
+
+    def run(self, jobs: Iterable[Job]) -> None:
+        """Run every job (consumed lazily, in order) until each has a record."""
+        batch: list[Job] = []
+        key = None
+        try:
+            for job in jobs:
+                req = (job.payload or {}).get("case", {}).get("request") or {}
+                k = (job.engine, req.get("stream"), req.get("mode"))
+                if batch and k != key:
+                    self._run_stream(batch)
+                    batch = []
+                key = k
+                batch.append(job)
+            if batch:
+                self._run_stream(batch)
+        finally:
+            self._close()

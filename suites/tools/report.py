@@ -1,0 +1,73 @@
+"""The tools suite's report section: compile time against the number of tools (log axes,
+per engine, cold / warm / overlap), the compile table and the verdict / fuzz table. Data
+from :mod:`suites.tools.summary` (``summary["tools"]``)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from suites.tools.summary import COMPILE_HEADER, ENGINE_HEADER, compile_table, engine_table
+from harness.report.model import Figure, Para, ReportContext, Section, Table
+from harness.report.plots import figure_png, pyplot
+
+_STYLE = {"cold_ms": ("-", "o", "cold"), "warm_ms": (":", "s", "warm"),
+          "overlap_ms": ("--", "^", "overlap")}
+
+
+def compile_figure(rows: list[dict[str, Any]]) -> Figure:
+    """Compile time against the number of tools, log-log, one colour per engine and one
+    line style per cache state."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8.0, 4.0))
+    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by[r["engine"]].append(r)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (eng, rs) in enumerate(sorted(by.items())):
+        rs.sort(key=lambda r: r["tools"])
+        for key, (ls, mk, what) in _STYLE.items():
+            pts = [(r["tools"], r[key]) for r in rs if r[key] is not None and r[key] > 0]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], linestyle=ls, marker=mk,
+                        color=colours[i % len(colours)], label=f"{eng} {what}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("tools in the request")
+    ax.set_ylabel("compile time (ms)")
+    ax.set_title("Tool-call grammars: compile time against tools")
+    ax.grid(True, which="both", alpha=0.3)
+    # outside the axes: the slow engines' lines run through the upper corners
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    return figure_png(fig, "tools_compile.png", "Compile time against the number of tools "
+                      "(log axes): cold, warm (same request again through the engine's "
+                      "cache) and overlap (half the tools shared with the previous request)")
+
+
+def sec_tools(ctx: ReportContext) -> Section | None:
+    blocks = []
+    for run in ctx.runs:
+        t = run.summary.get("tools")
+        if not t:
+            continue
+        blocks.append(Para("Each engine gets every tool-call request in its own native form "
+                           "(the form column). Cold: a fresh compiler; warm: the same request "
+                           "again through the engine's own cache; overlap: a request sharing "
+                           "half its tools with the previous one; ms, median over the cases "
+                           "with that many tools."))
+        blocks.append(compile_figure(t["compile"]))
+        blocks.append(Table(COMPILE_HEADER, compile_table(t["compile"]),
+                            align=["l"] + ["r"] * (len(COMPILE_HEADER) - 1)))
+        blocks.append(Para("Verdicts against the ground truth (the envelope parsed, every "
+                           "call's arguments validated with jsonschema): FR = valid outputs "
+                           "refused / valid outputs; FA = invalid outputs accepted / invalid "
+                           "outputs of that kind (a truncated output must fail the EOS "
+                           "check). TBM: median µs per mask over free text and inside calls. "
+                           "Walks: seeded walks under the engine's mask from the start of a "
+                           "call, judged by the ground truth; P(50 calls) = p^50."))
+        blocks.append(Table(ENGINE_HEADER, engine_table(t["engines"]),
+                            align=["l", "l"] + ["r"] * (len(ENGINE_HEADER) - 2)))
+    if not blocks:
+        return None
+    return Section("Tool calls with many tools", blocks)

@@ -1,0 +1,195 @@
+"""The tools suite's figures, from its records (:mod:`suites.tools.job`).
+
+- **compile against tools** (per engine and number of tools, the median over the cases
+  with that many tools, ``named`` requests left out: they compile one tool): *cold* — a fresh compiler; *warm* — the same request again
+  through the engine's own cache; *overlap* — a request sharing half its tools with the
+  one compiled before; *TTFM* — cold compile + matcher + first mask. Milliseconds.
+- **decode**: TBM (time of one mask, µs, median) over the tokens of free text and over
+  the tokens inside calls.
+- **verdicts**: false rejects (valid outputs the engine refused, or where it refused EOS)
+  and false accepts per kind of invalid output (``wrong_name``, ``wrong_args``,
+  ``truncated`` — must fail the EOS check —, ``mode``).
+- **fuzz**: walks under the engine's mask from the start of a call, judged by the ground
+  truth; ``p`` = valid walks / walks (a runaway or dead end is a failed call) and
+  ``P(50 calls)`` = ``p ** 50``, the chance that a 50-call agent task has every call valid.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.measure.outcomes import instance_outcome
+
+__all__ = ["COMPILE_HEADER", "ENGINE_HEADER", "compile_rows", "engine_rows", "summary_block"]
+
+#: kinds of invalid instance (suites.tools.corpus.instances_for)
+INVALID_KINDS = ("wrong_name", "wrong_args", "truncated", "mode")
+COMPILE_HEADER = ["engine", "tools", "cases", "cold ms", "warm ms", "warm hit", "overlap ms",
+                  "TTFM ms", "errors"]
+ENGINE_HEADER = ["engine", "form", "cases", "refused / died", "FR", "FA name", "FA args",
+                 "FA truncated", "FA mode", "TBM text µs", "TBM call µs", "walks valid",
+                 "P(50 calls)"]
+
+
+def tools_of(r: dict[str, Any]) -> int | None:
+    """The number of tools of a record of this suite (from its case id where the job died
+    before writing it), or None when it has none."""
+    if "tool_count" in r:
+        return int(r["tool_count"])
+    tail = str(r.get("case_id", "")).rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else None
+
+
+def _median(xs: list[float]) -> float | None:
+    return float(np.median(xs)) if xs else None
+
+
+def compile_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (engine, number of tools): medians over its cases, ms."""
+    by: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        n = tools_of(r)
+        if n is not None and not r.get("case_id", "").split("-")[-2:-1] == ["named"]:
+            by[(r["engine"], n)].append(r)
+    out = []
+    for (eng, n), rs in sorted(by.items()):
+        ok = [r for r in rs if r.get("cold_ns") is not None and r.get("outcome") != "compile_error"]
+        hits = [r["warm_hit"] for r in ok if "warm_hit" in r]
+        out.append({
+            "engine": eng, "tools": n, "cases": len(rs),
+            "cold_ms": _median([r["cold_ns"] / 1e6 for r in ok]),
+            "warm_ms": _median([r["warm_ns"] / 1e6 for r in ok if "warm_ns" in r]),
+            "warm_hit": (sum(hits) / len(hits)) if hits else None,
+            "overlap_ms": _median([r["overlap_ns"] / 1e6 for r in ok if "overlap_ns" in r]),
+            "ttfm_ms": _median([r["ttfm_ns"] / 1e6 for r in ok if "ttfm_ns" in r]),
+            "errors": len(rs) - len(ok),
+            "error": next((f"{r.get('outcome')}: {r.get('error') or ''}".strip(": ")
+                           for r in rs if r not in ok), None),
+        })
+    return out
+
+
+def _split_tbm(inst: dict[str, Any]) -> tuple[list[int], list[int]]:
+    ns = (inst.get("results", {}).get("text") or {}).get("mask_ns") or []
+    inside = set()
+    for a, b in inst.get("call_spans") or ():
+        inside.update(range(a, b))
+    text = [t for i, t in enumerate(ns) if i not in inside]
+    call = [t for i, t in enumerate(ns) if i in inside]
+    return text, call
+
+
+def engine_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per engine: verdicts, TBM by segment and the fuzz walks over all its cases."""
+    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        if tools_of(r) is not None:
+            by[r["engine"]].append(r)
+    out = []
+    for eng, rs in sorted(by.items()):
+        fr = 0
+        fa = {k: 0 for k in INVALID_KINDS}
+        n_kind = {k: 0 for k in INVALID_KINDS}
+        n_valid = 0
+        text_ns: list[int] = []
+        call_ns: list[int] = []
+        walks = defaultdict(int)
+        evidence = []
+        for r in rs:
+            for inst in r.get("instances") or ():
+                res = inst["results"]["text"]
+                kind = instance_outcome(inst["expected"], res["status"])
+                if inst["expected"]:
+                    n_valid += 1
+                elif inst.get("kind") in n_kind:
+                    n_kind[inst["kind"]] += 1
+                if kind == "false_reject":
+                    fr += 1
+                    evidence.append({"case_id": r["case_id"], "kind": "false_reject",
+                                     "status": res["status"], "text": inst["text"][:400]})
+                elif kind == "false_accept":
+                    k = inst.get("kind") if inst.get("kind") in fa else "mode"
+                    fa[k] += 1
+                    evidence.append({"case_id": r["case_id"], "kind": f"false_accept ({k})",
+                                     "why": inst.get("why"), "text": inst["text"][:400]})
+                t, c = _split_tbm(inst)
+                text_ns += t
+                call_ns += c
+            for w in (r.get("fuzz") or {}).get("walks", ()):
+                walks[w["status"]] += 1
+        n_walks = sum(v for k, v in walks.items() if k != "undecided")
+        p = walks["valid"] / n_walks if n_walks else None
+        forms = sorted({r["form"] for r in rs if r.get("form")}) or ["–"]
+        out.append({
+            "engine": eng, "form": "; ".join(forms), "cases": len(rs),
+            "refused": sum(1 for r in rs if r.get("outcome") in ("compile_error", "timeout",
+                                                                 "oom", "crash")),
+            "valid": n_valid, "false_rejects": fr, "invalid": n_kind, "false_accepts": fa,
+            "tbm_text_us": _median([x / 1e3 for x in text_ns]),
+            "tbm_call_us": _median([x / 1e3 for x in call_ns]),
+            "walks": dict(walks), "p_call": p,
+            "p_50_calls": (p ** 50) if p is not None else None,
+            "evidence": evidence[:10],
+        })
+    return out
+
+
+def _f(x: Any, d: int = 2) -> str:
+    if x is None:
+        return "–"
+    return f"{x:.{d}f}" if isinstance(x, float) else str(x)
+
+
+def compile_table(rows: list[dict[str, Any]]) -> list[list[str]]:
+    return [[r["engine"], str(r["tools"]), str(r["cases"]), _f(r["cold_ms"]), _f(r["warm_ms"]),
+             _f(r["warm_hit"]), _f(r["overlap_ms"]), _f(r["ttfm_ms"]), str(r["errors"])]
+            for r in rows]
+
+
+def engine_table(rows: list[dict[str, Any]]) -> list[list[str]]:
+    out = []
+    for r in rows:
+        fa, n = r["false_accepts"], r["invalid"]
+        w = r["walks"]
+        n_w = sum(v for k, v in w.items() if k != "undecided")
+        out.append([r["engine"], r["form"], str(r["cases"]), str(r["refused"]),
+                    f"{r['false_rejects']}/{r['valid']}",
+                    *(f"{fa[k]}/{n[k]}" for k in INVALID_KINDS),
+                    _f(r["tbm_text_us"], 1), _f(r["tbm_call_us"], 1),
+                    f"{w.get('valid', 0)}/{n_w}" if n_w else "–",
+                    _f(r["p_50_calls"], 3)])
+    return out
+
+
+def _text_table(header: list[str], body: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h)
+              for i, h in enumerate(header)]
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return [line(header), *(line(b) for b in body)]
+
+
+def summary_block(summary: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]],
+                  run_dir: Path | None = None) -> str | None:
+    """``summary["tools"]`` and ``tools.json`` in the run folder; console text (None when
+    the run holds no tools records)."""
+    crows = compile_rows(records)
+    if not crows:
+        return None
+    erows = engine_rows(records)
+    summary["tools"] = {"compile": crows, "engines": erows}
+    if run_dir is not None:
+        (Path(run_dir) / "tools.json").write_text(json.dumps(summary["tools"], indent=2))
+    lines = ["Tool calls: compile against the number of tools (ms, median over cases)",
+             *_text_table(COMPILE_HEADER, compile_table(crows)), "",
+             "Tool calls: verdicts, TBM by segment, fuzz (FR: valid outputs refused; FA: "
+             "invalid outputs accepted, by kind)",
+             *_text_table(ENGINE_HEADER, engine_table(erows))]
+    errs = [r for r in crows if r["error"]]
+    for r in errs:
+        lines.append(f"  {r['engine']} @ {r['tools']} tools: {r['error'][:160]}")
+    return "\n".join(lines)
