@@ -8,6 +8,10 @@ Library use::
     r.records()     # one row per (engine, case) job, a pandas DataFrame
     r.report()      # the Markdown report's path
 
+Every command is a function here first, the CLI a wrapper around it: :func:`run`,
+:func:`summarize`, :func:`make_report` (``harness report``), :func:`baseline`, :func:`gate`,
+:func:`explain`.
+
 The sub-packages follow the data path (``docs/architecture.md``): ``vocab`` → ``measure`` →
 ``execution`` → ``store`` → ``analysis`` → ``report``, with ``cli`` on top and
 ``registry`` naming the plug-ins. Names are imported on first use, so that importing one
@@ -19,14 +23,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.api import Run, default_reports, default_results, run
+    from harness.api import (GateOutcome, InputError, Run, baseline, default_reports,
+                             default_results, explain, gate, make_report, run, summarize)
     from harness.config import ConfigError, RunConfig
 
-__all__ = ["ConfigError", "Run", "RunConfig", "default_reports", "default_results", "run"]
+__all__ = ["ConfigError", "GateOutcome", "InputError", "Run", "RunConfig", "baseline",
+           "default_reports", "default_results", "explain", "gate", "make_report", "run",
+           "summarize"]
 
-_LAZY = {"Run": "harness.api", "run": "harness.api", "default_results": "harness.api",
-         "default_reports": "harness.api", "RunConfig": "harness.config",
-         "ConfigError": "harness.config"}
+_LAZY = {**{n: "harness.api" for n in ("GateOutcome", "InputError", "Run", "baseline",
+                                        "default_reports", "default_results", "explain", "gate",
+                                        "make_report", "run", "summarize")},
+         "RunConfig": "harness.config", "ConfigError": "harness.config"}
 
 
 def __getattr__(name: str) -> Any:

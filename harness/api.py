@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -18,7 +19,8 @@ from harness.config import RunConfig
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Run", "run", "default_results", "default_reports"]
+__all__ = ["Run", "run", "summarize", "make_report", "baseline", "gate", "explain", "GateOutcome",
+           "InputError", "default_results", "default_reports"]
 
 log = logging.getLogger("harness")
 
@@ -109,6 +111,11 @@ class Run:
         return md
 
 
+class InputError(ValueError):
+    """A command's input cannot be used (no run folder, not a baseline, a malformed
+    record...): a one-line message naming the file and the problem; nothing is written."""
+
+
 def run(config: RunConfig, *, results: str | Path | None = None,
         reports: str | Path | None = None, resume: str | Path | None = None,
         executor: str = "local", ray_address: str | None = None, progress: bool = False,
@@ -173,3 +180,140 @@ def run(config: RunConfig, *, results: str | Path | None = None,
     handle = Run(store.path, Path(reports) / store.path.name if reports is not None else None)
     handle.report()
     return handle
+
+
+def summarize(run: str | Path, reports: str | Path | None = None,
+              echo: Callable[[str], Any] | None = None) -> dict[str, Any]:
+    """Rebuild a run folder's ``summary.json`` and Parquet tables from its records (safe on a
+    run still going), write its report into ``reports`` (default :func:`default_reports` /
+    run id), and return the summary; the suite's own console tables go to ``echo`` (None:
+    dropped). Raises :class:`InputError`."""
+    from harness.analysis.finalize import finalize
+    from harness.store.run_store import RunStore, StoreError
+
+    try:
+        store = RunStore.open_readonly(Path(run))
+    except StoreError as e:
+        raise InputError(str(e)) from None
+    summary = finalize(store, echo=echo)
+    make_report([store.path],
+                Path(reports) if reports is not None else default_reports() / store.path.name)
+    return summary
+
+
+def make_report(runs: "list[str | Path]", out: str | Path) -> tuple[Path, Path]:
+    """Write ``out/report.html`` (self-contained, offline) and ``out/report.md`` (with its
+    plots) of one or more run folders (several: side by side, with a diff against the
+    first); returns their paths. Reads the run folders only. Raises :class:`InputError`."""
+    from harness.report.html import write_reports
+    from harness.store.run_store import StoreError
+
+    try:
+        return write_reports([Path(p) for p in runs], Path(out))
+    except StoreError as e:
+        raise InputError(str(e)) from None
+    except (KeyError, TypeError, ValueError) as e:
+        raise InputError(f"cannot build the report: malformed run data ({type(e).__name__}: "
+                         f"{e})") from None
+
+
+def baseline(run: str | Path, output: str | Path, *, comment: str | None = None,
+             command: str | None = None) -> dict[str, Any]:
+    """Write a gate baseline of the run folder ``run`` to ``output`` (expected outcome per
+    (engine, unit), the headline's latency figures and the per-schema sketches) and return
+    it. ``command`` is stored as the command that refreshes it. Raises :class:`InputError`."""
+    from harness.analysis.baseline import BaselineError, make_baseline, write_baseline
+    from harness.store.run_store import StoreError
+
+    try:
+        data = make_baseline(Path(run), command=command, comment=comment)
+        write_baseline(data, Path(output))
+    except (StoreError, BaselineError) as e:
+        raise InputError(str(e)) from None
+    except OSError as e:
+        raise InputError(f"{output}: cannot write: {e.strerror or e}") from None
+    return data
+
+
+@dataclass
+class GateOutcome:
+    """What :func:`gate` found: the checks (``result``), their text as ``harness gate`` prints
+    it, and the exit code (0 pass, 1 regression)."""
+
+    result: Any
+    text: str
+
+    @property
+    def passed(self) -> bool:
+        return not self.result.failed
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+
+def gate(baseline: str | Path, run: str | Path, *, threshold: float = 0.2,
+         confidence: float = 0.95, bootstrap: int = 2000, seed: int = 0, latency: str = "gate",
+         compare: "list[str] | tuple[str, ...]" = (), junit: str | Path | None = None,
+         refresh: str | None = None) -> GateOutcome:
+    """Check the run folder ``run`` against a baseline file: headline alerts, the outcome
+    ratchet per (engine, unit), latency ratios with bootstrap intervals (see
+    :mod:`harness.analysis.gate`). ``compare`` pairs ``BASE=RUN`` judge a run row against
+    another baseline row; ``junit`` also writes a JUnit XML file. Raises :class:`InputError`
+    for input that cannot be gated."""
+    from harness.analysis import gate as g
+    from harness.analysis.baseline import BaselineError, read_baseline
+    from harness.store.run_store import RunStore, StoreError
+
+    if threshold < 0:
+        raise InputError(f"--threshold must be ≥ 0 (a fraction: 0.2 = +20 %), got {threshold}")
+    if not 0.5 <= confidence < 1:
+        raise InputError(f"--confidence must be in [0.5, 1), got {confidence}")
+    if bootstrap < 100:
+        raise InputError(f"--bootstrap must be ≥ 100 resamples, got {bootstrap}")
+    try:
+        base = read_baseline(Path(baseline))
+        store = RunStore.open_readonly(Path(run))
+        meta = store.read_meta()
+        records = list(store.records())
+    except (BaselineError, StoreError) as e:
+        raise InputError(str(e)) from None
+    if not records:
+        raise InputError(f"{store.records_path}: no records: nothing to gate")
+    try:
+        records, meta = g.rename_rows(records, meta, list(compare))
+    except ValueError as e:
+        raise InputError(f"--compare: {e}") from None
+    b_primary = base.get("run", {}).get("primary_serialization")
+    r_primary = meta.get("config", {}).get("primary", "ascii")
+    if b_primary and b_primary != r_primary:
+        raise InputError(f"{run}: primary serialisation {r_primary}, baseline {baseline} uses "
+                         f"{b_primary}: outcomes are not comparable")
+    try:
+        result = g.run_gate(base, meta, records, threshold=threshold, confidence=confidence,
+                            n_boot=bootstrap, seed=seed, latency=latency)
+    except (KeyError, TypeError, ValueError) as e:
+        raise InputError(f"{store.records_path}: malformed records ({type(e).__name__}: {e})") from None
+    refresh = refresh or f"harness baseline {run} -o {baseline}"
+    brun = base.get("run", {})
+    head = [f"harness gate: run {run} ({meta.get('run_id')}, commit {meta.get('git_commit')}) "
+            f"against baseline {baseline} (run {brun.get('run_id')}, commit "
+            f"{brun.get('git_commit')}, written {base.get('created_at')})"]
+    if junit is not None:
+        try:
+            g.write_junit(result, Path(junit), refresh)
+        except OSError as e:
+            raise InputError(f"{junit}: cannot write the JUnit report: {e.strerror or e}") from None
+    return GateOutcome(result, g.render_text(result, refresh, head))
+
+
+def explain(run: str | Path, case: str, **kwargs: Any) -> str:
+    """The text of one token-level finding of a mask-diff or fuzz run, replayed from its
+    record (:func:`harness.measure.tokens.explain.explain`, which lists the keyword
+    arguments). Raises :class:`InputError`."""
+    from harness.measure.tokens.explain import ExplainError, explain as _explain
+
+    try:
+        return _explain(run, case, **kwargs)
+    except ExplainError as e:
+        raise InputError(str(e)) from None

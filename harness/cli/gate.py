@@ -1,4 +1,5 @@
-"""``harness baseline RUN -o FILE`` and ``harness gate --baseline FILE RUN``.
+"""``harness baseline RUN -o FILE`` and ``harness gate --baseline FILE RUN``
+(:func:`harness.baseline`, :func:`harness.gate`).
 
 Both read the run folder's ``records.jsonl`` (the source of truth) and never write into
 the run folder. ``gate`` exit codes: 0 pass, 1 regression (outcome ratchet, missing
@@ -19,75 +20,33 @@ def _refresh_cmd(run: str, baseline: str) -> str:
 
 
 def cmd_baseline(args) -> int:
-    from harness.analysis.baseline import BaselineError, make_baseline, write_baseline
-    from harness.store.run_store import StoreError
+    from harness.api import InputError, baseline
 
-    command = _refresh_cmd(args.run, args.output)
     try:
-        data = make_baseline(Path(args.run), command=command, comment=args.comment)
-        write_baseline(data, Path(args.output))
-    except (StoreError, BaselineError) as e:
+        data = baseline(args.run, args.output, comment=args.comment,
+                        command=_refresh_cmd(args.run, args.output))
+    except InputError as e:
         return fail(str(e))
-    except OSError as e:
-        return fail(f"{args.output}: cannot write: {e.strerror or e}")
     n = sum(len(v) for v in data["outcomes"].values())
-    print(f"baseline: {args.output} ({n} (engine, schema) outcomes, engines "
+    print(f"baseline: {args.output} ({n} (engine, unit) outcomes, engines "
           f"{', '.join(data['outcomes'])}; from run {data['run']['run_id']})")
     return 0
 
 
 def cmd_gate(args) -> int:
-    from harness.analysis import gate
-    from harness.analysis.baseline import BaselineError, read_baseline
-    from harness.store.run_store import RunStore
-    from harness.store.run_store import StoreError
+    from harness.api import InputError, gate
 
-    if args.threshold < 0:
-        return fail(f"--threshold must be ≥ 0 (a fraction: 0.2 = +20 %), got {args.threshold}")
-    if not 0.5 <= args.confidence < 1:
-        return fail(f"--confidence must be in [0.5, 1), got {args.confidence}")
-    if args.bootstrap < 100:
-        return fail(f"--bootstrap must be ≥ 100 resamples, got {args.bootstrap}")
     try:
-        baseline = read_baseline(Path(args.baseline))
-    except BaselineError as e:
+        outcome = gate(args.baseline, args.run, threshold=args.threshold,
+                       confidence=args.confidence, bootstrap=args.bootstrap, seed=args.seed,
+                       latency=args.latency, compare=args.compare, junit=args.junit,
+                       refresh=_refresh_cmd(args.run, args.baseline))
+    except InputError as e:
         return fail(str(e))
-    try:
-        store = RunStore.open_readonly(Path(args.run))
-        meta = store.read_meta()
-        records = list(store.records())
-    except StoreError as e:
-        return fail(str(e))
-    if not records:
-        return fail(f"{store.records_path}: no records: nothing to gate")
-    try:
-        records, meta = gate.rename_rows(records, meta, args.compare)
-    except ValueError as e:
-        return fail(f"--compare: {e}")
-    b_primary = baseline.get("run", {}).get("primary_serialization")
-    r_primary = meta.get("config", {}).get("primary", "ascii")
-    if b_primary and b_primary != r_primary:
-        return fail(f"{args.run}: primary serialisation {r_primary}, baseline {args.baseline} "
-                     f"uses {b_primary}: outcomes are not comparable")
-    try:
-        result = gate.run_gate(baseline, meta, records, threshold=args.threshold,
-                               confidence=args.confidence, n_boot=args.bootstrap, seed=args.seed,
-                               latency=args.latency)
-    except (KeyError, TypeError, ValueError) as e:
-        return fail(f"{store.records_path}: malformed records ({type(e).__name__}: {e})")
-    refresh = _refresh_cmd(args.run, args.baseline)
-    brun = baseline.get("run", {})
-    head = [f"harness gate: run {args.run} ({meta.get('run_id')}, commit {meta.get('git_commit')}) "
-            f"against baseline {args.baseline} (run {brun.get('run_id')}, commit {brun.get('git_commit')}, "
-            f"written {baseline.get('created_at')})"]
-    print(gate.render_text(result, refresh, head))
+    print(outcome.text)
     if args.junit:
-        try:
-            gate.write_junit(result, Path(args.junit), refresh)
-        except OSError as e:
-            return fail(f"{args.junit}: cannot write the JUnit report: {e.strerror or e}")
         print(f"junit: {args.junit}")
-    return 1 if result.failed else 0
+    return outcome.exit_code
 
 
 def add_parser(sub) -> None:

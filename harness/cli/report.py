@@ -1,4 +1,5 @@
-"""``harness report RUN [RUN ...] [-o DIR]``: an HTML report and its Markdown twin.
+"""``harness report RUN [RUN ...] [-o DIR]``: an HTML report and its Markdown twin
+(:func:`harness.make_report`).
 
 Reads the run folders only (records.jsonl is the source of truth); never runs an engine
 and never writes into a run folder. With several runs the first is the reference of the
@@ -8,7 +9,6 @@ diff section. Exit codes: 0 written, 2 bad usage or input.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 
@@ -27,20 +27,14 @@ def default_dir(paths: list[Path]) -> Path:
 
 
 def cmd_report(args) -> int:
-    from harness.report.html import write_reports
-    from harness.store.run_store import StoreError
+    from harness.api import InputError, make_report
+    from harness.cli.common import fail
 
     paths = [Path(p) for p in args.runs]
-    out = Path(args.output) if args.output else default_dir(paths)
     try:
-        html_path, md_path = write_reports(paths, out)
-    except StoreError as e:
-        print(f"harness: error: {e}", file=sys.stderr)
-        return 2
-    except (KeyError, TypeError, ValueError) as e:
-        print(f"harness: error: cannot build the report: malformed run data ({type(e).__name__}: {e})",
-              file=sys.stderr)
-        return 2
+        html_path, md_path = make_report(paths, Path(args.output) if args.output else default_dir(paths))
+    except InputError as e:
+        return fail(str(e))
     print(f"report: {html_path}\nmarkdown: {md_path}")
     return 0
 

@@ -1,8 +1,7 @@
-"""``harness summary RUN``: rebuild summary.json, the Parquet tables and the report of a run."""
+"""``harness summary RUN``: rebuild summary.json, the Parquet tables and the report of a run
+(:func:`harness.summarize`)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from harness.cli.common import REPORTS_DEFAULT, fail
 
@@ -15,18 +14,16 @@ def add_parser(sub) -> None:
 
 
 def cmd_summary(args) -> int:
-    from harness.analysis import finalize as derive
-    from harness.report import console as table
-    from harness.report.html import write_reports
-    from harness.store.run_store import RunStore, StoreError
+    from pathlib import Path
 
+    from harness.api import InputError, summarize
+    from harness.report import console
+
+    out = Path(args.output) if args.output else REPORTS_DEFAULT / Path(args.run).name
     try:
-        store = RunStore.open_readonly(Path(args.run))  # safe on a run still going
-    except StoreError as e:
+        summary = summarize(args.run, out, echo=print)
+    except InputError as e:
         return fail(str(e))
-    summary = derive.finalize(store)
-    out = Path(args.output) if args.output else REPORTS_DEFAULT / store.path.name
-    html_report, report = write_reports([store.path], out)
-    print(table.render_text(summary))
-    print(f"\nreport: {report} (and {html_report.name})")
+    print(console.render_text(summary))
+    print(f"\nreport: {out / 'report.md'} (and report.html)")
     return 0

@@ -93,3 +93,28 @@ def test_run_in_process(tmp_path):
     recs = [json.loads(line) for line in (r.path / "records.jsonl").read_text().splitlines()]
     assert {x["format"] for x in recs} == {RECORD_FORMAT}
     assert json.loads((r.path / "run.json").read_text())["format"] == 1
+
+
+def test_every_command_is_a_library_function(tmp_path):
+    """summarize, make_report, baseline, gate and explain are the library's own functions (the CLI
+    wraps them): on a tiny run each returns what the command prints or writes, and bad input
+    is a one-line InputError."""
+    data = tmp_path / "corpus"
+    link_real(data)
+    r = harness.run(harness.RunConfig(engines=["null"], data=str(data)),
+                    results=tmp_path / "results", reports=tmp_path / "reports")
+    s = harness.summarize(r.path, tmp_path / "again")
+    assert s["headline"] == r.summary()["headline"]
+    assert (tmp_path / "again" / "report.md").read_text().startswith("# Run ")
+    html, md = harness.make_report([r.path, r.path], tmp_path / "cmp")
+    assert html.name == "report.html" and "## Diff" in md.read_text()
+    b = harness.baseline(r.path, tmp_path / "base.json")
+    assert sum(len(v) for v in b["outcomes"].values()) == 3
+    g = harness.gate(tmp_path / "base.json", r.path, latency="off")
+    assert g.passed and g.exit_code == 0 and "GATE PASSED" in g.text
+    with pytest.raises(harness.InputError, match="no token-level finding"):
+        harness.explain(r.path, next(iter(data.iterdir())).name)
+    with pytest.raises(harness.InputError, match="base.json"):
+        harness.gate(tmp_path / "nope" / "base.json", r.path)
+    assert len(str(pytest.raises(harness.InputError, harness.summarize,
+                                 tmp_path / "no-run").value).splitlines()) == 1
