@@ -31,6 +31,7 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from harness.records import Record, Summary
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = ("llguidance", "xgrammar")
@@ -61,7 +62,7 @@ def _ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:,.2f}×"
 
 
-def engine_rows(summary: dict[str, Any]) -> dict[str, dict[str, float | None]]:
+def engine_rows(summary: Summary) -> dict[str, dict[str, float | None]]:
     """Per engine: the figures compared (µs for TBM, ms for TTFM, counts)."""
     out: dict[str, dict[str, float | None]] = {}
     for name, e in summary["engines"].items():
@@ -82,7 +83,7 @@ def engine_rows(summary: dict[str, Any]) -> dict[str, dict[str, float | None]]:
     return out
 
 
-def cache_figures(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+def cache_figures(records: list[Record]) -> dict[str, Any] | None:
     """The reference engine's mask-cache figures over its compiled schemas."""
     stats = [r["engine_stats"] for r in records
              if r.get("engine") == "reference" and r.get("engine_stats")]
@@ -111,7 +112,7 @@ def cache_figures(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     }
 
 
-def print_per_schema(records: list[dict[str, Any]]) -> None:
+def print_per_schema(records: list[Record]) -> None:
     """One line per compiled schema: cached nodes, adaptive bytes, dense-only bytes."""
     rows = sorted(((r["case_id"], r["engine_stats"]) for r in records
                    if r.get("engine") == "reference" and r.get("engine_stats")),

@@ -30,6 +30,7 @@ import shlex
 import sys
 from pathlib import Path
 from typing import Any
+from harness.records import RunMeta, Summary
 
 RECORDED_HEADING = "## Whole-corpus runs (recorded)"
 SCRIPT = "benchmarks/results_table.py"
@@ -73,14 +74,14 @@ def _num(v: Any, digits: int = 1) -> str:
     return str(v)
 
 
-def _commit(meta: dict[str, Any]) -> str:
+def _commit(meta: RunMeta) -> str:
     c = meta.get("git_commit") or "–"
     dirty = c.endswith("-dirty")
     c = c[:-len("-dirty")] if dirty else c
     return (c[:7] if len(c) >= 7 else c) + (" (dirty)" if dirty else "")
 
 
-def _selection(meta: dict[str, Any]) -> str:
+def _selection(meta: RunMeta) -> str:
     cfg = meta.get("config", {})
     suite = cfg.get("suite") or meta.get("suite", {}).get("suite") or "–"
     parts = []
@@ -99,7 +100,7 @@ def _stat(d: Any, key: str) -> str:
     return _num((d or {}).get(key), 2)
 
 
-def serve_rows(run_dir: Path, meta: dict[str, Any], summary: dict[str, Any]) -> list[list[str]]:
+def serve_rows(run_dir: Path, meta: RunMeta, summary: Summary) -> list[list[str]]:
     """Rows of the serving table (one per server row, stream and mode)."""
     date, commit = _utc(meta.get("created_at")), _commit(meta)
     model = str(summary["serve"].get("model") or "–")
@@ -133,7 +134,7 @@ SERVE_HEADER = ["date of the run", "commit", "row", "stream", "mode", "model", "
                 "TTFT ratio", "TPOT ratio", "ITL ratio"]
 
 
-def e2e_rows(run_dir: Path, meta: dict[str, Any], summary: dict[str, Any]) -> list[list[str]]:
+def e2e_rows(run_dir: Path, meta: RunMeta, summary: Summary) -> list[list[str]]:
     """Rows of the end-to-end table (one per engine row with an ``e2e`` block)."""
     date, commit = _utc(meta.get("created_at")), _commit(meta)
     rows = []
@@ -215,7 +216,7 @@ GRAMMAR_HEADER = ["date of the run", "commit", "family", "engine", "version", "c
                   "TBM p50 (µs)", "TBM p99 (µs)", "TTFM p50 (ms)"]
 
 
-def grammar_rows(meta: dict[str, Any], summary: dict[str, Any]) -> list[list[str]]:
+def grammar_rows(meta: RunMeta, summary: Summary) -> list[list[str]]:
     """One row per (family, engine) of a grammars run's ``summary["grammars"]["table"]``."""
     date, commit = _utc(meta.get("created_at")), _commit(meta)
     versions = {k: (v or {}).get("version") for k, v in summary.get("engines", {}).items()}
@@ -230,7 +231,7 @@ def grammar_rows(meta: dict[str, Any], summary: dict[str, Any]) -> list[list[str
     return out
 
 
-def grammar_size_rows(meta: dict[str, Any], summary: dict[str, Any]) -> list[list[str]]:
+def grammar_size_rows(meta: RunMeta, summary: Summary) -> list[list[str]]:
     """Compile time (TTFM ms) against alternation size: one row per (grammar, engine)."""
     date = _utc(meta.get("created_at"))
     out = []
@@ -246,7 +247,7 @@ def _f(v: Any, digits: int = 2) -> str:
     return _num(v, digits) if v is not None else "–"
 
 
-def tools_rows(meta: dict[str, Any], block: dict[str, Any]) -> list[list[str]]:
+def tools_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
     """Compile against tools (ms): one row per (engine, number of tools) of a tools run."""
     date = _utc(meta.get("created_at"))
     return [[date, r["engine"], _num(r["tools"]), _f(r["cold_ms"]), _f(r["warm_ms"]),
@@ -254,7 +255,7 @@ def tools_rows(meta: dict[str, Any], block: dict[str, Any]) -> list[list[str]]:
             for r in block.get("compile", [])]
 
 
-def churn_rows(meta: dict[str, Any], block: dict[str, Any]) -> list[list[str]]:
+def churn_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
     """One row per (engine, Zipf exponent) of a churn run."""
     date = _utc(meta.get("created_at"))
     return [[date, r["engine"], f"{r['exponent']:g}", _num(r["requests"]),
@@ -266,7 +267,7 @@ def _pct(v: Any) -> str:
     return f"{100 * v:.1f}%" if isinstance(v, (int, float)) else "–"
 
 
-def jump_forward_rows(meta: dict[str, Any], block: dict[str, Any]) -> list[list[str]]:
+def jump_forward_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
     """One row per (engine, subset) of a jump-forward run, and engines not measured."""
     date = _utc(meta.get("created_at"))
     out = [[date, r["engine"], r["subset"], _num(r["steps"]), _pct(r["offered"]),
@@ -277,7 +278,7 @@ def jump_forward_rows(meta: dict[str, Any], block: dict[str, Any]) -> list[list[
     return out
 
 
-def drafts_rows(meta: dict[str, Any], block: dict[str, Any]) -> list[list[str]]:
+def drafts_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
     """One row per engine of a drafts run: checks and validate / single-step times per k."""
     date = _utc(meta.get("created_at"))
     out = []

@@ -19,6 +19,8 @@ from harness.config import RunConfig
 if TYPE_CHECKING:
     import pandas as pd
 
+    from harness.records import Summary
+
 __all__ = ["Run", "run", "summarize", "make_report", "baseline", "gate", "explain", "GateOutcome",
            "InputError", "default_results", "default_reports"]
 
@@ -71,8 +73,9 @@ class Run:
         """The run's configuration."""
         return RunConfig.from_dict(self.meta()["config"])
 
-    def summary(self) -> dict[str, Any]:
-        """``summary.json`` as a dict (rebuilt from the records first when missing).
+    def summary(self) -> Summary:
+        """``summary.json`` as a dict (rebuilt from the records first when missing or of an
+        older format).
 
         Raises
         ------
@@ -81,11 +84,13 @@ class Run:
         from harness.store.run_store import SUMMARY_FORMAT, check_format
 
         path = self.path / "summary.json"
-        if not path.exists():
+        summary = json.loads(path.read_text()) if path.exists() else {"format": 0}
+        if summary.get("format", 1) < SUMMARY_FORMAT:
+            # missing, or written before the headline existed: rebuilt from the records
             from harness.analysis.finalize import finalize
 
-            finalize(self._store)
-        summary = json.loads(path.read_text())
+            finalize(self._store, echo=None)
+            summary = json.loads(path.read_text())
         check_format(summary.get("format", 1), SUMMARY_FORMAT, path)
         return summary
 
@@ -183,7 +188,7 @@ def run(config: RunConfig, *, results: str | Path | None = None,
 
 
 def summarize(run: str | Path, reports: str | Path | None = None,
-              echo: Callable[[str], Any] | None = None) -> dict[str, Any]:
+              echo: Callable[[str], Any] | None = None) -> Summary:
     """Rebuild a run folder's ``summary.json`` and Parquet tables from its records (safe on a
     run still going), write its report into ``reports`` (default :func:`default_reports` /
     run id), and return the summary; the suite's own console tables go to ``echo`` (None:

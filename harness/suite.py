@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
+from harness.records import RunMeta
 
 __all__ = ["Case", "Instance", "Suite", "SuiteBase", "SuiteError", "VerdictModel",
            "corpus_candidates", "find_corpus", "round_robin"]
@@ -59,7 +60,7 @@ class Case:
     schema_text: str = ""
     instances: tuple[Instance, ...] = ()
     load_error: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: RunMeta = field(default_factory=dict)
     #: (uri, schema) pairs that ground truth may resolve ``$ref`` against, offline
     #: (e.g. the JSON-Schema-Test-Suite's ``remotes/``). Engines never see them.
     resources: tuple[tuple[str, Any], ...] = ()

@@ -44,6 +44,7 @@ from harness.analysis import metrics
 from harness.analysis.verdict import unit_outcomes
 
 from harness.measure import outcomes
+from harness.records import Record
 
 FORMAT = "grammar-harness-baseline/2"
 #: Earlier formats :func:`read_baseline` upgrades (1: per engine ``latency.summary`` held the
@@ -81,7 +82,7 @@ def sketch(tbm_us: np.ndarray) -> list[float]:
     return [_sig(v) for v in np.percentile(tbm_us, [100 * lv for lv in SKETCH_LEVELS])]
 
 
-def schema_latency(records: list[dict[str, Any]],
+def schema_latency(records: list[Record],
                    primary: str) -> dict[str, dict[str, dict[str, Any]]]:
     """engine → schema → {"n", "q", "ttfm_ms"} (``q`` only when it has token steps;
     ``ttfm_censored: true`` for a job that timed out before its first mask)."""

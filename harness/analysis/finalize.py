@@ -17,11 +17,12 @@ from typing import Any, Callable
 from harness.analysis import metrics
 from harness.registry import load_target, suite_class
 from harness.store.run_store import RunStore
+from harness.records import Record, RunMeta
 
 __all__ = ["finalize", "summarize_run"]
 
 
-def summarize_run(meta: dict[str, Any], records: list[dict[str, Any]],
+def summarize_run(meta: RunMeta, records: list[Record],
                   run_dir: Path | None = None) -> tuple[dict[str, Any], list[str]]:
     """The summary of a run (:func:`harness.analysis.metrics.build_summary` plus the blocks
     its suite declares) and the console texts of those blocks.

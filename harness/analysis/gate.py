@@ -37,6 +37,7 @@ from harness.analysis.baseline import (STATS, bootstrap_stat, headline_figures, 
                                        schema_latency, usable)
 from harness.analysis.verdict import headline, unit_outcomes
 from harness.measure.figures import number
+from harness.records import Headline, Record, RunMeta
 
 REGRESSION, IMPROVEMENT, CHANGED, SAME = "regression", "improvement", "changed", "same"
 
@@ -112,7 +113,7 @@ class GateResult:
         return any(c.status == "fail" for c in self.checks)
 
 
-def _records_by_key(records: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+def _records_by_key(records: list[Record]) -> dict[tuple[str, str], dict[str, Any]]:
     return {(r["engine"], r["case_id"]): r for r in records}  # a resumed job: the last wins
 
 
@@ -121,7 +122,7 @@ def _one_line(text: Any, limit: int = 300) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
-def check_verdict(hl: dict[str, Any], result: GateResult) -> None:
+def check_verdict(hl: Headline, result: GateResult) -> None:
     """The run's headline alerts (e.g. a server that does not enforce the constraint) fail
     the gate whatever the baseline says: no baseline can make them acceptable."""
     for eng, e in hl["engines"].items():
@@ -130,7 +131,7 @@ def check_verdict(hl: dict[str, Any], result: GateResult) -> None:
 
 
 def check_outcomes(baseline: dict[str, Any], heads: dict[tuple[str, str], str],
-                   records: list[dict[str, Any]], run_engines: dict[str, dict[str, Any]],
+                   records: list[Record], run_engines: dict[str, dict[str, Any]],
                    result: GateResult) -> None:
     """The ratchet over every (engine, unit): the run's unit outcomes (as its headline
     counts them) against the baseline's."""
@@ -160,7 +161,7 @@ def check_outcomes(baseline: dict[str, Any], heads: dict[tuple[str, str], str],
                                        f"not in the baseline (now {heads[(eng, sid)]})"))
 
 
-def check_latency(baseline: dict[str, Any], records: list[dict[str, Any]], primary: str,
+def check_latency(baseline: dict[str, Any], records: list[Record], primary: str,
                   run_headline: dict[str, Any], result: GateResult) -> None:
     """Per engine and statistic: the headline figure of each side (what ``summary.json`` and
     every report show), their ratio, and its interval: the paired bootstrap's relative
@@ -222,7 +223,7 @@ def _num(x: float) -> str:
     return number(float(x))
 
 
-def rename_rows(records: list[dict[str, Any]], meta: dict[str, Any],
+def rename_rows(records: list[Record], meta: RunMeta,
                 pairs: list[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The run's records and engine statuses with each ``BASE=RUN`` pair's row ``RUN``
     relabelled ``BASE``, so the gate judges it against the baseline's ``BASE`` (rows of
@@ -251,7 +252,7 @@ def rename_rows(records: list[dict[str, Any]], meta: dict[str, Any],
     return out, {**meta, "engines": engines}
 
 
-def run_gate(baseline: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]], *,
+def run_gate(baseline: dict[str, Any], meta: RunMeta, records: list[Record], *,
              threshold: float = 0.2, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0,
              latency: str = "gate") -> GateResult:
     result = GateResult(threshold=threshold, confidence=confidence, n_boot=n_boot, seed=seed,

@@ -34,6 +34,7 @@ from harness.measure import outcomes
 from harness.measure.groundtruth import GroundTruth
 from harness.measure.outcomes import instance_outcome
 from harness.store.run_store import SUMMARY_FORMAT
+from harness.records import Record, RunMeta, Summary
 
 TBM_PERCENTILES = (25, 50, 75, 90, 95, 99, 99.9)
 TTFM_PERCENTILES = verdict.TTFM_PERCENTILES
@@ -54,7 +55,7 @@ def distribution(values_us: np.ndarray, percentiles=TBM_PERCENTILES) -> dict[str
     return out
 
 
-def schema_frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
+def schema_frame(records: Iterable[Record]) -> pd.DataFrame:
     """One row per (engine, schema) job."""
     rows = []
     for r in records:
@@ -71,7 +72,7 @@ def schema_frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def instance_frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
+def instance_frame(records: Iterable[Record]) -> pd.DataFrame:
     """One row per (engine, schema, instance, serialisation) replay."""
     rows = []
     for r in records:
@@ -96,7 +97,7 @@ def instance_frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def token_timings(records: Iterable[dict[str, Any]], serialization: str) -> dict[str, dict[str, np.ndarray]]:
+def token_timings(records: Iterable[Record], serialization: str) -> dict[str, dict[str, np.ndarray]]:
     """engine → {"mask": ns array, "commit": ns array} over the given serialisation."""
     acc: dict[str, dict[str, list]] = defaultdict(lambda: {"mask": [], "commit": []})
     for r in records:
@@ -118,7 +119,7 @@ def token_timings(records: Iterable[dict[str, Any]], serialization: str) -> dict
 FINISHED = verdict.FINISHED
 
 
-def verdict_flips(records: Iterable[dict[str, Any]], engine: str,
+def verdict_flips(records: Iterable[Record], engine: str,
                   serializations: list[str]) -> list[dict[str, Any]]:
     """The engine's schemas whose (headline) outcome differs between serialisations:
     ``[{"case_id", "outcomes": {ser: outcome}}]``, e.g. an engine that refuses ``\\u``
@@ -145,7 +146,7 @@ def ttfm_censored(df: pd.DataFrame) -> int:
     return int(((df["outcome"] == outcomes.TIMEOUT) & df["ttfm_ms"].isna()).sum()) if len(df) else 0
 
 
-def summarize(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+def summarize(records: list[Record], meta: RunMeta) -> Summary:
     """The machine-readable summary (``summary.json``; :doc:`docs/metrics.md`): the headline
     (:func:`harness.analysis.verdict.headline`, under ``"headline"``) and, per engine, the
     whole table, whose outcome, soundness and TTFM figures are the headline's own."""
@@ -259,7 +260,7 @@ def summarize(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, 
     }
 
 
-def segmentation_counts(records: Iterable[dict[str, Any]], engine: str,
+def segmentation_counts(records: Iterable[Record], engine: str,
                         primary: str) -> dict[str, int]:
     """Non-canonical tokenisation replays (``results["seg<k>"]``, run option
     ``segmentations``) of one engine: ``replays``, ``rejected`` (not accepted: rejected, EOS
@@ -284,7 +285,7 @@ def segmentation_counts(records: Iterable[dict[str, Any]], engine: str,
     return {"replays": n, "rejected": rejected, "rejected_canonical_accepted": boundary}
 
 
-def parallel_efficiency(records: list[dict[str, Any]], sessions: list[dict[str, Any]]) -> float | None:
+def parallel_efficiency(records: list[Record], sessions: list[dict[str, Any]]) -> float | None:
     """Sum of the workers' busy time / (wall time × jobs), over the run's sessions."""
     capacity = sum((s["ended_at"] - s["started_at"]) * s["jobs"] for s in sessions
                    if s.get("ended_at") and s.get("started_at"))
@@ -295,7 +296,7 @@ def parallel_efficiency(records: list[dict[str, Any]], sessions: list[dict[str, 
     return busy / capacity
 
 
-def build_summary(meta: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+def build_summary(meta: RunMeta, records: list[Record]) -> Summary:
     """``summary.json``'s content from the records: :func:`summarize` plus the run's
     parallel efficiency and wall time (sum over its sessions, s)."""
     summary = summarize(records, meta)

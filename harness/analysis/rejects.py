@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from harness.measure import outcomes
+from harness.records import Record
 
 __all__ = ["KEYS", "counts_cell", "describe", "false_reject_kinds"]
 
@@ -33,7 +34,7 @@ NAMES = {"unwritable": "cannot write", "tokenization": "tokenisation refused",
 _FINISHED = (outcomes.PASSING, outcomes.VALIDATION_ERROR, outcomes.INVALIDATION_ERROR)
 
 
-def false_reject_kinds(records: Iterable[dict[str, Any]], primary: str) -> dict[str, int]:
+def false_reject_kinds(records: Iterable[Record], primary: str) -> dict[str, int]:
     """``{"unwritable", "tokenization", "undecided", "unchecked"}`` → count, over the
     false rejects of ``records`` (one engine's) in serialisation ``primary`` and in exact
     texts (``text``), the instances where the ground truth and the label agree."""

@@ -46,6 +46,7 @@ import numpy as np
 from harness.analysis import rejects
 from harness.measure import figures, outcomes
 from harness.registry import load_target, suite_class
+from harness.records import EngineHeadline, Headline, Record, RunMeta
 
 __all__ = ["headline", "unit_outcome", "unit_outcomes", "record_outcome", "model_of", "is_unit",
            "accepts_invalid", "FINISHED", "TTFM_PERCENTILES"]
@@ -56,7 +57,7 @@ FINISHED = (outcomes.PASSING, outcomes.VALIDATION_ERROR, outcomes.INVALIDATION_E
 TTFM_PERCENTILES = (25, 50, 75, 90, 99)
 
 
-def model_of(meta: dict[str, Any]):
+def model_of(meta: RunMeta):
     """The run's suite's :class:`~harness.suite.VerdictModel` (the default one when the suite
     is not installed here: a run folder of another installation still reads)."""
     from harness.suite import VerdictModel
@@ -66,11 +67,11 @@ def model_of(meta: dict[str, Any]):
     return model if isinstance(model, VerdictModel) else VerdictModel()
 
 
-def primary_of(meta: dict[str, Any]) -> str:
+def primary_of(meta: RunMeta) -> str:
     return (meta.get("config") or {}).get("primary", "ascii")
 
 
-def _replays(record: dict[str, Any], ser: str, agreeing_only: bool):
+def _replays(record: Record, ser: str, agreeing_only: bool):
     """(instance, result) of each instance replayed on ``ser`` (an exact-text instance's
     one replay stands in), skipping bad instances and, when asked, those where the
     corpus label disagrees with jsonschema."""
@@ -83,7 +84,7 @@ def _replays(record: dict[str, Any], ser: str, agreeing_only: bool):
             yield inst, res
 
 
-def unit_outcome(record: dict[str, Any], model, primary: str) -> str:
+def unit_outcome(record: Record, model, primary: str) -> str:
     """A unit's outcome in the headline: the record's own, except where the corpus-label
     split applies (``model.label_split``) to a record that replayed labelled instances:
     then it is classified again over the instances where jsonschema and the label agree."""
@@ -92,7 +93,7 @@ def unit_outcome(record: dict[str, Any], model, primary: str) -> str:
     return record_outcome(record, primary)
 
 
-def record_outcome(record: dict[str, Any], serialization: str,
+def record_outcome(record: Record, serialization: str,
                    agreeing_only: bool = True) -> str:
     """A record's outcome on one serialisation: its own for a job that did not finish
     (compile error, death, bad input) or replayed no instance; else classified from its
@@ -106,14 +107,14 @@ def record_outcome(record: dict[str, Any], serialization: str,
     return outcomes.classify(insts, serialization)
 
 
-def is_unit(record: dict[str, Any], model) -> bool:
+def is_unit(record: Record, model) -> bool:
     """True iff the record is a unit of the verdict (``model.units_from``; default all)."""
     if model.units_from is None:
         return True
     return bool(load_target(model.units_from, "verdict units")(record))
 
 
-def accepts_invalid(record: dict[str, Any], model, primary: str) -> bool:
+def accepts_invalid(record: Record, model, primary: str) -> bool:
     """True iff the unit accepted something invalid: an invalid instance (on the primary
     serialisation; only where the label agrees when the split applies), or, for a unit
     judged otherwise than by its instances, an invalidation error or a record flagged
@@ -129,7 +130,7 @@ def accepts_invalid(record: dict[str, Any], model, primary: str) -> bool:
     return record["outcome"] == outcomes.INVALIDATION_ERROR or bool(record.get("accepts_invalid"))
 
 
-def unit_outcomes(meta: dict[str, Any], records: Iterable[dict[str, Any]]) -> dict[tuple[str, str], str]:
+def unit_outcomes(meta: RunMeta, records: Iterable[Record]) -> dict[tuple[str, str], str]:
     """``(engine, case_id) → outcome`` of every unit, as the headline counts it (the gate's
     ratchet and the per-subset tables read these)."""
     model, primary = model_of(meta), primary_of(meta)
@@ -137,7 +138,7 @@ def unit_outcomes(meta: dict[str, Any], records: Iterable[dict[str, Any]]) -> di
             for r in records if is_unit(r, model)}
 
 
-def _ttfm(units: list[dict[str, Any]], timeout_s: float | None) -> dict[str, Any] | None:
+def _ttfm(units: list[Record], timeout_s: float | None) -> dict[str, Any] | None:
     measured = [r["ttfm_ns"] / 1e6 for r in units if r.get("ttfm_ns") is not None]
     censored = sum(1 for r in units if r["outcome"] == outcomes.TIMEOUT
                    and r.get("ttfm_ns") is None)
@@ -148,7 +149,7 @@ def _ttfm(units: list[dict[str, Any]], timeout_s: float | None) -> dict[str, Any
         TTFM_PERCENTILES)
 
 
-def _tbm(units: list[dict[str, Any]], primary: str) -> dict[str, Any] | None:
+def _tbm(units: list[Record], primary: str) -> dict[str, Any] | None:
     steps = []
     for r in units:
         for inst in r.get("instances") or ():
@@ -165,8 +166,8 @@ def _tbm(units: list[dict[str, Any]], primary: str) -> dict[str, Any] | None:
             "over_1ms_share": float((us > 1000.0).mean()), "steps": int(us.size)}
 
 
-def _engine_headline(units: list[dict[str, Any]], model, primary: str,
-                     timeout_s: float | None) -> dict[str, Any]:
+def _engine_headline(units: list[Record], model, primary: str,
+                     timeout_s: float | None) -> EngineHeadline:
     heads = [unit_outcome(r, model, primary) for r in units]
     counts = Counter(heads)
     valid = rejected = 0
@@ -198,7 +199,7 @@ def _engine_headline(units: list[dict[str, Any]], model, primary: str,
     }
 
 
-def headline(meta: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+def headline(meta: RunMeta, records: list[Record]) -> Headline:
     """The run's headline (see the module's docstring) from ``run.json``'s dict and the
     records of ``records.jsonl``. Pure: the same records give the same dict."""
     model, primary = model_of(meta), primary_of(meta)

@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Protocol
 
+from harness.records import JobPayload, Record
+
 
 EXECUTORS = ("local", "ray")
 
@@ -48,7 +50,7 @@ class Job:
     engine: str  # label, e.g. "xgrammar:compliant"
     case_id: str
     subset: str
-    payload: dict[str, Any] | None  # None: bad input, recorded without running
+    payload: JobPayload | None  # None: bad input, recorded without running
     load_error: str | None = None
     #: the Python environment its worker runs in (:mod:`harness.environments`); None = ours
     env: str | None = None

@@ -24,6 +24,7 @@ from harness.measure import outcomes
 from harness.execution.executor import (BOARD_JOB, BOARD_LIMIT_FROM, BOARD_PHASE, BOARD_SIZE,
                                         BOARD_TTFM, PHASES, SETUP_ALLOWANCE_S, Job)
 from harness.store.run_store import RunStore
+from harness.records import Record
 
 #: A job is sent to a busy worker ahead of time (its pipe holds it until the worker is
 #: free) only when its pickled payload is at most this many bytes: a pipe holds 64 KiB, and
@@ -79,14 +80,14 @@ class LocalExecutor:
     jobs: int = 1
     timeout_s: float = 60.0
     memory_gib: float | None = 8.0
-    on_record: Callable[[dict[str, Any]], None] = lambda r: None
+    on_record: Callable[[Record], None] = lambda r: None
     _ctx: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self._ctx = mp.get_context("spawn")
         # finished records wait here while the next jobs are dispatched: a worker never
         # idles while the driver writes
-        self._ready: list[dict[str, Any]] = []
+        self._ready: list[Record] = []
         # jobs that were queued on a worker that died first: they run again
         self._retry: list[Job] = []
         self._slots = [
@@ -187,10 +188,10 @@ class LocalExecutor:
             slot.ttfm_ns = int(b[BOARD_TTFM])
 
     # -- records ----------------------------------------------------------------------
-    def _base(self, job: Job) -> dict[str, Any]:
+    def _base(self, job: Job) -> Record:
         return {"engine": job.engine, "case_id": job.case_id, "subset": job.subset}
 
-    def _finish(self, slot: _Slot, record: dict[str, Any], death: bool = False) -> None:
+    def _finish(self, slot: _Slot, record: Record, death: bool = False) -> None:
         job = slot.job
         rec = {**self._base(job), **record} if death else record
         rec["wall_ns"] = int((time.monotonic() - slot.started) * 1e9)
@@ -348,5 +349,5 @@ class LocalExecutor:
             self._death(slot)
 
 
-def outcome_counts(records: Iterable[dict[str, Any]]) -> Counter:
+def outcome_counts(records: Iterable[Record]) -> Counter:
     return Counter(r["outcome"] for r in records)

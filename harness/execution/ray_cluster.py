@@ -29,6 +29,7 @@ from harness.measure import outcomes
 from harness.execution.executor import SETUP_ALLOWANCE_S, ExecutorError, Job
 from harness.execution.local import LocalExecutor
 from harness.store.run_store import RunStore
+from harness.records import Record
 
 INSTALL_HINT = ("--executor ray needs Ray, which is not installed: "
                 ".venv/bin/pip install 'ray==2.60.0' (or pip install -e '.[ray]')")
@@ -53,9 +54,9 @@ class _Sink:
 
     def __init__(self, folder: str) -> None:
         self.folder = Path(folder)
-        self.records: list[dict[str, Any]] = []
+        self.records: list[Record] = []
 
-    def append(self, record: dict[str, Any]) -> None:
+    def append(self, record: Record) -> None:
         self.records.append(record)
 
     def worker_log(self, slot: int) -> Path:
@@ -72,7 +73,7 @@ class JobSlot:
         self.runner = LocalExecutor(self.sink, jobs=1, timeout_s=timeout_s,  # type: ignore[arg-type]
                              memory_gib=memory_gib)
 
-    def run(self, job: Job) -> dict[str, Any]:
+    def run(self, job: Job) -> Record:
         """Run ``job`` in this actor's worker process; its one record (``worker`` = the
         actor's index, ``host`` = the node's name)."""
         self.sink.records.clear()
@@ -91,7 +92,7 @@ class RayExecutor:
 
     def __init__(self, store: RunStore, *, jobs: int, timeout_s: float,
                  memory_gib: float | None,
-                 on_record: Callable[[dict[str, Any]], None] = lambda r: None,
+                 on_record: Callable[[Record], None] = lambda r: None,
                  address: str | None = None) -> None:
         self.ray = require_ray()
         self.store, self.jobs, self.timeout_s = store, max(1, jobs), timeout_s
@@ -115,7 +116,7 @@ class RayExecutor:
                                 "--ray-address HOST:6379") from None
         self._started_ray = True
 
-    def _record(self, rec: dict[str, Any]) -> None:
+    def _record(self, rec: Record) -> None:
         self.store.append(rec)
         self.on_record(rec)
 
@@ -178,7 +179,7 @@ class RayExecutor:
             self._shutdown(list(actors.values()), graceful=not inflight)
 
     @staticmethod
-    def _lost(job: Job, error: str, outcome: str = outcomes.CRASH) -> dict[str, Any]:
+    def _lost(job: Job, error: str, outcome: str = outcomes.CRASH) -> Record:
         return {"engine": job.engine, "case_id": job.case_id, "subset": job.subset,
                 "outcome": outcome, "error": error, "phase": "ray"}
 

@@ -19,6 +19,7 @@ from harness.store.run_store import RunStore, StoreError, git_commit, machine_in
 from harness.vocab import load_vocabulary
 from harness.registry import (SUITES, EngineSpec, build_suite, load_target, parse_engines,
                               suite_class)
+from harness.records import JobPayload, Record
 
 log = logging.getLogger("harness")
 
@@ -34,12 +35,12 @@ def suite_option_modules() -> list[Any]:
     return list(mods.values())
 
 
-def suite_options(suite: Any, config: dict[str, Any]) -> dict[str, Any]:
+def suite_options(suite: Any, config: RunConfig) -> dict[str, Any]:
     """The suite's own options (the keys of its options module) from ``config``."""
     target = getattr(suite, "run_options", None)
     if not target:
         return {}
-    return {k: config.get(k) for k in load_target(target, "suite options").DEFAULTS}
+    return {k: config.options.get(k) for k in load_target(target, "suite options").DEFAULTS}
 
 
 def engine_status(spec: EngineSpec) -> dict[str, Any]:
@@ -62,7 +63,7 @@ def engine_status(spec: EngineSpec) -> dict[str, Any]:
     return info
 
 
-def _jobs(suite, specs: list[EngineSpec], config: dict[str, Any],
+def _jobs(suite, specs: list[EngineSpec], config: RunConfig,
           finished: set[tuple[str, str]]) -> Iterator[Job]:
     """Engine by engine (so each engine's wall time is its own), case by case."""
     told: set[str] = set()
@@ -80,17 +81,18 @@ def _jobs(suite, specs: list[EngineSpec], config: dict[str, Any],
                             case.load_error)
                 yield Job(spec.label, case.case_id, case.subset, None, case.load_error)
                 continue
-            yield Job(spec.label, case.case_id, case.subset, {
+            payload: JobPayload = {
                 "engine": {"name": spec.name, "config": spec.config, "label": spec.label,
                            "env": spec.environment},
                 "case": case.to_job(),
-                "tokenizer": config["tokenizer"],
-                "serializations": config["serializations"],
-                "primary": config["primary"],
-                "segmentations": config.get("segmentations", 0),
+                "tokenizer": config.tokenizer,
+                "serializations": list(config.serializations),
+                "primary": config.primary,
+                "segmentations": config.segmentations,
                 "job": suite.job,
                 "options": options,
-            }, env=spec.environment)
+            }
+            yield Job(spec.label, case.case_id, case.subset, payload, env=spec.environment)
 
 
 class BadInstanceWarnings:
@@ -101,7 +103,7 @@ class BadInstanceWarnings:
     def __init__(self) -> None:
         self.seen: set[tuple[str, int]] = set()
 
-    def __call__(self, record: dict[str, Any]) -> None:
+    def __call__(self, record: Record) -> None:
         for inst in record.get("instances") or ():
             key = (record["case_id"], inst.get("index", -1))
             if "bad_instance" in inst and key not in self.seen:
@@ -123,7 +125,7 @@ class Progress:
             self.bar = tqdm(total=total, unit="job", file=sys.stderr, dynamic_ncols=True,
                             smoothing=0.05)
 
-    def update(self, record: dict[str, Any]) -> None:
+    def update(self, record: Record) -> None:
         self.counts[record["outcome"]] += 1
         if self.bar is not None:
             self.bar.set_postfix_str(" ".join(f"{k}={v}" for k, v in sorted(self.counts.items())),
@@ -147,32 +149,30 @@ def run(config: RunConfig | None, results_root: Path, resume: Path | None = None
     if resume is not None:
         store = RunStore.open(resume)
         meta = store.read_meta()
-        config = meta["config"]
-    else:
-        if config is None:
-            raise ValueError("a run needs a configuration or a run folder to resume")
-        config = config.to_dict()
-    suite = build_suite(config["suite"], data=config["data"], subsets=config["subsets"],
-                        sample=config["sample"], schemas=config["schemas"],
-                        options=suite_options(suite_class(config["suite"]), config))
-    specs = parse_engines(config["engines"])
-    vocab = load_vocabulary(config["tokenizer"])
+        config = RunConfig.from_dict(meta["config"])
+    elif config is None:
+        raise ValueError("a run needs a configuration or a run folder to resume")
+    suite = build_suite(config.suite, data=config.data, subsets=config.subsets,
+                        sample=config.sample, schemas=config.schemas,
+                        options=suite_options(suite_class(config.suite), config))
+    specs = parse_engines(config.engines)
+    vocab = load_vocabulary(config.tokenizer)
     statuses = [engine_status(s) for s in specs]
     for st in statuses:
         if st["status"] == "not_run":
             log.warning("engine %s not run: %s", st["engine"], st["reason"])
     if resume is None:
-        run_id = new_run_id(config["suite"])
+        run_id = new_run_id(config.suite)
         meta = {
             "run_id": run_id,
             "created_at": time.time(),
             "command": argv if argv is not None else sys.argv,
-            "config": config,
+            "config": config.to_dict(),  # the one place the configuration becomes JSON
             "suite": suite.describe(),
             "engines": statuses,
             "tokenizer": vocab.describe(),
-            "limits": {"timeout_s": config["timeout_s"], "memory_gib": config["memory_gib"],
-                       "engine_threads": 1, "jobs": config["jobs"]},
+            "limits": {"timeout_s": config.timeout_s, "memory_gib": config.memory_gib,
+                       "engine_threads": 1, "jobs": config.jobs},
             "machine": machine_info(),
             "git_commit": git_commit(),
             "sessions": [],
@@ -181,7 +181,7 @@ def run(config: RunConfig | None, results_root: Path, resume: Path | None = None
     runnable = [s for s, st in zip(specs, statuses) if st["status"] == "run"]
     finished = store.finished()
     total = sum(1 for s in runnable for cid in suite.case_ids() if (s.label, cid) not in finished)
-    session = {"started_at": time.time(), "jobs": config["jobs"], "argv": argv or sys.argv,
+    session = {"started_at": time.time(), "jobs": config.jobs, "argv": argv or sys.argv,
                "executor": executor}
     if ray_address:
         session["ray_address"] = ray_address
@@ -189,12 +189,12 @@ def run(config: RunConfig | None, results_root: Path, resume: Path | None = None
     bad_instances = BadInstanceWarnings()
     on_record = lambda r: (bad_instances(r), bar.update(r))  # noqa: E731
     if getattr(suite, "executor", None):  # the suite runs its own jobs (e.g. to servers)
-        runner = load_target(suite.executor, f"suite {config['suite']!r} executor")(
+        runner = load_target(suite.executor, f"suite {config.suite!r} executor")(
             store, config=config, on_record=on_record)
         session["executor"] = suite.executor
     else:
-        runner = make_executor(executor, store, jobs=config["jobs"],
-                               timeout_s=config["timeout_s"], memory_gib=config["memory_gib"],
+        runner = make_executor(executor, store, jobs=config.jobs,
+                               timeout_s=config.timeout_s, memory_gib=config.memory_gib,
                                on_record=on_record, ray_address=ray_address)
     meta["sessions"].append(session)
     store.write_meta(meta)
@@ -216,7 +216,7 @@ def run(config: RunConfig | None, results_root: Path, resume: Path | None = None
 
 def make_executor(name: str, store: RunStore, *, jobs: int, timeout_s: float,
                   memory_gib: float | None,
-                  on_record: Callable[[dict[str, Any]], None] = lambda r: None,
+                  on_record: Callable[[Record], None] = lambda r: None,
                   ray_address: str | None = None) -> Executor:
     """The executor called ``name`` with ``jobs`` parallel slots, ``timeout_s`` seconds
     of wall clock per job and ``memory_gib`` GiB of address space per worker process."""

@@ -26,16 +26,17 @@ from harness.measure.replay import ACCEPTED, SERIALIZATIONS, replay  # noqa: E40
 from harness.measure import adapters, reachability  # noqa: E402
 from harness.execution.executor import (BOARD_JOB, BOARD_LIMIT_FROM, BOARD_PHASE,  # noqa: E402
                                         BOARD_TTFM, PHASES)
+from harness.records import InstanceRecord, JobPayload, Record
 
 
-def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
+def run_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     """Run one job to its record (outcome, TTFM, per-instance per-serialisation replays;
     each false reject of the primary or exact text with its ``reject_kind``)."""
     from engines.base import CompileError, allocate_bitmask, one_line
 
     case = job["case"]
     eng = job["engine"]
-    record: dict[str, Any] = {
+    record: Record = {
         "engine": eng["label"],
         "case_id": case["case_id"],
         "suite": case["suite"],
@@ -52,7 +53,7 @@ def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, A
     phase("groundtruth")
     truth = GroundTruth.for_case(case)
     trust_label = case.get("expected_from") == "label"
-    instances: list[dict[str, Any]] = []
+    instances: list[InstanceRecord] = []
     for item in case["instances"]:
         index, data, label, text = item["index"], item["data"], item["label"], item.get("text")
         if text is not None:  # an exact text: ground truth on its strict parse
@@ -60,7 +61,7 @@ def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, A
             verdict, why = (None, why) if why else truth.verdict(data)
         else:
             verdict, why = truth.verdict(data)
-        inst: dict[str, Any] = {"index": index, "label": label, "truth": verdict,
+        inst: InstanceRecord = {"index": index, "label": label, "truth": verdict,
                                 "expected": label if verdict is None or trust_label else verdict}
         if text is not None:
             inst["text"] = text
@@ -191,7 +192,12 @@ def _set_memory_limit(gib: float | None) -> None:
 
 def _die_with_parent() -> None:
     """Linux: SIGKILL this worker when the runner dies (even by SIGKILL), so a hung
-    native call is never left running as an orphan after the run is killed."""
+    native call is never left running as an orphan after the run is killed.
+
+    The signal is armed only from here on, and a spawned worker gets here after its
+    imports, seconds on a loaded machine: a runner killed in between would leave it
+    running for good. So, once armed, the worker checks that its runner is still its
+    parent, and exits at once when it is not."""
     try:
         import ctypes
 
@@ -200,6 +206,11 @@ def _die_with_parent() -> None:
         libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
     except (OSError, AttributeError):
         pass  # not Linux: the worker still exits when its pipe closes between jobs
+    import multiprocessing
+
+    parent = multiprocessing.parent_process()
+    if parent is not None and os.getppid() != parent.pid:
+        os._exit(1)  # the runner died before the signal was armed
 
 
 def worker_main(conn, memory_gib: float | None, log_path: str | None, board=None) -> None:

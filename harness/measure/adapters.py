@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import time
 from typing import TYPE_CHECKING, Any
+from harness.records import JobPayload, Record
 
 if TYPE_CHECKING:
     from engines.base import EngineAdapter
@@ -61,13 +62,13 @@ def engine_version(adapter: "EngineAdapter") -> str | None:
     return _versions[cls]
 
 
-def start_job(job: dict[str, Any], phase) -> "tuple[dict[str, Any], EngineAdapter, Vocabulary, int]":
+def start_job(job: JobPayload, phase) -> "tuple[dict[str, Any], EngineAdapter, Vocabulary, int]":
     """The common start of a worker job: the record's identity (``engine``, ``case_id``,
     ``suite``, ``subset``), the adapter and the vocabulary built under phase ``setup``,
     ``engine_version`` and ``setup_ns`` (ns). Returns ``(record, adapter, vocab, t_busy)``,
     ``t_busy`` the ``perf_counter_ns`` the job started at (for ``busy_ns``)."""
     case, eng = job["case"], job["engine"]
-    record: dict[str, Any] = {"engine": eng["label"], "case_id": case["case_id"],
+    record: Record = {"engine": eng["label"], "case_id": case["case_id"],
                               "suite": case["suite"], "subset": case["subset"]}
     t_busy = time.perf_counter_ns()
     phase("setup")

@@ -17,6 +17,7 @@ import referencing.exceptions
 from jsonschema.validators import validator_for
 
 from harness.jsontext import parse_instance_text  # noqa: F401  (re-exported: the strict parse)
+from harness.records import CasePayload
 
 
 #: ``default_draft`` names (as in the JSON-Schema-Test-Suite's folders) → validator class.
@@ -75,7 +76,7 @@ class GroundTruth:
             self.error = f"{type(e).__name__}: {e}"
 
     @classmethod
-    def for_case(cls, case: dict[str, Any]) -> "GroundTruth":
+    def for_case(cls, case: CasePayload) -> "GroundTruth":
         """The validator a job payload's case calls for: its ``schema_text``, its bundled
         resources (offline), its draft (``default_draft``, for a schema without
         ``$schema``) and whether ``format`` asserts (``format_assertion``, default True)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from engines.base import CompiledGrammar, CompileError, EngineAdapter
+from harness.records import CasePayload
 
 __all__ = ["GrammarTarget", "SchemaTarget", "Target", "target_for"]
 
@@ -66,7 +67,7 @@ class SchemaTarget(Target):
 
     kind = "json-schema"
 
-    def __init__(self, case: dict[str, Any]) -> None:
+    def __init__(self, case: CasePayload) -> None:
         from harness.measure.groundtruth import GroundTruth
 
         self.case = case
@@ -96,7 +97,7 @@ class GrammarTarget(Target):
 
     kind = "grammar"
 
-    def __init__(self, case: dict[str, Any]) -> None:
+    def __init__(self, case: CasePayload) -> None:
         from harness.measure.languages import reader
 
         g = case["grammar"]
@@ -175,7 +176,7 @@ class GrammarTarget(Target):
         return out
 
 
-def target_for(case: dict[str, Any]) -> Target:
+def target_for(case: CasePayload) -> Target:
     """The :class:`Target` of a job payload's case: a grammar when it carries ``grammar``,
     else its JSON schema."""
     if case.get("grammar") is not None:

@@ -12,6 +12,7 @@ from harness.analysis import rejects
 from harness.analysis.metrics import TBM_PERCENTILES, TTFM_PERCENTILES, _pct_key
 from harness.measure import outcomes
 from harness.measure.figures import number, show
+from harness.records import Headline, Summary
 
 
 def _fmt(v: Any, digits: int = 1) -> str:
@@ -22,7 +23,7 @@ def _pct(n: int, of: int) -> str:
     return f"{n:,}/{of:,} ({100 * n / of:.1f}%)" if of else "–"
 
 
-def verdict_header(hl: dict[str, Any]) -> list[str]:
+def verdict_header(hl: Headline) -> list[str]:
     units = hl.get("units", "schemas")
     return ["engine", f"coverage ({units} compiled, finished)",
             f"soundness ({units} accepting invalid)", "strictness (valid instances rejected)",
@@ -42,21 +43,21 @@ def verdict_cells(e: dict[str, Any]) -> list[str]:
             f"{show(f, 'p50', 'ms')} / {show(f, 'p90', 'ms')}" if f else "–"]
 
 
-def verdict_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def verdict_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of the verdict block: one row per engine, what it covers, how sound
     and how strict it is, and what it costs; all from ``summary["headline"]``."""
     hl = summary["headline"]
     return verdict_header(hl), [[label, *verdict_cells(e)] for label, e in hl["engines"].items()]
 
 
-def verdict_alerts(summary: dict[str, Any]) -> list[str]:
+def verdict_alerts(summary: Summary) -> list[str]:
     """The headline's alert lines, each naming its engine row (e.g. ``vllm:xgrammar: NOT
     ENFORCED: …``)."""
     return [f"{label}: {a}" for label, e in summary["headline"]["engines"].items()
             for a in e.get("alerts") or ()]
 
 
-def verdict_note(summary: dict[str, Any]) -> str:
+def verdict_note(summary: Summary) -> str:
     """What the verdict counts and what it is judged by, in one sentence."""
     hl = summary["headline"]
     split = (" over the instances where jsonschema and the corpus label agree (the others "
@@ -68,7 +69,7 @@ def verdict_note(summary: dict[str, Any]) -> str:
             "a TTFM at or past the time limit shows as ≥ the limit.")
 
 
-def rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of the table."""
     engines = summary["engines"]
     labels = list(engines)
@@ -150,13 +151,13 @@ def _text_table(header: list[str], body: list[list[str]]) -> list[str]:
     return lines
 
 
-def render_verdict(summary: dict[str, Any]) -> str:
+def render_verdict(summary: Summary) -> str:
     """The verdict block: one row per engine, the headline's alerts, what it counts."""
     return "\n".join(["verdict", *_text_table(*verdict_rows(summary)),
                       *verdict_alerts(summary), verdict_note(summary)])
 
 
-def render_table(summary: dict[str, Any]) -> str:
+def render_table(summary: Summary) -> str:
     """The whole replay table (suites whose records hold token replays)."""
     primary = summary["primary_serialization"]
     units = summary["headline"].get("units", "schemas")
@@ -167,7 +168,7 @@ def render_table(summary: dict[str, Any]) -> str:
     return "\n".join([*_text_table(*rows(summary)), note])
 
 
-def render_text(summary: dict[str, Any]) -> str:
+def render_text(summary: Summary) -> str:
     """The console output: the verdict block, then (for a suite whose records hold token
     replays) the whole table."""
     if not summary["headline"].get("replay_table", True):
@@ -175,7 +176,7 @@ def render_text(summary: dict[str, Any]) -> str:
     return render_verdict(summary) + "\n\n" + render_table(summary)
 
 
-def render_markdown(summary: dict[str, Any]) -> str:
+def render_markdown(summary: Summary) -> str:
     header, body = rows(summary)
     esc = lambda s: s.replace("|", "\\|")  # noqa: E731
     lines = ["| " + " | ".join(esc(h) for h in header) + " |",

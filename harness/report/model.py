@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from harness.analysis.finalize import summarize_run
 from harness.store.run_store import RunStore
+from harness.records import Record, RunMeta, Summary
 
 # --------------------------------------------------------------------------------------
 # Blocks
@@ -83,9 +84,9 @@ class RunData:
 
     key: str  # "A", "B", ... (column tag when several runs are shown)
     path: Path
-    meta: dict[str, Any]
-    records: list[dict[str, Any]]
-    summary: dict[str, Any]
+    meta: RunMeta
+    records: list[Record]
+    summary: Summary
 
     @property
     def run_id(self) -> str:
@@ -117,7 +118,7 @@ class ReportContext:
         return list(seen)
 
 
-def load_run(path: Path, key: str = "A", summary: dict[str, Any] | None = None) -> RunData:
+def load_run(path: Path, key: str = "A", summary: Summary | None = None) -> RunData:
     store = RunStore.open_readonly(path)
     meta = store.read_meta()
     records = list(store.records())

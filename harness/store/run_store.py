@@ -13,7 +13,8 @@ killed at any moment leaves at most one torn last line; :meth:`RunStore.open` sk
 with a warning and truncates it away before appending again.
 
 Formats: ``run.json`` and each record carry a ``format`` number (:data:`RUN_FORMAT`,
-:data:`RECORD_FORMAT`; ``summary.json`` carries :data:`SUMMARY_FORMAT`). Files without one
+:data:`RECORD_FORMAT`; ``summary.json`` carries :data:`SUMMARY_FORMAT`; their shapes are
+:mod:`harness.records`). Files without one
 are version 1, as written before versions existed; a reader refuses a version it does not
 know with a one-line error. Record version 1 kept the case id under ``schema_id``; it is
 read as ``case_id``.
@@ -31,48 +32,15 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Iterator, TypedDict
+from typing import Any, Iterator
+
+from harness.records import (RECORD_FORMAT, RUN_FORMAT, SUMMARY_FORMAT, Record, RecordError,
+                             RunMeta, check_record)
 
 __all__ = ["RECORD_FORMAT", "RUN_FORMAT", "SUMMARY_FORMAT", "Record", "RunStore", "StoreError",
            "check_format", "upgrade_record"]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-
-#: ``run.json``'s format version.
-RUN_FORMAT = 1
-#: Each record's format version (2: the case id under ``case_id``; 1: ``schema_id``).
-RECORD_FORMAT = 2
-#: ``summary.json``'s format version.
-SUMMARY_FORMAT = 1
-
-
-class Record(TypedDict, total=False):
-    """One line of ``records.jsonl``: one finished (case, engine) job.
-
-    Times are integer nanoseconds unless the key says otherwise; a job that died has no
-    ``instances``. Suites add keys of their own (``e2e``, ``fuzz``, ``mask_diff``...)."""
-
-    format: int             # RECORD_FORMAT
-    engine: str             # engine label, ``name`` or ``name:config``
-    case_id: str
-    suite: str
-    subset: str
-    outcome: str            # one of harness.measure.outcomes.OUTCOMES
-    error: str              # one line, for a compile error, a death or bad input
-    phase: str              # where a job that died was
-    setup_ns: int           # building the worker's vocabulary and adapter (first job only)
-    compile_ns: int         # schema text → compiled grammar
-    ttfm_ns: int            # schema text → first mask filled
-    busy_ns: int            # the worker's time on the job
-    wall_ns: int            # the driver's time from dispatch to record
-    started_at: float       # Unix time, s
-    finished_at: float      # Unix time, s
-    worker: int
-    tokens: int             # TBM steps of the primary serialisation
-    instances: list[dict[str, Any]]  # per instance: index, label, truth, expected,
-    # label_disagrees / label_reason, and results per serialisation: status, n_tokens,
-    # mask_ns[], commit_ns[], reject_at, disagreement
-
 
 class StoreError(Exception):
     """A run folder that cannot be created, read or written (one-line message)."""
@@ -85,7 +53,7 @@ def check_format(version: Any, known: int, path: Path | str) -> None:
                          f"(1 to {known}); read it with the harness version that wrote it")
 
 
-def upgrade_record(record: dict[str, Any], path: Path | str = "records.jsonl") -> dict[str, Any]:
+def upgrade_record(record: Record, path: Path | str = "records.jsonl") -> Record:
     """A record in the current format (:data:`RECORD_FORMAT`); version 1 kept the case id
     under ``schema_id``."""
     version = record.get("format", 1)
@@ -154,7 +122,7 @@ class RunStore:
 
     # -- creation / opening -------------------------------------------------------
     @classmethod
-    def create(cls, root: Path, run_id: str, meta: dict[str, Any]) -> "RunStore":
+    def create(cls, root: Path, run_id: str, meta: RunMeta) -> "RunStore":
         store = cls(Path(root) / run_id)
         try:
             store.path.mkdir(parents=True, exist_ok=False)
@@ -186,7 +154,7 @@ class RunStore:
             raise StoreError(f"{store.records_path}: missing (the run's source of truth)")
         return store
 
-    def read_meta(self) -> dict[str, Any]:
+    def read_meta(self) -> RunMeta:
         """``run.json``. Raises :class:`StoreError` if it is unreadable or of a format
         version this harness does not know."""
         try:
@@ -197,7 +165,7 @@ class RunStore:
                      self.meta_path)
         return meta
 
-    def write_meta(self, meta: dict[str, Any]) -> None:
+    def write_meta(self, meta: RunMeta) -> None:
         """Replace ``run.json`` atomically (a full disk leaves the old one in place)."""
         tmp = self.meta_path.with_suffix(".json.tmp")
         try:
@@ -258,12 +226,17 @@ class RunStore:
         """(engine label, case id) of every job already recorded."""
         return {(r["engine"], r["case_id"]) for r in self.records()}
 
-    def append(self, record: Record | dict[str, Any]) -> None:
+    def append(self, record: Record) -> None:
         """Append one record, stamped with :data:`RECORD_FORMAT`: one ``write`` of the whole
         line (a killed process keeps it), fsynced with the records of the last
         :attr:`SYNC_INTERVAL_S` (group commit; :meth:`sync` and :meth:`close` fsync the
-        rest). Raises :class:`StoreError` when the line cannot be written (a full disk),
-        leaving the earlier records whole."""
+        rest). Raises :class:`StoreError` when the line cannot be written (a full disk) or
+        is not a record (:func:`harness.records.check_record`), leaving the earlier records
+        whole."""
+        try:
+            check_record(record)
+        except RecordError as e:
+            raise StoreError(f"{self.records_path}: not written: {e}") from None
         record = {"format": RECORD_FORMAT, **record}
         line = (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode()
         start = None

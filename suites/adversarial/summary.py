@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from harness.measure import outcomes
+from harness.records import Record, RunMeta, Summary
 
 SUITE = "adversarial"
 MEASURED = "measured"
@@ -22,7 +23,7 @@ def case_class(outcome: str) -> str:
     return MEASURED if outcome in _MEASURED_OUTCOMES else outcome
 
 
-def _case_points(meta: dict[str, Any]) -> dict[str, tuple[str, int, str]]:
+def _case_points(meta: RunMeta) -> dict[str, tuple[str, int, str]]:
     cases = (meta.get("suite") or {}).get("cases") or {}
     return {cid: (v[0], int(v[1]), str(v[2])) for cid, v in cases.items()}
 
@@ -34,7 +35,7 @@ def _point(cid: str, known: dict[str, tuple[str, int, str]]) -> tuple[str, int, 
     return fam, int(size) if size.isdigit() else 0, ""
 
 
-def mask_p50_us(record: dict[str, Any], primary: str) -> float | None:
+def mask_p50_us(record: Record, primary: str) -> float | None:
     """Median mask-fill time (µs) over every token step of the record's primary-
     serialisation replays; None when nothing was replayed."""
     steps = [ns for inst in record.get("instances") or ()
@@ -42,7 +43,7 @@ def mask_p50_us(record: dict[str, Any], primary: str) -> float | None:
     return float(np.median(steps)) / 1000.0 if steps else None
 
 
-def rows_from(meta: dict[str, Any], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def rows_from(meta: RunMeta, records: list[Record]) -> list[dict[str, Any]]:
     """One row per adversarial (engine, case): family, size, unit, outcome, class,
     TTFM in ms (compile + matcher + first mask; None when it never got a first mask),
     median mask time in µs, the error line."""
@@ -71,7 +72,7 @@ def class_counts(records_rows: list[dict[str, Any]]) -> dict[str, Counter]:
     return out
 
 
-def extend(summary: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]],
+def extend(summary: Summary, meta: RunMeta, records: list[Record],
            run_dir: Any = None) -> str | None:
     """Add ``summary["adversarial"]`` = ``{engine: {class: cases}}`` when the run holds
     adversarial cases, and return the same as console text; else None."""

@@ -17,11 +17,12 @@ import time
 from typing import Any
 
 from harness.measure import adapters, outcomes
+from harness.records import JobPayload, Record
 
 __all__ = ["run_churn_job"]
 
 
-def run_churn_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
+def run_churn_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     from engines.base import CompileError, allocate_bitmask, one_line
 
     case = job["case"]

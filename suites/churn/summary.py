@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from harness.records import Record, RunMeta, Summary
 
 __all__ = ["HEADER", "churn_rows", "summary_block"]
 
@@ -35,7 +36,7 @@ def _ms(xs: list[int]) -> dict[str, float | None]:
             "p99": float(np.percentile(a, 99))}
 
 
-def churn_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def churn_rows(records: list[Record]) -> list[dict[str, Any]]:
     """One row per (engine, exponent), sorted by engine then exponent (descending)."""
     out = []
     for r in records:
@@ -83,7 +84,7 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
              str(r["errors"])] for r in rows]
 
 
-def summary_block(summary: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]],
+def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
                   run_dir: Path | None = None) -> str | None:
     """``summary["churn"]`` and ``churn.json`` in the run folder; console text (None when
     the run holds no churn records). The crossover plot is the report's."""

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from harness.measure import outcomes
+from harness.records import InstanceRecord, JobPayload, Record
 
 __all__ = ["plan_drafts", "run_drafts_job", "REPEATS"]
 
@@ -117,7 +118,7 @@ def _past_end_tail(vocab, tokens: list[int], count: int) -> list[int]:
     return [pool[i % len(pool)] for i in range(count)]
 
 
-def _rolls_back(probe, grammar, instances: list[dict[str, Any]], vocab) -> bool:
+def _rolls_back(probe, grammar, instances: list[InstanceRecord], vocab) -> bool:
     """Can the engine roll back at all? (one token of the first instance committed and
     rolled back on a spare matcher: llama.cpp's grammar raises ValueError.)"""
     if not instances:
@@ -228,7 +229,7 @@ def _check_draft(row: dict[str, Any], grammar, tokens: list[int], ref: list[np.n
     row["steps_ns"] = best
 
 
-def run_drafts_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
+def run_drafts_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     from engines.base import CompileError, allocate_bitmask, one_line
     from harness.measure import adapters
     from harness.measure.target import target_for

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from harness.measure import figures, outcomes
+from harness.records import Record, RunMeta, Summary
 
 #: the records' block (and summary.json's) this module reads and writes
 KEY = "drafts"
@@ -49,7 +50,7 @@ def _median_us(xs: list[int]) -> float | None:
     return float(np.median(np.asarray(xs, dtype=float))) / 1e3 if xs else None
 
 
-def draft_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def draft_rows(records: list[Record]) -> list[dict[str, Any]]:
     """One row per engine (sorted by name); the figures of the module docstring.
     ``per_k`` maps each draft length (as text) to ``{"drafts", "validate_us",
     "steps_us", "ratio"}`` (medians over the drafts of that length; None without data)."""
@@ -126,7 +127,7 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
     return out
 
 
-def summary_block(summary: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]],
+def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
                   run_dir: Path | None = None) -> str | None:
     """``summary["drafts"]`` (``{"rows": [...]}``, failures with their evidence included)
     and ``drafts.json`` in the run folder; console text (None when the run holds no drafts

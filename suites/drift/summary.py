@@ -31,6 +31,7 @@ from typing import Any, Iterable
 
 from harness.measure import outcomes
 from harness.report.text import md_cell
+from harness.records import InstanceRecord, Record, RunMeta, Summary
 
 #: The suite whose records these views read (a report may hold runs of other suites).
 DRIFT_SUITE = "drift"
@@ -40,13 +41,13 @@ VERDICTS = ("agrees", "stricter", "looser", "mixed", "refuses")
 _COMPILED = (outcomes.PASSING, outcomes.VALIDATION_ERROR, outcomes.INVALIDATION_ERROR)
 
 
-def _accepted(inst: dict[str, Any], primary: str) -> bool | None:
+def _accepted(inst: InstanceRecord, primary: str) -> bool | None:
     res = inst.get("results", {})
     r = res.get("text", res.get(primary))
     return None if r is None else r.get("status") == "accepted"
 
 
-def _engines(records: list[dict[str, Any]], engines: Iterable[str] | None) -> list[str]:
+def _engines(records: list[Record], engines: Iterable[str] | None) -> list[str]:
     if engines is not None:
         return list(engines)
     return list(dict.fromkeys(r["engine"] for r in records))
@@ -62,7 +63,7 @@ def _probe_name(case_id: str, index: int) -> str:
 
 
 # ------------------------------------------------------------------------------ drift
-def drift_observations(records: Iterable[dict[str, Any]], primary: str = "ascii"
+def drift_observations(records: Iterable[Record], primary: str = "ascii"
                        ) -> dict[str, dict[str, dict[str, Any]]]:
     """engine → probe id → {axis, case, index, text, spec, compiled, accepted, error}."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
@@ -108,7 +109,7 @@ def _axes_in(obs: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
     return [a for a in AXES if a in seen] + sorted(seen - set(AXES))
 
 
-def drift_details(records: list[dict[str, Any]], primary: str = "ascii",
+def drift_details(records: list[Record], primary: str = "ascii",
                   engines: Iterable[str] | None = None) -> dict[str, dict[str, dict[str, Any]]]:
     """engine → axis → {verdict, probes, compiled, refused, false_rejects [ids],
     false_accepts [ids]}."""
@@ -134,14 +135,14 @@ def drift_details(records: list[dict[str, Any]], primary: str = "ascii",
     return out
 
 
-def drift_matrix(records: list[dict[str, Any]], primary: str = "ascii",
+def drift_matrix(records: list[Record], primary: str = "ascii",
                  engines: Iterable[str] | None = None) -> dict[str, dict[str, str]]:
     """``{"<engine[:config]>": {"<axis>": verdict}}``, the content of ``drift.json``."""
     return {eng: {axis: d["verdict"] for axis, d in axes.items()}
             for eng, axes in drift_details(records, primary, engines).items()}
 
 
-def drift_pairs(records: list[dict[str, Any]], primary: str = "ascii",
+def drift_pairs(records: list[Record], primary: str = "ascii",
                 engines: Iterable[str] | None = None) -> list[dict[str, Any]]:
     """Engine pairs that accept different languages: ``[{"engines": [a, b], "differ":
     n, "axes": [...], "probes": [{probe, axis, text, spec, a, b}], "refused_by_one": [ids]}]``,
@@ -269,7 +270,7 @@ def render_drift_text(details: dict[str, dict[str, dict[str, Any]]],
     return "\n".join(lines)
 
 
-def drift_block(summary: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]],
+def drift_block(summary: Summary, meta: RunMeta, records: list[Record],
                 run_dir: Path | None = None) -> str | None:
     """The drift suite's block: writes ``drift.json`` into ``run_dir`` (if given) and
     returns the matrix and the disagreeing pairs as console text."""

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from harness.measure import outcomes
+from harness.records import JobPayload, Record
 
 E2E_DEFAULTS: dict[str, Any] = {
     "runtime": "auto",  # llamacpp where installed (CPU), else torch
@@ -138,7 +139,7 @@ def _warm(rt, prompt: list[int], max_new: int) -> dict[str, Any]:
     return w
 
 
-def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
+def run_e2e_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     from engines.base import CompileError, one_line
     from harness.measure.serving.prompt import build_prompt
     from suites.e2e.runtime_cache import get_runtime
@@ -157,7 +158,7 @@ def run_e2e_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[st
         from suites.e2e.vllm_job import run_vllm_job
 
         return run_vllm_job(job, o, phase)
-    record: dict[str, Any] = {"engine": eng["label"], "case_id": case["case_id"],
+    record: Record = {"engine": eng["label"], "case_id": case["case_id"],
                               "suite": case["suite"], "subset": case["subset"]}
     t_busy = time.perf_counter_ns()
     phase("setup")

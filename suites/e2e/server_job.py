@@ -14,16 +14,17 @@ import time
 from typing import Any
 
 from harness.measure import outcomes
+from harness.records import JobPayload, Record
 
 
-def run_server_job(job: dict[str, Any], o: dict[str, Any], phase) -> dict[str, Any]:
+def run_server_job(job: JobPayload, o: dict[str, Any], phase) -> Record:
     from harness.measure.serving.openai_client import OpenAIClient, split_server, verdict
     from harness.measure.serving.prompt import ASK, SYSTEM, schema_excerpt
     from harness.vocab import load_vocabulary
     from harness.measure.target import SchemaTarget
 
     case, eng = job["case"], job["engine"]
-    record: dict[str, Any] = {"engine": eng["label"], "case_id": case["case_id"],
+    record: Record = {"engine": eng["label"], "case_id": case["case_id"],
                               "suite": case["suite"], "subset": case["subset"]}
     t_busy = time.perf_counter_ns()
     phase("setup")

@@ -44,6 +44,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 import numpy as np
+from harness.records import Record, RunMeta, Summary
 
 BOOTSTRAP = 2000  # resamples of the pairs
 RESOLVED = 0.03  # the 95% interval must lie within ±3% of the ratio
@@ -72,7 +73,7 @@ def _r(x: float | None, nd: int = 3) -> float | None:
     return None if x is None or not np.isfinite(x) else round(float(x), nd)
 
 
-def summary_block(summary: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]],
+def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
                   run_dir: Any = None) -> str | None:
     """The e2e suite's summary block: each engine's ``e2e`` entry (:func:`e2e_block`) and
     the run's microbenchmark (``e2e_mask_bench``); returns the console text
@@ -87,7 +88,7 @@ def summary_block(summary: dict[str, Any], meta: dict[str, Any], records: list[d
     return render_text(summary)
 
 
-def merged_mask_bench(records: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+def merged_mask_bench(records: Iterable[Record]) -> dict[str, Any] | None:
     """The microbenchmark rows of the run: the shared rows once, each engine's kernel."""
     info, rows, seen = None, [], set()
     for r in records:
@@ -297,7 +298,7 @@ def _floor(recs: list[dict], by: dict[str, Any]) -> dict[str, Any] | None:
             "device": info.get("device"), "gpu": info.get("gpu")}
 
 
-def e2e_block(records: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+def e2e_block(records: Iterable[Record]) -> dict[str, Any] | None:
     recs = [r for r in records if r.get("e2e")]
     if not recs:
         return None
@@ -444,7 +445,7 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{x:.1%}"
 
 
-def render_text(summary: dict[str, Any]) -> str:
+def render_text(summary: Summary) -> str:
     """A small table of the e2e blocks (printed after a run of the e2e suite): TPOT, the
     ratio with its interval, interference, the harness's share, the components, the floor,
     the warm-up, the clock, and the microbenchmark."""

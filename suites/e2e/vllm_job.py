@@ -10,11 +10,12 @@ import time
 from typing import Any
 
 from harness.measure import outcomes
+from harness.records import JobPayload, Record
 
 _LLM: dict[tuple, Any] = {}
 
 
-def run_vllm_job(job: dict[str, Any], o: dict[str, Any], phase) -> dict[str, Any]:
+def run_vllm_job(job: JobPayload, o: dict[str, Any], phase) -> Record:
     from harness.registry import adapter_class
     from harness.measure.serving.vllm_offline import write_hf_model
     from harness.vocab.gguf import cache_root
@@ -24,7 +25,7 @@ def run_vllm_job(job: dict[str, Any], o: dict[str, Any], phase) -> dict[str, Any
 
     case, eng = job["case"], job["engine"]
     backend = adapter_class(eng["name"]).configs[eng["config"]]["backend"]
-    record: dict[str, Any] = {"engine": eng["label"], "case_id": case["case_id"],
+    record: Record = {"engine": eng["label"], "case_id": case["case_id"],
                               "suite": case["suite"], "subset": case["subset"]}
     t_busy = time.perf_counter_ns()
     phase("setup")

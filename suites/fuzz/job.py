@@ -29,9 +29,10 @@ import numpy as np
 from harness.measure import outcomes
 from harness.measure.tokens.maskops import seed_for, token_classes
 from suites.fuzz.options import resolve
+from harness.records import JobPayload, Record
 
 
-def run_fuzz_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
+def run_fuzz_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     from engines.base import CompileError, allocate_bitmask, one_line
     from harness.measure.target import target_for
     from harness.measure.tokens.policy import DONE, RUNAWAY, walk
@@ -39,7 +40,7 @@ def run_fuzz_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[s
 
     case, eng = job["case"], job["engine"]
     o = resolve(job.get("options"))
-    record: dict[str, Any] = {"engine": eng["label"], "case_id": case["case_id"],
+    record: Record = {"engine": eng["label"], "case_id": case["case_id"],
                               "suite": case["suite"], "subset": case["subset"],
                               "schema_text": case["schema_text"], "token_options": o,
                               "instances": []}

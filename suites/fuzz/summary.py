@@ -12,9 +12,10 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
+from harness.records import Record, RunMeta, Summary
 
 
-def fuzz_block(recs: list[dict[str, Any]]) -> dict[str, Any]:
+def fuzz_block(recs: list[Record]) -> dict[str, Any]:
     c: Counter = Counter()
     ws: list[float] = []
     for r in recs:
@@ -33,7 +34,7 @@ def fuzz_block(recs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def summary_block(summary: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]],
+def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
                   run_dir: Any = None) -> str | None:
     """Add ``fuzz`` to each engine of ``summary`` (in place); return console text, or None
     when the run holds no walks."""
@@ -47,7 +48,7 @@ def summary_block(summary: dict[str, Any], meta: dict[str, Any], records: list[d
     return render_text(summary)
 
 
-def render_text(summary: dict[str, Any]) -> str:
+def render_text(summary: Summary) -> str:
     """Console table: one row per engine."""
     lines = []
     engines = summary.get("engines", {})

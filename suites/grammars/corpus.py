@@ -50,6 +50,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
+from harness.records import RunMeta
 
 __all__ = ["CASES_DIR", "FAMILIES", "GrammarCase", "CorpusError", "case_files", "gbnf_literal",
            "lark_literal", "load_file", "regex_escape"]
@@ -92,7 +93,7 @@ class GrammarCase:
     #: size of the injected alternation (``[inject]``), None without one
     size: int | None = None
     hand_written: int = 0
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: RunMeta = field(default_factory=dict)
 
     def payload(self) -> dict[str, Any]:
         """What a job needs (no file access in the worker)."""

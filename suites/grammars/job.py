@@ -36,11 +36,12 @@ from typing import Any
 from harness.measure import adapters, outcomes, reachability
 from harness.measure.dialect import ConstructProbe
 from harness.measure.replay import ACCEPTED, replay
+from harness.records import InstanceRecord, JobPayload, Record
 
 __all__ = ["run_grammar_job"]
 
 
-def run_grammar_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
+def run_grammar_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     """Run one (grammar case, engine) job to its record."""
     from engines.base import CompileError, allocate_bitmask, one_line
     from harness.measure.languages import ReaderError
@@ -48,7 +49,7 @@ def run_grammar_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dic
 
     case, eng = job["case"], job["engine"]
     g = case["grammar"]
-    record: dict[str, Any] = {"engine": eng["label"], "case_id": case["case_id"],
+    record: Record = {"engine": eng["label"], "case_id": case["case_id"],
                               "suite": case["suite"], "subset": case["subset"],
                               "family": g["family"]}
     if g.get("size") is not None:
@@ -67,11 +68,11 @@ def run_grammar_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dic
         record.update(outcome=outcomes.BAD_INPUT, error=f"{case['case_id']}: {e}",
                       busy_ns=time.perf_counter_ns() - t_busy)
         return record
-    instances: list[dict[str, Any]] = []
+    instances: list[InstanceRecord] = []
     for item in case["instances"]:
         text = item["text"]
         verdict = target.verdict(text)
-        inst: dict[str, Any] = {"index": item["index"], "label": item["label"], "truth": verdict,
+        inst: InstanceRecord = {"index": item["index"], "label": item["label"], "truth": verdict,
                                 "expected": item["label"] if verdict is None else verdict,
                                 "text": text}
         if verdict is not None and verdict != item["label"]:

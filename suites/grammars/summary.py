@@ -28,6 +28,7 @@ import numpy as np
 
 from harness.analysis import rejects
 from harness.measure import outcomes
+from harness.records import Record, RunMeta, Summary
 
 __all__ = ["construct_alone", "dialect_findings", "dialect_not_explained", "false_accepts",
            "false_rejects", "family_table", "reject_kinds_by_engine", "size_series",
@@ -45,7 +46,7 @@ KINDS_NOTE = ("rej kinds c/t/u: of the false rejects, valid texts the engine can
               "is accepted / undecided")
 
 
-def _grammar_records(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def _grammar_records(records: Iterable[Record]) -> list[dict[str, Any]]:
     """Records of grammar cases. A job that died (timeout, OOM, crash) leaves a record the
     runner wrote, without ``family``: it takes the family its case has in the other
     engines' records, so a death still counts against coverage."""
@@ -56,7 +57,7 @@ def _grammar_records(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                                                     and r.get("outcome") in outcomes.DEATHS)]
 
 
-def family_table(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def family_table(records: Iterable[Record]) -> list[dict[str, Any]]:
     """One row per (family, engine), families in corpus order, engines as they ran."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in _grammar_records(records):
@@ -102,7 +103,7 @@ def family_table(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def size_series(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+def size_series(records: Iterable[Record]) -> dict[str, dict[str, dict[str, Any]]]:
     """Compile time against the size of an injected alternation (``[inject]`` cases, e.g.
     the SQL grammar at 10, 100 and 1,000 columns): ``{file: {engine: {size: ms}}}`` with
     ms = TTFM of the case at that size (None where it did not compile)."""
@@ -117,7 +118,7 @@ def size_series(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[s
     return {k: dict(v) for k, v in out.items()}
 
 
-def translation_findings(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def translation_findings(records: Iterable[Record]) -> list[dict[str, Any]]:
     """Every text on which a translation's reader disagrees with the ground truth, once per
     (case, dialect, text): from replays (the engine's own form) and from fuzz outputs
     (every form, on every engine's outputs)."""
@@ -140,7 +141,7 @@ def translation_findings(records: Iterable[dict[str, Any]]) -> list[dict[str, An
     return out
 
 
-def dialect_findings(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def dialect_findings(records: Iterable[Record]) -> list[dict[str, Any]]:
     """Engine verdicts that differ from the ground truth on a ``dialect_sensitive`` case
     and that the flagged construct, tested alone through the engine, explains (``chars``:
     the text's characters the engine's construct reads otherwise than Python's, each with
@@ -151,7 +152,7 @@ def dialect_findings(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             for r in _grammar_records(records) for d in r.get("dialect", ())]
 
 
-def dialect_not_explained(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def dialect_not_explained(records: Iterable[Record]) -> list[dict[str, Any]]:
     """Verdicts on a ``dialect_sensitive`` case that differ from the ground truth but that
     the flagged construct, tested alone, does not explain: ordinary false rejects or
     accepts of the engine (counted as such), listed with the probe's reason."""
@@ -168,7 +169,7 @@ def dialect_not_explained(records: Iterable[dict[str, Any]]) -> list[dict[str, A
     return out
 
 
-def _wrong_instances(records: Iterable[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+def _wrong_instances(records: Iterable[Record], kind: str) -> list[dict[str, Any]]:
     """Instances of finished jobs whose replay is a ``kind`` (``false_accept`` or
     ``false_reject``) against the ground truth, with engine, case, form and text."""
     out = []
@@ -189,13 +190,13 @@ def _wrong_instances(records: Iterable[dict[str, Any]], kind: str) -> list[dict[
     return out
 
 
-def false_accepts(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def false_accepts(records: Iterable[Record]) -> list[dict[str, Any]]:
     """Every confirmed false accept: an instance the ground truth calls invalid that the
     engine accepted (EOS included), with the text as its witness."""
     return _wrong_instances(records, "false_accept")
 
 
-def false_rejects(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def false_rejects(records: Iterable[Record]) -> list[dict[str, Any]]:
     """Every false reject: a valid instance the engine refused (where, how, and its kind:
     ``reject_kind``, with ``reachable_tokens`` for ``tokenization``)."""
     return _wrong_instances(records, "false_reject")
@@ -243,7 +244,7 @@ def _short(text: str, n: int = 60) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def summary_block(summary: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]],
+def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
                   run_dir: Path | None = None) -> str | None:
     """Add ``summary["grammars"]`` (table, size series, findings); write ``grammars.json``
     into ``run_dir``; return console text (None when the run holds no grammar records)."""
@@ -318,8 +319,8 @@ def construct_alone(chars: dict[str, Any] | None) -> str:
         ", …" if len(chars) > 6 else "") + ")"
 
 
-def translation_block(summary: dict[str, Any], meta: dict[str, Any],
-                      records: list[dict[str, Any]], run_dir: Path | None = None) -> str | None:
+def translation_block(summary: Summary, meta: RunMeta,
+                      records: list[Record], run_dir: Path | None = None) -> str | None:
     """For ``fuzz`` / ``mask-diff`` on the grammar corpus: the translation findings on the
     engines' outputs (``summary["grammar_translation"]``); None when none were checked."""
     if not any(r.get("form") not in (None, "json-schema") for r in records):

@@ -17,19 +17,20 @@ from typing import Any, Iterable
 
 from harness.measure import outcomes
 from harness.report.text import md_cell
+from harness.records import InstanceRecord, Record, RunMeta, Summary
 
 #: The suite whose records these views read (a report may hold runs of other suites).
 JSTS_SUITE = "json-schema-test-suite"
 _COMPILED = (outcomes.PASSING, outcomes.VALIDATION_ERROR, outcomes.INVALIDATION_ERROR)
 
 
-def _accepted(inst: dict[str, Any], primary: str) -> bool | None:
+def _accepted(inst: InstanceRecord, primary: str) -> bool | None:
     res = inst.get("results", {})
     r = res.get("text", res.get(primary))
     return None if r is None else r.get("status") == "accepted"
 
 
-def _engines(records: list[dict[str, Any]], engines: Iterable[str] | None) -> list[str]:
+def _engines(records: list[Record], engines: Iterable[str] | None) -> list[str]:
     if engines is not None:
         return list(engines)
     return list(dict.fromkeys(r["engine"] for r in records))
@@ -40,7 +41,7 @@ KEYWORD_FIELDS = ("instances", "passed", "false_accept", "false_reject", "compil
                   "died", "unserialisable", "died_groups")
 
 
-def keyword_table(records: Iterable[dict[str, Any]], primary: str = "ascii",
+def keyword_table(records: Iterable[Record], primary: str = "ascii",
                   engines: Iterable[str] | None = None,
                   sizes: dict[str, int] | None = None) -> dict[str, dict[str, dict[str, dict[str, int]]]]:
     """``{draft: {keyword: {engine: {instances, passed, false_accept, false_reject,
@@ -167,7 +168,7 @@ def render_keyword_text(table: dict[str, dict[str, dict[str, dict[str, int]]]]) 
 
 
 # ------------------------------------------------------------------------- run hook
-def case_sizes(meta: dict[str, Any] | None) -> dict[str, int] | None:
+def case_sizes(meta: RunMeta | None) -> dict[str, int] | None:
     """case id → number of instances, from the run's suite rebuilt from its stored
     configuration (None when the corpus is not at hand any more)."""
     if not meta:
@@ -183,7 +184,7 @@ def case_sizes(meta: dict[str, Any] | None) -> dict[str, int] | None:
         return None
 
 
-def keywords_block(summary: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]],
+def keywords_block(summary: Summary, meta: RunMeta, records: list[Record],
                    run_dir: Path | None = None) -> str | None:
     """The JSON-Schema-Test-Suite's block: writes ``keywords.json`` into ``run_dir`` (if
     given) and returns the keyword pass rates as console text."""

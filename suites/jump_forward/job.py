@@ -45,6 +45,7 @@ from typing import Any, Callable
 import numpy as np
 
 from harness.measure import outcomes
+from harness.records import JobPayload, Record
 
 __all__ = ["CLASSES", "classify_step", "conflicts_with", "noncanonical", "run_jump_forward_job",
            "simulate"]
@@ -234,7 +235,7 @@ class _Oracle:
         return self.run(check, "viability")
 
 
-def run_jump_forward_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
+def run_jump_forward_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     from engines.base import CompileError, allocate_bitmask, one_line
     from harness.measure import adapters
     from harness.measure.target import target_for

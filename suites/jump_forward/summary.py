@@ -44,6 +44,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+from harness.records import Record, RunMeta, Summary
 
 __all__ = ["HEADER", "NOT_MEASURED", "jump_forward_rows", "summary_block", "table_rows"]
 
@@ -133,7 +134,7 @@ def _row(engine: str, subset: str, a: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def jump_forward_rows(records: list[dict[str, Any]]) -> dict[str, Any]:
+def jump_forward_rows(records: list[Record]) -> dict[str, Any]:
     """``{"rows", "not_measured", "evidence"}``: one row per (engine, subset) plus one per
     engine over all subsets (``subset == "all"``), sorted by engine then subset;
     ``not_measured``: engines without a jump-forward API (or with no schema compiled),
@@ -217,7 +218,7 @@ def _table(header: list[str], body: list[list[str]]) -> list[str]:
     return out
 
 
-def summary_block(summary: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]],
+def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
                   run_dir: Path | None = None) -> str | None:
     """``summary["jump_forward"]`` and ``jump_forward.json`` in the run folder; console
     text (None when the run holds no jump-forward records)."""

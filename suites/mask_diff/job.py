@@ -49,6 +49,7 @@ from harness.measure import outcomes, reachability
 from harness.measure.tokens.maskops import digest, has_bit, raw_digest, seed_for, token_classes
 from harness.measure.tokens.rollback import rollback_checks
 from suites.mask_diff.options import resolve
+from harness.records import CasePayload, JobPayload, Record
 
 MAX_IDS = 8           # ids kept per diff side (the counts are exact)
 MAX_DIFFS = 200       # diff steps kept per instance (``diffs_total``, ``counts``: all)
@@ -69,7 +70,7 @@ def _complete(raw: bytes, target) -> tuple[bool | None, str | None]:
     return r["valid"], r.get("why")
 
 
-def _pick_instances(case: dict[str, Any], target, primary: str, k: int) -> list[dict[str, Any]]:
+def _pick_instances(case: CasePayload, target, primary: str, k: int) -> list[dict[str, Any]]:
     """The first ``k`` instances the ground truth calls valid, with the text to replay
     (a grammar case's instances are texts; a schema's, values serialised as ``primary``)."""
     from harness.measure.replay import SERIALIZATIONS
@@ -102,7 +103,7 @@ def _pick_instances(case: dict[str, Any], target, primary: str, k: int) -> list[
     return out
 
 
-def run_mask_diff_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
+def run_mask_diff_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     from engines.base import CompileError, allocate_bitmask, one_line
     from harness.measure.target import target_for
     from harness.measure.tokens.oracle import ORACLE_LABEL, ORACLE_OPTIONS, Budget, OracleTimeout, oracle_adapter
@@ -111,7 +112,7 @@ def run_mask_diff_job(job: dict[str, Any], phase=lambda p, info=None: None) -> d
     case, eng = job["case"], job["engine"]
     o = resolve(job.get("options"))
     primary = job.get("primary", "ascii")
-    record: dict[str, Any] = {"engine": eng["label"], "case_id": case["case_id"],
+    record: Record = {"engine": eng["label"], "case_id": case["case_id"],
                               "suite": case["suite"], "subset": case["subset"],
                               "schema_text": case["schema_text"], "token_options": o}
     t_busy = time.perf_counter_ns()

@@ -16,6 +16,7 @@ from harness.report.model import Figure, Para, ReportContext, Section, Table
 from harness.report.plots import figure_png, pyplot
 from suites.mask_diff import summary as tsum
 from harness.measure.tokens.findings import run_findings
+from harness.records import Record
 
 #: findings listed per run in the report, at most PER_KIND per (engine, kind); all are in
 #: the records and ``harness explain RUN CASE --list`` lists them
@@ -43,7 +44,7 @@ def _tok(vocab, tid: int | None) -> str:
     return f"{tid} {vocab.tokens[tid]!r}" if vocab is not None else str(tid)
 
 
-def _findings_table(run, recs: list[dict[str, Any]], vocab) -> list:
+def _findings_table(run, recs: list[Record], vocab) -> list:
     found = run_findings(recs)
     if not found:
         return [Para("No findings.")]

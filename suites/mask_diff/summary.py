@@ -46,23 +46,24 @@ import numpy as np
 import engines
 from harness.measure import outcomes
 from suites.mask_diff.options import DEFAULTS
+from harness.records import Record, RunMeta, Summary
 
 ORACLE = engines.ORACLE
 
 
-def _md_records(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def _md_records(records: Iterable[Record]) -> list[dict[str, Any]]:
     return [r for r in records if r.get("instances") and "mask_diff" in r["instances"][0]
             and r["outcome"] not in outcomes.DEATHS]
 
 
-def _k(records: list[dict[str, Any]], default: int | None = None) -> int:
+def _k(records: list[Record], default: int | None = None) -> int:
     for r in records:
         if r.get("token_options", {}).get("tight_k"):
             return int(r["token_options"]["tight_k"])
     return int(default or DEFAULTS["tight_k"])
 
 
-def mask_diff_block(recs: list[dict[str, Any]]) -> dict[str, Any]:
+def mask_diff_block(recs: list[Record]) -> dict[str, Any]:
     c: Counter = Counter()
     wit: Counter = Counter()
     owit: Counter = Counter()
@@ -107,7 +108,7 @@ def mask_diff_block(recs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def eos_rollback_block(recs: list[dict[str, Any]]) -> dict[str, Any]:
+def eos_rollback_block(recs: list[Record]) -> dict[str, Any]:
     c: Counter = Counter()
     for r in recs:
         for inst in r["instances"]:
@@ -131,7 +132,7 @@ def tightness_of(sizes: np.ndarray, k: int) -> dict[str, Any]:
             "median_size": float(np.median(sizes)) if sizes.size else None}
 
 
-def sizes_by(records: list[dict[str, Any]]) -> dict[str, dict[tuple[str, int, int], tuple[str, int]]]:
+def sizes_by(records: list[Record]) -> dict[str, dict[tuple[str, int, int], tuple[str, int]]]:
     """engine → (case, instance, step) → (subset, allowed-set size); ``reference`` holds the
     oracle's sizes (taken once per instance)."""
     out: dict[str, dict[tuple[str, int, int], tuple[str, int]]] = {}
@@ -184,7 +185,7 @@ def tightness_pairs(sizes: dict[str, dict], k: int) -> list[dict[str, Any]]:
     return out
 
 
-def no_oracle_pairs(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def no_oracle_pairs(records: list[Record]) -> list[dict[str, Any]]:
     """Engines compared with each other, by allowed-set digest, where no oracle ran."""
     dig: dict[str, dict[tuple[str, int, int], str]] = {}
     for r in records:
@@ -205,7 +206,7 @@ def no_oracle_pairs(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def summary_block(summary: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]],
+def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
                   run_dir: Any = None) -> str | None:
     """Add the blocks above to ``summary`` (in place); return console text, or None when
     the run holds no mask-diff records."""
@@ -233,7 +234,7 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"
 
 
-def render_text(summary: dict[str, Any]) -> str:
+def render_text(summary: Summary) -> str:
     """Console table: one row per engine (mask diff, EOS/rollback, tightness)."""
     lines = []
     md = {l: e for l, e in summary.get("engines", {}).items() if "mask_diff" in e}

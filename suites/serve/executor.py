@@ -25,9 +25,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from harness.config import RunConfig
 from harness.execution.executor import ExecutorError, Job
 from harness.measure import outcomes
 from harness.store.run_store import RunStore
+from harness.records import Record
 
 log = logging.getLogger("harness")
 
@@ -109,13 +111,13 @@ class _Target:
 class ServeExecutor:
     """Runs the serve suite's request jobs (see the module's docstring)."""
 
-    def __init__(self, store: RunStore, config: dict[str, Any],
+    def __init__(self, store: RunStore, config: RunConfig,
                  on_record: Callable[[dict[str, Any]], None] = lambda r: None) -> None:
         from suites.serve.options import DEFAULTS
 
         self.store = store
         self.config = config
-        self.o = {k: config.get(k, v) for k, v in DEFAULTS.items()}
+        self.o = {**DEFAULTS, **{k: v for k, v in config.options.items() if k in DEFAULTS}}
         self.on_record = on_record
         self.target: _Target | None = None
         self.servers: list[dict[str, Any]] = []
@@ -173,13 +175,13 @@ class ServeExecutor:
         if not hasattr(cls, "server_command"):
             raise ExecutorError(f"engine {engine['label']} has no server to launch; the serve "
                                 "suite launches serving engines (harness engines lists them)")
-        if self.config.get("tokenizer") != "llama3":
+        if self.config.tokenizer != "llama3":
             raise ExecutorError(f"launched servers load the Llama-3 tokenizer the harness writes; "
                                 f"run the serve suite with --tokenizer llama3, not "
-                                f"{self.config.get('tokenizer')!r}")
+                                f"{self.config.tokenizer!r}")
         env = engine.get("env")
         python = str(environment(env).python()) if env else sys.executable
-        model_dir = str(write_hf_model(self.o["model"], load_vocabulary(self.config["tokenizer"]),
+        model_dir = str(write_hf_model(self.o["model"], load_vocabulary(self.config.tokenizer),
                                        cache_root() / "models"))
         options = cls.configs[engine["config"]]
         safe = engine["label"].replace(":", "-").replace("@", "-").replace("/", "-")
@@ -219,7 +221,7 @@ class ServeExecutor:
             path.write_text(json.dumps(self.servers, indent=1))
 
     # -- records -----------------------------------------------------------------------
-    def _append(self, rec: dict[str, Any]) -> None:
+    def _append(self, rec: Record) -> None:
         self.store.append(rec)
         self.on_record(rec)
 
@@ -365,7 +367,7 @@ class ServeExecutor:
         from harness.vocab import load_vocabulary
 
         if self._vocab is None:
-            self._vocab = load_vocabulary(self.config.get("tokenizer") or "llama3")
+            self._vocab = load_vocabulary(self.config.tokenizer)
         return schema_excerpt(self._vocab, schema_text)
 
     def _run_stream(self, jobs: list[Job]) -> None:

@@ -38,6 +38,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from harness.measure import figures
+from harness.records import Record, RunMeta, Summary
 
 HEADLINE = ("request_throughput", "output_throughput", "ttft", "tpot", "itl", "e2el")
 #: Two streamed tokens read less than this apart (ms) came in one network read: the client
@@ -74,7 +75,7 @@ def per_token_resolved(x: dict[str, Any]) -> bool:
     return 2 * sum(1 for g in gaps if g < BUNCHED_MS) <= len(gaps)
 
 
-def is_verdict_unit(record: dict[str, Any]) -> bool:
+def is_verdict_unit(record: Record) -> bool:
     """The serve suite's verdict counts the constrained requests of its streams: not the
     unconstrained twin stream, not a mix stream's plain requests, not the canaries (each
     has its own line in the headline)."""
@@ -105,7 +106,7 @@ def goodput_failure(x: dict[str, Any], slo_ttft_ms: float | None,
     return None
 
 
-def stream_metrics(records: list[dict[str, Any]], slo_ttft_ms: float | None = None,
+def stream_metrics(records: list[Record], slo_ttft_ms: float | None = None,
                    slo_tpot_ms: float | None = None) -> dict[str, Any]:
     """The metrics above for one stream's records (its canary excluded)."""
     s = [r["serve"] for r in records if r.get("serve") and not r["serve"].get("canary")]
@@ -178,7 +179,7 @@ def ratios(c: dict[str, Any], u: dict[str, Any]) -> tuple[dict[str, Any], dict[s
     return out, why
 
 
-def serve_block(records: Iterable[dict[str, Any]], config: dict[str, Any]) -> dict[str, Any]:
+def serve_block(records: Iterable[Record], config: dict[str, Any]) -> dict[str, Any]:
     """``{row: {stream: {"constrained": metrics, "unconstrained": metrics, "ratio": {...},
     "ratio_why": {...}, "canary": {...}}}}``."""
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -217,7 +218,7 @@ def canary_summary(s: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def headline_extra(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+def headline_extra(records: list[Record], meta: RunMeta) -> dict[str, Any]:
     """The serve suite's own headline figures per engine row: its units are constrained
     requests (``requests``), from ``schemas`` distinct schemas (or grammar cases); the HTTP
     200 outputs among them (``outputs``) and those that break the constraint
@@ -251,7 +252,7 @@ def headline_extra(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[
     return out
 
 
-def versions_block(meta: dict[str, Any]) -> dict[str, Any]:
+def versions_block(meta: RunMeta) -> dict[str, Any]:
     """Engine versions each launched server's environment holds, beside the harness's own
     (standalone) ones."""
     from importlib.metadata import PackageNotFoundError, version
@@ -273,7 +274,7 @@ def versions_block(meta: dict[str, Any]) -> dict[str, Any]:
     return {"standalone": own, "servers": servers}
 
 
-def summary_block(summary: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]],
+def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
                   run_dir: Any = None) -> str | None:
     """Adds ``summary["serve"]`` (streams, versions, servers) and returns the console text."""
     import json

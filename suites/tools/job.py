@@ -37,6 +37,7 @@ import numpy as np
 
 from harness.measure import adapters, outcomes
 from harness.measure.replay import replay
+from harness.records import CasePayload, JobPayload, Record
 
 __all__ = ["run_tools_job"]
 
@@ -60,7 +61,7 @@ def call_spans(tokens: list[int], token_bytes, spans: list[tuple[int, int]]) -> 
     return out
 
 
-def run_tools_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
+def run_tools_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     """Run one (tools case, engine) job to its record."""
     from engines.base import CompileError, allocate_bitmask, one_line
     from engines.base import ToolSpec
@@ -146,7 +147,7 @@ def run_tools_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[
     return record
 
 
-def _fuzz(grammar, truth, spec, case: dict[str, Any], vocab, bitmask: np.ndarray, walks: int,
+def _fuzz(grammar, truth, spec, case: CasePayload, vocab, bitmask: np.ndarray, walks: int,
           budget: int) -> dict[str, Any]:
     from harness.measure.tokens.maskops import seed_for, token_classes
     from harness.measure.tokens.policy import DONE, walk, schema_names

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from harness.measure.outcomes import instance_outcome
+from harness.records import InstanceRecord, Record, RunMeta, Summary
 
 __all__ = ["COMPILE_HEADER", "ENGINE_HEADER", "compile_rows", "engine_rows", "summary_block"]
 
@@ -49,7 +50,7 @@ def _median(xs: list[float]) -> float | None:
     return float(np.median(xs)) if xs else None
 
 
-def compile_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def compile_rows(records: list[Record]) -> list[dict[str, Any]]:
     """One row per (engine, number of tools): medians over its cases, ms."""
     by: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     for r in records:
@@ -74,7 +75,7 @@ def compile_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _split_tbm(inst: dict[str, Any]) -> tuple[list[int], list[int]]:
+def _split_tbm(inst: InstanceRecord) -> tuple[list[int], list[int]]:
     ns = (inst.get("results", {}).get("text") or {}).get("mask_ns") or []
     inside = set()
     for a, b in inst.get("call_spans") or ():
@@ -84,7 +85,7 @@ def _split_tbm(inst: dict[str, Any]) -> tuple[list[int], list[int]]:
     return text, call
 
 
-def engine_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def engine_rows(records: list[Record]) -> list[dict[str, Any]]:
     """One row per engine: verdicts, TBM by segment and the fuzz walks over all its cases."""
     by: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
@@ -173,7 +174,7 @@ def _text_table(header: list[str], body: list[list[str]]) -> list[str]:
     return [line(header), *(line(b) for b in body)]
 
 
-def summary_block(summary: dict[str, Any], meta: dict[str, Any], records: list[dict[str, Any]],
+def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
                   run_dir: Path | None = None) -> str | None:
     """``summary["tools"]`` and ``tools.json`` in the run folder; console text (None when
     the run holds no tools records)."""

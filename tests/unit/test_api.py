@@ -84,7 +84,7 @@ def test_run_in_process(tmp_path):
                     results=tmp_path / "results", reports=tmp_path / "reports")
     assert isinstance(r, harness.Run) and r.path.parent == tmp_path / "results"
     s = r.summary()
-    assert s["format"] == 1 and s["engines"]["null"]["status"] == "run"
+    assert s["format"] == 2 and s["engines"]["null"]["status"] == "run"
     assert sum(s["engines"]["null"]["outcomes"].values()) == 3
     df = r.records()
     assert len(df) == 3 and set(df["case_id"]) == {p.name for p in data.iterdir()}
@@ -118,3 +118,31 @@ def test_every_command_is_a_library_function(tmp_path):
         harness.gate(tmp_path / "nope" / "base.json", r.path)
     assert len(str(pytest.raises(harness.InputError, harness.summarize,
                                  tmp_path / "no-run").value).splitlines()) == 1
+
+
+def test_a_summary_of_an_older_format_is_rebuilt_from_the_records(tmp_path):
+    """summary.json version 1 (before the headline) is not read as it is: the reader
+    rebuilds it from records.jsonl, the source of truth, in the current format."""
+    from harness.records import SUMMARY_FORMAT
+
+    rec = {"engine": "null", "case_id": "a.json", "subset": "x", "outcome": "passing",
+           "format": RECORD_FORMAT}
+    run = _run_folder(tmp_path, records=[rec])
+    (run / "summary.json").write_text(json.dumps({"format": 1, "engines": {}}))
+    s = harness.Run(run).summary()
+    assert s["format"] == SUMMARY_FORMAT and s["headline"]["engines"]["null"]["n"] == 1
+
+
+def test_the_store_writes_records_only(tmp_path):
+    """A record missing a key every record has, or holding a core key of the wrong type, is
+    refused in one line before anything is written; the earlier records stay whole."""
+    store = RunStore.create(tmp_path, "run", {"config": {}, "sessions": []})
+    store.append({"engine": "e", "case_id": "a", "outcome": "passing", "ttfm_ns": 5})
+    for bad, says in (({"engine": "e", "outcome": "passing"}, "'case_id' missing"),
+                      ({"engine": "e", "case_id": "b", "outcome": "passing", "ttfm_ns": "5"},
+                       "'ttfm_ns' is str, not int or float")):
+        with pytest.raises(StoreError, match=says) as e:
+            store.append(bad)
+        assert "\n" not in str(e.value)
+    store.close()
+    assert [r["case_id"] for r in RunStore.open_readonly(tmp_path / "run").records()] == ["a"]

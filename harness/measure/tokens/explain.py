@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from harness.records import Record, RunMeta
 
 __all__ = ["ExplainError", "explain"]
 
@@ -117,7 +118,7 @@ def _bytes(vocab, tid: int) -> str:
     return repr(vocab.tokens[tid])
 
 
-def _print_record(out: list[str], f: dict[str, Any], rec: dict[str, Any], total: int, n: int,
+def _print_record(out: list[str], f: dict[str, Any], rec: Record, total: int, n: int,
                   full: bool, vocab) -> None:
     from harness.measure.tokens.findings import DESCRIPTIONS
 
@@ -183,7 +184,7 @@ def _first_refused(g, toks: list[int], bm) -> int | None:
     return None
 
 
-def _replay(out: list[str], f: dict[str, Any], rec: dict[str, Any], meta: dict[str, Any],
+def _replay(out: list[str], f: dict[str, Any], rec: Record, meta: RunMeta,
             vocab) -> None:
     """Replay the sequence through every engine of the run and the oracle; print what each
     allowed at the step where it went wrong and whether the record's claim is reproduced."""

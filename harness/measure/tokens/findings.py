@@ -21,6 +21,7 @@ token concerned. Kinds, most severe first:
 from __future__ import annotations
 
 from typing import Any, Iterable
+from harness.records import Record
 
 #: unconfirmed under- and over-constrained steps listed per instance (all are counted in
 #: the summary; these are examples)
@@ -143,7 +144,7 @@ def record_findings(r: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def run_findings(records: Iterable[dict[str, Any]], case: str | None = None,
+def run_findings(records: Iterable[Record], case: str | None = None,
                  engine: str | None = None) -> list[dict[str, Any]]:
     """Findings of every record (or of one case / engine), most severe first."""
     out = []

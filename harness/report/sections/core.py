@@ -19,6 +19,7 @@ from harness.report.model import (Block, Bullets, Fields, Figure, Para, ReportCo
 from harness.report.plots import (OUTCOME_COLORS, _cdf_figure, _styles, figure_png,
                                   pyplot, tbm_us, ttfm_ms)
 from harness.report.text import fmt, plot_text, ratio, short
+from harness.records import Summary
 
 def _engine_line(e: dict[str, Any]) -> str:
     state = "" if e.get("status") == "run" else f" — not run: {e.get('reason')}"
@@ -104,7 +105,7 @@ def sec_verdict(ctx: ReportContext) -> Section:
     return Section("Verdict", blocks)
 
 
-def _tradeoff_figure(summary: dict[str, Any]) -> Figure | None:
+def _tradeoff_figure(summary: Summary) -> Figure | None:
     """Coverage against soundness, one marker per engine sized by its TBM p99 (suites whose
     records hold token replays)."""
     hl = summary["headline"]
