@@ -24,14 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from engines.base import (
+from engines.bitmask import bitmask_words, check_bitmask
+from engines.protocol import (
     CompiledGrammar,
     CompileError,
     EngineAdapter,
     EngineUnavailable,
     Matcher,
-    bitmask_words,
-    check_bitmask,
     one_line,
 )
 from harness.vocab import Vocabulary

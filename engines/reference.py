@@ -10,7 +10,7 @@ The engine is pure Python + numpy and exact by construction (see
 - A rejected token makes the matcher dead until :meth:`reset`: ``fill_mask`` writes
   zeros, ``eos_allowed`` is False and ``rollback`` raises ValueError.
 - Compile errors (unsupported keyword, remote ``$ref``, empty language, ...) are
-  :class:`~engines.base.CompileError` with the engine's one-line message.
+  :class:`~engines.protocol.CompileError` with the engine's one-line message.
 
 Configurations: ``default`` (flexible whitespace, at most 32 characters per gap;
 properties in any order with per-object key tracking; up to 1 s of the compile spent
@@ -31,8 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from engines.base import CompiledGrammar, CompileError, EngineAdapter, Matcher, bitmask_words, one_line
-from engines.base import byte_token_ids, encode_exact, utf8_complete
+from engines.bitmask import bitmask_words
+from engines.protocol import CompiledGrammar, CompileError, EngineAdapter, Matcher, one_line
+from engines.token_bytes import byte_token_ids, encode_exact, utf8_complete
 from harness.vocab import Vocabulary
 
 _DEFAULTS: dict[str, Any] = {"whitespace": "flexible", "max_ws": 32, "separators": None,

@@ -38,14 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from engines.base import (
-    CompiledGrammar,
-    CompileError,
-    EngineAdapter,
-    Matcher,
-    bitmask_words,
-    check_rollback,
-)
+from engines.bitmask import bitmask_words
+from engines.protocol import CompiledGrammar, CompileError, EngineAdapter, Matcher, check_rollback
 from harness.vocab import Vocabulary
 
 FAULTY_MODES = ("crash", "hang", "gil_hang", "oom", "exit", "compile_error", "reject_all", "accept_all",

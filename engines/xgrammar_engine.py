@@ -39,16 +39,15 @@ from typing import Any
 
 import numpy as np
 
-from engines.base import (
-    BatchFiller,
+from engines.batch import BatchFiller
+from engines.bitmask import bitmask_words, check_bitmask
+from engines.protocol import (
     CachedCompiler,
     CompiledGrammar,
     CompileError,
     EngineAdapter,
     EngineUnavailable,
     Matcher,
-    bitmask_words,
-    check_bitmask,
     check_rollback,
     one_line,
 )
