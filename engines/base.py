@@ -5,6 +5,8 @@ The protocol lives in modules named by what they hold; import from them:
 - :mod:`engines.protocol`: ``EngineAdapter``, ``CompiledGrammar``, ``Matcher``,
   ``CompileError``, ``EngineUnavailable``, ``CachedCompiler``, ``one_line``,
   ``check_rollback``;
+- :mod:`engines.matcher`: ``TemplateMatcher`` (the dead flag, the stop-id commit and the
+  bitmask binding the built-in adapters share) and ``BoundMatcher``;
 - :mod:`engines.batch`: ``BatchFiller``, ``default_fill_threads``;
 - :mod:`engines.bitmask`: ``bitmask_words``, ``allocate_bitmask``, ``check_bitmask``;
 - :mod:`engines.token_bytes`: ``encode_exact``, ``byte_token_ids``, ``utf8_complete``;

@@ -13,7 +13,9 @@ Beside them: the two errors an adapter raises (:class:`CompileError`,
 :class:`EngineUnavailable`), :class:`CachedCompiler` (an engine's own compile cache) and
 the helpers every adapter uses (:func:`one_line`, :func:`check_rollback`). The bitmask
 layout is :mod:`engines.bitmask`'s; batch fills are :mod:`engines.batch`; the tool-call
-request model is :mod:`engines.tool_calls`.
+request model is :mod:`engines.tool_calls`; :mod:`engines.matcher` holds the template
+matcher the built-in adapters derive from (the dead flag, the stop-id commit, the bitmask
+binding), which a third-party adapter may use too.
 
 Every quirk of an engine is absorbed inside its adapter (``docs/engines.md`` lists
 them): a rejected token is ``commit() -> False`` with the matcher left unusable for that
@@ -67,6 +69,9 @@ class Matcher(abc.ABC):
     A matcher is used from one thread at a time. Once :meth:`commit` has returned False the
     matcher is *dead*: every later :meth:`commit` returns False, :meth:`eos_allowed`
     returns False, and only :meth:`reset` brings it back.
+
+    :class:`engines.matcher.TemplateMatcher` keeps this contract (the dead flag, stop ids,
+    rollback counts, the bitmask check) around a few steps on an engine's own matcher.
     """
 
     @abc.abstractmethod
@@ -146,8 +151,8 @@ class Matcher(abc.ABC):
 
     def draft_stop_ids(self) -> frozenset[int]:
         """The stop ids that end a draft in :meth:`validate_draft`'s default: the
-        matcher's ``_stop`` set, where the built-in adapters keep them; a matcher that
-        keeps them elsewhere overrides this."""
+        matcher's ``_stop`` set, where :class:`engines.matcher.TemplateMatcher` keeps
+        them; a matcher that keeps them elsewhere overrides this."""
         stops = getattr(self, "_stop", None)
         if stops is None:
             raise NotImplementedError(f"{type(self).__name__}: override draft_stop_ids()")
@@ -165,7 +170,8 @@ class Matcher(abc.ABC):
         clear bit or after a stop token (:meth:`draft_stop_ids`: committing a stop token
         changes no state, so the tokens after it would otherwise be judged as if it had
         not been there), then rolls the committed tokens back. The scratch bitmask has
-        the matcher's ``_words`` words. Engines with a draft API override this.
+        the matcher's ``_words`` words (as :class:`engines.matcher.BoundMatcher` keeps
+        them). Engines with a draft API override this.
 
         Raises
         ------

@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 
 from engines.bitmask import bitmask_words
-from engines.protocol import CompiledGrammar, CompileError, EngineAdapter, Matcher, one_line
+from engines.matcher import BoundMatcher
+from engines.protocol import CompiledGrammar, CompileError, EngineAdapter, one_line
 from engines.token_bytes import byte_token_ids, encode_exact, utf8_complete
 from harness.vocab import Vocabulary
 
@@ -111,25 +112,17 @@ def _forced_helper(trie) -> _Forced | None:
     return _FORCED[key]
 
 
-class ReferenceMatcher(Matcher):
-    __slots__ = ("_m", "_words", "_bm")
+class ReferenceMatcher(BoundMatcher):
+    """The engine's own matcher keeps the contract (dead flag, stop ids, rollback checks);
+    the adapter adds the bitmask binding (:class:`~engines.matcher.BoundMatcher`)."""
+
+    __slots__ = ("_m",)
 
     def __init__(self, m, words: int):
+        super().__init__(words)
         self._m = m
-        self._words = words
-        self._bm: np.ndarray | None = None
 
-    def _check(self, bitmask: np.ndarray) -> None:
-        if (bitmask.dtype != np.int32 or bitmask.ndim != 1
-                or not bitmask.flags["C_CONTIGUOUS"] or bitmask.size != self._words):
-            raise ValueError(
-                f"bitmask must be a C-contiguous 1-D int32 array of {self._words} words, "
-                f"got {bitmask.dtype} shape {bitmask.shape}")
-        self._bm = bitmask
-
-    def fill_mask(self, bitmask: np.ndarray) -> None:
-        if bitmask is not self._bm:
-            self._check(bitmask)
+    def _fill(self, bitmask: np.ndarray) -> None:
         self._m.fill_mask(bitmask)
 
     def commit(self, token_id: int) -> bool:

@@ -7,17 +7,24 @@ These helpers tokenise such bytes exactly and trim a trailing partial character.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from harness.vocab import Vocabulary
 
 __all__ = ["byte_token_ids", "encode_exact", "utf8_complete"]
 
 
-def encode_exact(vocab: Vocabulary, data: bytes) -> list[int]:
+def encode_exact(vocab: Vocabulary, data: bytes,
+                 missing_byte: Callable[[int], list[int]] | None = None) -> list[int]:
     """Token ids whose bytes are exactly ``data``: UTF-8 runs by ``vocab.encode`` (the
     canonical tokenisation), bytes that are not valid UTF-8 (a character split by a token
-    boundary) as their single-byte tokens."""
+    boundary) as their single-byte tokens (:func:`byte_token_ids`).
+
+    A byte without a single-byte token raises KeyError, unless ``missing_byte`` says which
+    ids stand for it (llguidance's tokenizer then encodes U+FFFD)."""
+    encode = vocab.encode
     try:
-        return vocab.encode(data.decode("utf-8"))
+        return encode(data.decode("utf-8"))
     except UnicodeDecodeError:
         pass
     byte_ids = byte_token_ids(vocab)
@@ -25,12 +32,16 @@ def encode_exact(vocab: Vocabulary, data: bytes) -> list[int]:
     pos = 0
     while pos < len(data):
         try:
-            out += vocab.encode(data[pos:].decode("utf-8"))
+            out += encode(data[pos:].decode("utf-8"))
             break
         except UnicodeDecodeError as e:
             if e.start:
-                out += vocab.encode(data[pos:pos + e.start].decode("utf-8"))
-            out += [byte_ids[b] for b in data[pos + e.start:pos + e.end]]
+                out += encode(data[pos:pos + e.start].decode("utf-8"))
+            for b in data[pos + e.start:pos + e.end]:
+                if missing_byte is None or b in byte_ids:
+                    out.append(byte_ids[b])
+                else:
+                    out += missing_byte(b)
             pos += e.end
     return out
 
