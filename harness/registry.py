@@ -29,7 +29,7 @@ import engines
 import suites
 
 if TYPE_CHECKING:
-    from engines.base import EngineAdapter
+    from engines.protocol import EngineAdapter
     from harness.vocab import Vocabulary
 
 __all__ = ["Registry", "RegistryError", "UnknownEngine", "EngineSpec", "ENGINES", "SUITES",

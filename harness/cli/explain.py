@@ -200,7 +200,8 @@ def _first_refused(g, toks: list[int], bm) -> int | None:
 def _replay(f: dict[str, Any], rec: dict[str, Any], meta: dict[str, Any], vocab) -> None:
     """Replay the sequence through every engine of the run and the oracle; print what each
     allowed at the step where it went wrong and whether the record's claim is reproduced."""
-    from engines.base import CompileError, allocate_bitmask
+    from engines.bitmask import allocate_bitmask
+    from engines.protocol import CompileError
     from harness.registry import EngineSpec
     from harness.measure.e2e.validate import check_output
     from harness.measure.groundtruth import GroundTruth

@@ -31,7 +31,8 @@ from harness.execution.executor import (BOARD_JOB, BOARD_LIMIT_FROM, BOARD_PHASE
 def run_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
     """Run one job to its record (outcome, TTFM, per-instance per-serialisation replays;
     each false reject of the primary or exact text with its ``reject_kind``)."""
-    from engines.base import CompileError, allocate_bitmask, one_line
+    from engines.bitmask import allocate_bitmask
+    from engines.protocol import CompileError, one_line
 
     case = job["case"]
     eng = job["engine"]
@@ -251,7 +252,7 @@ def worker_main(conn, memory_gib: float | None, log_path: str | None, board=None
                                          f"limit ({memory_gib} GiB)"}))
             return  # native engine state may be half-freed: start a fresh worker
         except Exception as e:
-            from engines.base import one_line
+            from engines.protocol import one_line
 
             conn.send(("died", {"outcome": outcomes.CRASH,
                                 "error": f"worker raised {one_line(e)}"}))

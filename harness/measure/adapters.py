@@ -11,7 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from engines.base import EngineAdapter
+    from engines.protocol import EngineAdapter
     from harness.vocab import Vocabulary
 
 _vocab: "Vocabulary | None" = None

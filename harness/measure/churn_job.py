@@ -22,7 +22,8 @@ __all__ = ["run_churn_job"]
 
 
 def run_churn_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
-    from engines.base import CompileError, allocate_bitmask, one_line
+    from engines.bitmask import allocate_bitmask
+    from engines.protocol import CompileError, one_line
 
     case = job["case"]
     req = case["request"]

@@ -42,7 +42,8 @@ __all__ = ["run_grammar_job"]
 
 def run_grammar_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
     """Run one (grammar case, engine) job to its record."""
-    from engines.base import CompileError, allocate_bitmask, one_line
+    from engines.bitmask import allocate_bitmask
+    from engines.protocol import CompileError, one_line
     from suites.grammars.languages import ReaderError
     from harness.measure.target import GrammarTarget
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engines.base import CompiledGrammar, CompileError, EngineAdapter
+from engines.protocol import CompiledGrammar, CompileError, EngineAdapter
 
 __all__ = ["GrammarTarget", "SchemaTarget", "Target", "target_for"]
 

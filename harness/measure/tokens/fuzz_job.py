@@ -32,7 +32,8 @@ from harness.measure.tokens.options import resolve
 
 
 def run_fuzz_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
-    from engines.base import CompileError, allocate_bitmask, one_line
+    from engines.bitmask import allocate_bitmask
+    from engines.protocol import CompileError, one_line
     from harness.measure.target import target_for
     from harness.measure.tokens.policy import DONE, RUNAWAY, walk
     from harness.measure import adapters

@@ -102,7 +102,8 @@ def _pick_instances(case: dict[str, Any], target, primary: str, k: int) -> list[
 
 
 def run_mask_diff_job(job: dict[str, Any], phase=lambda p, info=None: None) -> dict[str, Any]:
-    from engines.base import CompileError, allocate_bitmask, one_line
+    from engines.bitmask import allocate_bitmask
+    from engines.protocol import CompileError, one_line
     from harness.measure.target import target_for
     from harness.measure.tokens.oracle import ORACLE_LABEL, ORACLE_OPTIONS, Budget, OracleTimeout, oracle_adapter
     from harness.measure import adapters
