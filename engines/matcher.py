@@ -11,8 +11,8 @@ against the tokens committed since the last reset before the engine is touched.
 :class:`BoundMatcher`
     the bitmask binding alone: :meth:`~BoundMatcher.fill_mask` checks a new bitmask
     (:func:`engines.bitmask.check_bitmask`), keeps it alive (and its address in ``_ptr``
-    where the engine writes through a pointer), then calls ``_fill``. For an engine that keeps the rest of the contract itself (the
-    reference engine).
+    where the engine writes through a pointer), then calls ``_fill``. For an engine that
+    keeps the rest of the contract itself (the reference engine).
 :class:`TemplateMatcher`
     the binding, the dead flag, the stop-id commit and the rollback count, around the
     steps a subclass writes on its engine's own matcher:

@@ -236,6 +236,10 @@ class CachedCompiler:
 
 
 class CompiledGrammar(abc.ABC):
+    """What one compile returns: makes matchers. Optional attributes the harness reads
+    where present: ``stats()`` (engine statistics stored in the record) and ``form`` (the
+    native form a tool-call request became)."""
+
     @abc.abstractmethod
     def matcher(self) -> Matcher:
         """A fresh matcher at the start state."""
