@@ -30,7 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engines.base import CompileError, allocate_bitmask  # noqa: E402
+from engines.bitmask import allocate_bitmask  # noqa: E402
+from engines.protocol import CompileError  # noqa: E402
 from harness.registry import EngineSpec, is_installed  # noqa: E402
 from harness.measure.replay import replay  # noqa: E402
 from harness.vocab import load_vocabulary# noqa: E402

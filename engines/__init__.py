@@ -1,4 +1,4 @@
-"""Engine adapters: one module per engine behind one protocol (:mod:`engines.base`).
+"""Engine adapters: one module per engine behind one protocol (:mod:`engines.protocol`).
 
 Every quirk of an engine lives in its adapter; nothing outside this package knows which
 engine it holds. Adapters depend only on their protocol and on :mod:`harness.vocab`.

@@ -24,14 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from engines.base import (
+from engines.bitmask import bitmask_words, pack_allowed
+from engines.matcher import TemplateMatcher
+from engines.protocol import (
     CompiledGrammar,
     CompileError,
     EngineAdapter,
     EngineUnavailable,
     Matcher,
-    bitmask_words,
-    check_bitmask,
     one_line,
 )
 from harness.vocab import Vocabulary
@@ -78,13 +78,17 @@ class _VocabModel:
         return cls._cache[key][1]
 
 
-class LlamaCppGbnfMatcher(Matcher):
-    def __init__(self, owner: "LlamaCppGbnfCompiled"):
+class LlamaCppGbnfMatcher(TemplateMatcher):
+    """One sequence on a llama.cpp grammar sampler (``sampler``: a clone to run on, else
+    a new one); :class:`~engines.matcher.TemplateMatcher` keeps the contract. Every
+    token is checked against the current mask before the sampler sees it; a stop id is
+    accepted, without advancing the sampler, exactly when the mask allows it."""
+
+    def __init__(self, owner: "LlamaCppGbnfCompiled", sampler: Any = None):
+        super().__init__(owner.words, owner.stop_ids)
         self._o = owner
-        self._smpl = owner._new_sampler()
-        self._dead = False
+        self._smpl = owner._new_sampler() if sampler is None else sampler
         self._mask: np.ndarray | None = None  # bool allowed[V] of the current state
-        self._bm = None
 
     def _allowed(self) -> np.ndarray:
         if self._mask is None:
@@ -99,44 +103,32 @@ class LlamaCppGbnfMatcher(Matcher):
             self._mask = arr["logit"] != -np.inf
         return self._mask
 
-    def fill_mask(self, bitmask: np.ndarray) -> None:
-        if bitmask is not self._bm:
-            check_bitmask(bitmask, self._o.words)
-            self._bm = bitmask
-        if self._dead:
-            bitmask.fill(0)
-            return
-        packed = np.packbits(self._allowed(), bitorder="little")
-        buf = bitmask.view(np.uint8)
-        buf[: packed.size] = packed
-        buf[packed.size:] = 0
+    def _fill(self, bitmask: np.ndarray) -> None:
+        pack_allowed(self._allowed(), bitmask)
 
-    def commit(self, token_id: int) -> bool:
-        if self._dead:
+    def _advance(self, token_id: int) -> bool:
+        # llama.cpp throws a C++ exception (the process aborts) on a token its grammar
+        # cannot accept: check the mask first
+        if not (0 <= token_id < self._o.V) or not self._allowed()[token_id]:
             return False
-        allowed = self._allowed()
-        if not (0 <= token_id < self._o.V) or not allowed[token_id]:
-            self._dead = True
-            return False
-        if token_id in self._o.stop_ids:
-            return True  # the sequence ends; the grammar is not advanced
         self._o.llama_cpp.llama_sampler_accept(self._smpl, int(token_id))
         self._mask = None
         return True
 
-    def eos_allowed(self) -> bool:
-        if self._dead:
-            return False
+    def _stop_allowed(self, token_id: int) -> bool:
+        return bool(self._allowed()[token_id])  # the sequence ends; the sampler stays
+
+    def _can_end(self) -> bool:
         allowed = self._allowed()
         return any(allowed[s] for s in self._o.stop_ids)
 
     def rollback(self, n: int) -> None:
+        """llama.cpp's grammar sampler keeps no history: ValueError for any ``n > 0``."""
         if n:
             raise ValueError("llamacpp-gbnf: llama.cpp's grammar sampler cannot roll back")
 
-    def reset(self) -> None:
+    def _restart(self) -> None:
         self._o.llama_cpp.llama_sampler_reset(self._smpl)
-        self._dead = False
         self._mask = None
 
     def __del__(self):
@@ -155,12 +147,8 @@ class LlamaCppGbnfMatcher(Matcher):
         where the grammar can end and ends the draft. 0 on a dead matcher."""
         if self._dead or not len(tokens):
             return 0
-        twin = LlamaCppGbnfMatcher.__new__(LlamaCppGbnfMatcher)
-        twin._o = self._o
-        twin._smpl = self._o.llama_cpp.llama_sampler_clone(self._smpl)
-        twin._dead = False
+        twin = LlamaCppGbnfMatcher(self._o, self._o.llama_cpp.llama_sampler_clone(self._smpl))
         twin._mask = self._mask  # never written in place: commit replaces it
-        twin._bm = None
         n = 0
         try:
             for t in tokens:

@@ -30,18 +30,17 @@ from typing import Any
 
 import numpy as np
 
-from engines.base import (
-    BatchFiller,
+from engines.batch import BatchFiller
+from engines.bitmask import bitmask_words
+from engines.matcher import TemplateMatcher
+from engines.protocol import (
     CompiledGrammar,
     CompileError,
     EngineAdapter,
     EngineUnavailable,
-    Matcher,
-    bitmask_words,
-    check_bitmask,
-    check_rollback,
     one_line,
 )
+from engines.token_bytes import encode_exact
 from harness.vocab import Vocabulary
 
 
@@ -70,117 +69,67 @@ class _TokenizerSource:
         self.eos_token_id = vocab.eos_id
         self.bos_token_id = vocab.bos_id
         self.special_token_ids = sorted(specials)
-        self._encode = vocab.encode
-        self._byte_ids: dict[int, int] = {}
-        for i, t in enumerate(vocab.tokens):
-            if len(t) == 1 and i not in specials:
-                self._byte_ids.setdefault(t[0], i)
+        self._vocab = vocab
 
     def __call__(self, data: bytes) -> list[int]:
-        """Tokenise bytes exactly: valid UTF-8 runs through the vocabulary's encoder,
-        invalid bytes as their single-byte tokens."""
-        try:
-            return self._encode(data.decode("utf-8"))
-        except UnicodeDecodeError:
-            pass
-        out: list[int] = []
-        pos = 0
-        while pos < len(data):
-            try:
-                out += self._encode(data[pos:].decode("utf-8"))
-                break
-            except UnicodeDecodeError as e:
-                if e.start:
-                    out += self._encode(data[pos : pos + e.start].decode("utf-8"))
-                for b in data[pos + e.start : pos + e.end]:
-                    if b in self._byte_ids:
-                        out.append(self._byte_ids[b])
-                    else:
-                        out += self._encode(bytes([b]).decode("utf-8", errors="replace"))
-                pos += e.end
-        return out
+        """Tokenise bytes exactly (:func:`~engines.token_bytes.encode_exact`): valid UTF-8
+        runs through the vocabulary's encoder, invalid bytes as their single-byte tokens
+        (U+FFFD's tokens for a byte the vocabulary has none for)."""
+        return encode_exact(self._vocab, data, self._replacement)
+
+    def _replacement(self, b: int) -> list[int]:
+        return self._vocab.encode(bytes([b]).decode("utf-8", errors="replace"))
 
 
-class LLGuidanceMatcher(Matcher):
-    """One sequence on an ``llguidance.LLMatcher``.
+class LLGuidanceMatcher(TemplateMatcher):
+    """One sequence on an ``llguidance.LLMatcher`` (:class:`~engines.matcher.TemplateMatcher`
+    keeps the contract).
 
-    - ``commit(stop_id)`` is never forwarded to llguidance: it returns :meth:`eos_allowed`
-      and changes no state when True (the sequence is over; ``rollback`` counts only
-      non-stop tokens); when False it is a rejection like any other.
-    - A rejected token makes the matcher *dead* until :meth:`reset`: ``commit`` returns
-      False, ``eos_allowed`` is False, ``fill_mask`` writes an all-zero mask (llguidance's
-      own mask in error state still allows EOS) and ``rollback`` raises ValueError.
-    - ``rollback(n)`` with ``n`` above the number of tokens committed since the start
-      (or last reset) raises ValueError and leaves the matcher as it was.
+    - ``commit(stop_id)`` is never forwarded to llguidance (consuming EOS when stopped is
+      not recorded for rollback): it is accepted, changing no state, exactly when
+      ``is_accepting()``.
+    - A rejected token leaves llguidance in a sticky error state (its mask still allows
+      EOS, and neither ``rollback`` nor ``reset`` recovers it): the matcher is dead, and
+      :meth:`reset` replaces the engine matcher with a fresh copy of the prototype. An
+      error met while filling a mask (e.g. a parser limit) kills the matcher too.
     - ``fill_mask`` writes through ``unsafe_compute_mask_ptr`` exactly as
-      ``llguidance.numpy.fill_next_token_bitmask`` does (that helper wants a 2-D array);
-      the pointer is cached per bitmask object, which is checked once (int32,
-      C-contiguous, ``ceil(V/32)`` words) on first use.
+      ``llguidance.numpy.fill_next_token_bitmask`` does (that helper wants a 2-D array),
+      to the bound bitmask's address.
     """
 
-    __slots__ = ("_proto", "_m", "_consume", "_stop", "_n", "_dead", "_bm", "_ptr",
-                 "_nbytes", "_words")
+    __slots__ = ("_proto", "_m", "_nbytes")
+
+    by_pointer = True
 
     def __init__(self, proto: Any, stop_ids: frozenset[int], words: int):
+        super().__init__(words, stop_ids)
         self._proto = proto
-        self._stop = stop_ids
-        self._words = words
-        self._bm: np.ndarray | None = None
-        self._ptr = 0
-        self._nbytes = 0
-        self._attach(proto.deep_copy())
+        self._nbytes = 4 * words
+        self._m = proto.deep_copy()
 
-    def _attach(self, m: Any) -> None:
-        self._m = m
-        self._consume = m.consume_token
-        self._n = 0
-        self._dead = False
-
-    def _bind(self, bitmask: np.ndarray) -> None:
-        check_bitmask(bitmask, self._words)
-        self._ptr = bitmask.ctypes.data
-        self._nbytes = bitmask.nbytes
-        self._bm = bitmask  # keeps it alive, so the cached pointer stays valid
-
-    def fill_mask(self, bitmask: np.ndarray) -> None:
-        if bitmask is not self._bm:
-            self._bind(bitmask)
-        if self._dead:
-            bitmask.fill(0)
-            return
+    def _fill(self, bitmask: np.ndarray) -> None:
         self._m.unsafe_compute_mask_ptr(self._ptr, self._nbytes)
         if self._m.is_error():  # e.g. a parser limit hit: llguidance's mask would allow EOS
             self._dead = True
             bitmask.fill(0)
 
-    def commit(self, token_id: int) -> bool:
-        if self._dead:
-            return False
-        if token_id in self._stop:
-            if self._m.is_accepting():
-                return True
-        elif self._consume(token_id):
-            self._n += 1
-            return True
-        self._dead = True
-        return False
+    def _advance(self, token_id: int) -> bool:
+        return self._m.consume_token(token_id)
 
-    def eos_allowed(self) -> bool:
-        return not self._dead and not self._m.is_error() and self._m.is_accepting()
+    def _stop_allowed(self, token_id: int) -> bool:
+        return self._m.is_accepting()
 
-    def rollback(self, n: int) -> None:
-        check_rollback(n, self._n, self._dead)
-        if n:
-            if not self._m.rollback(n) or self._m.is_error():
-                self._dead = True
-                raise RuntimeError(f"llguidance rollback({n}) failed: {one_line(self._m.get_error())}")
-            self._n -= n
+    def _can_end(self) -> bool:
+        return not self._m.is_error() and self._m.is_accepting()
 
-    def reset(self) -> None:
+    def _undo(self, n: int) -> None:
+        if not self._m.rollback(n) or self._m.is_error():
+            self._dead = True
+            raise RuntimeError(f"llguidance rollback({n}) failed: {one_line(self._m.get_error())}")
+
+    def _restart(self) -> None:
         if self._dead or not self._m.reset() or self._m.is_error():
-            self._attach(self._proto.deep_copy())
-        else:
-            self._n = 0
+            self._m = self._proto.deep_copy()
 
     def forced_continuation(self) -> tuple[bytes, list[int]]:
         """``compute_ff_bytes()`` and ``compute_ff_tokens()``; ``(b"", [])`` on a dead
@@ -205,12 +154,7 @@ class LLGuidanceMatcher(Matcher):
         dead matcher."""
         if self._dead or not len(tokens) or self._m.is_error():
             return 0
-        ids = [int(t) for t in tokens]
-        limit = self._words * 32
-        for i, t in enumerate(ids):
-            if not 0 <= t < limit:
-                ids = ids[:i]
-                break
+        ids = self._draft_ids(tokens)
         if ids and self._m.is_stopped():
             # llguidance answers 0 for a stop token once the grammar has stopped by itself
             # (nothing else can come), though its mask allows it: decided here instead

@@ -7,7 +7,7 @@ the standard library's).
 
 from __future__ import annotations
 
-from engines.base import CompiledGrammar, CompileError, EngineAdapter
+from engines.protocol import CompiledGrammar, CompileError, EngineAdapter
 
 
 class ExternalServer(EngineAdapter):

@@ -24,15 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from engines.base import (
+from engines.bitmask import bitmask_words, token_bit
+from engines.matcher import TemplateMatcher
+from engines.protocol import (
     CompiledGrammar,
     CompileError,
     EngineAdapter,
     EngineUnavailable,
-    Matcher,
-    bitmask_words,
-    check_bitmask,
-    check_rollback,
     one_line,
 )
 from harness.vocab import Vocabulary
@@ -54,97 +52,58 @@ def _import_outlines_core():
     return outlines_core, build_regex_from_schema
 
 
-def _bit(token_id: int) -> tuple[int, np.int32]:
-    """(word index, int32 value with the token's bit set)."""
-    return token_id // 32, np.array(1 << (token_id % 32), dtype=np.uint32).view(np.int32)[()]
+class OutlinesMatcher(TemplateMatcher):
+    """One sequence on an ``outlines_core.Guide`` (:class:`~engines.matcher.TemplateMatcher`
+    keeps the contract).
 
-
-class OutlinesMatcher(Matcher):
-    """One sequence on an ``outlines_core.Guide``.
-
-    - ``commit(stop_id)`` is never forwarded (``advance(EOS)`` always raises): it returns
-      :meth:`eos_allowed` and changes no state when True (the sequence is over;
-      ``rollback`` counts only non-stop tokens); when False it is a rejection.
-    - A rejected token makes the matcher *dead* until :meth:`reset`: ``commit`` returns
-      False, ``eos_allowed`` is False, ``fill_mask`` writes an all-zero mask and
-      ``rollback`` raises ValueError.
-    - ``rollback(n)`` beyond the tokens committed since the last reset, or beyond the
-      Guide's ``max_rollback`` window, raises ValueError and leaves the matcher as it was.
-    - ``fill_mask`` caches the bitmask's data pointer per bitmask object (checked once:
-      int32, C-contiguous, ``ceil(V/32)`` words).
+    - ``commit(stop_id)`` is never forwarded (``advance(EOS)`` always raises): it is
+      accepted, changing no state, exactly when ``is_finished()``. ``advance`` raises
+      ValueError for a rejected token: the matcher is then dead.
+    - ``Guide.reset()`` keeps the rollback history: the template's own count since the
+      last reset bounds ``rollback``, and so does the Guide's ``max_rollback`` window
+      (ValueError beyond it, the matcher left as it was).
+    - ``fill_mask`` writes through ``write_mask_into`` to the bound bitmask's address, then
+      sets the other stop ids' bits wherever the EOS bit is set.
     """
 
-    __slots__ = ("_g", "_write", "_advance", "_finished", "_stop", "_eos_word", "_eos_bit",
-                 "_extra", "_n", "_dead", "_bm", "_ptr", "_size", "_words")
+    __slots__ = ("_g", "_eos_word", "_eos_bit", "_extra")
+
+    by_pointer = True
 
     def __init__(self, guide: Any, stop_ids: frozenset[int], eos_id: int,
                  extra_stop: tuple[tuple[int, np.int32], ...], words: int):
+        super().__init__(words, stop_ids)
         self._g = guide
-        self._write = guide.write_mask_into
-        self._advance = guide.advance
-        self._finished = guide.is_finished
-        self._stop = stop_ids
-        self._eos_word, self._eos_bit = _bit(eos_id)
+        self._eos_word, self._eos_bit = token_bit(eos_id)
         self._extra = extra_stop
-        self._words = words
-        self._n = 0
-        self._dead = False
-        self._bm: np.ndarray | None = None
-        self._ptr = 0
-        self._size = 0
 
-    def _bind(self, bitmask: np.ndarray) -> None:
-        check_bitmask(bitmask, self._words)
-        self._ptr = bitmask.ctypes.data
-        self._size = bitmask.size
-        self._bm = bitmask  # keeps it alive, so the cached pointer stays valid
-
-    def fill_mask(self, bitmask: np.ndarray) -> None:
-        if bitmask is not self._bm:
-            self._bind(bitmask)
-        if self._dead:
-            bitmask.fill(0)
-            return
-        self._write(self._ptr, self._size, 4)
+    def _fill(self, bitmask: np.ndarray) -> None:
+        self._g.write_mask_into(self._ptr, self._words, 4)
         if self._extra and bitmask[self._eos_word] & self._eos_bit:
             for w, b in self._extra:
                 bitmask[w] |= b
 
-    def commit(self, token_id: int) -> bool:
-        if self._dead:
+    def _advance(self, token_id: int) -> bool:
+        try:
+            self._g.advance(token_id, False)
+        except ValueError:
             return False
-        if token_id in self._stop:
-            if self._finished():
-                return True
-        else:
-            try:
-                self._advance(token_id, False)
-                self._n += 1
-                return True
-            except ValueError:
-                pass
-        self._dead = True
-        return False
+        return True
 
-    def eos_allowed(self) -> bool:
-        return not self._dead and self._finished()
+    def _can_end(self) -> bool:
+        return self._g.is_finished()
 
-    def rollback(self, n: int) -> None:
-        check_rollback(n, self._n, self._dead)
-        if n:
-            window = self._g.get_allowed_rollback()
-            if n > window:
-                raise ValueError(
-                    f"rollback({n}): outlines_core Guide keeps only {window} states "
-                    "(max_rollback)"
-                )
-            self._g.rollback_state(n)
-            self._n -= n
+    def _undo(self, n: int) -> None:
+        window = self._g.get_allowed_rollback()
+        if n > window:
+            raise ValueError(
+                f"rollback({n}): outlines_core Guide keeps only {window} states "
+                "(max_rollback)"
+            )
+        self._g.rollback_state(n)
 
-    def reset(self) -> None:
+    def _restart(self) -> None:
         self._g.reset()
-        self._n = 0
-        self._dead = False
 
 
 class OutlinesCompiled(CompiledGrammar):
@@ -187,7 +146,7 @@ class OutlinesEngine(EngineAdapter):
         self._build_regex = build
         self._stop = frozenset(vocab.stop_ids)
         self._words = bitmask_words(vocab.size)
-        self._extra_stop = tuple(_bit(i) for i in vocab.stop_ids if i != vocab.eos_id)
+        self._extra_stop = tuple(token_bit(i) for i in vocab.stop_ids if i != vocab.eos_id)
         specials = vocab.special_ids
         stop = self._stop
         mapping: dict[bytes, list[int]] = {}

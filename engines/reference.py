@@ -10,7 +10,7 @@ The engine is pure Python + numpy and exact by construction (see
 - A rejected token makes the matcher dead until :meth:`reset`: ``fill_mask`` writes
   zeros, ``eos_allowed`` is False and ``rollback`` raises ValueError.
 - Compile errors (unsupported keyword, remote ``$ref``, empty language, ...) are
-  :class:`~engines.base.CompileError` with the engine's one-line message.
+  :class:`~engines.protocol.CompileError` with the engine's one-line message.
 
 Configurations: ``default`` (flexible whitespace, at most 32 characters per gap;
 properties in any order with per-object key tracking; up to 1 s of the compile spent
@@ -31,8 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from engines.base import CompiledGrammar, CompileError, EngineAdapter, Matcher, bitmask_words, one_line
-from engines.base import byte_token_ids, encode_exact, utf8_complete
+from engines.bitmask import bitmask_words
+from engines.matcher import BoundMatcher
+from engines.protocol import CompiledGrammar, CompileError, EngineAdapter, one_line
+from engines.token_bytes import byte_token_ids, encode_exact, utf8_complete
 from harness.vocab import Vocabulary
 
 _DEFAULTS: dict[str, Any] = {"whitespace": "flexible", "max_ws": 32, "separators": None,
@@ -110,25 +112,17 @@ def _forced_helper(trie) -> _Forced | None:
     return _FORCED[key]
 
 
-class ReferenceMatcher(Matcher):
-    __slots__ = ("_m", "_words", "_bm")
+class ReferenceMatcher(BoundMatcher):
+    """The engine's own matcher keeps the contract (dead flag, stop ids, rollback checks);
+    the adapter adds the bitmask binding (:class:`~engines.matcher.BoundMatcher`)."""
+
+    __slots__ = ("_m",)
 
     def __init__(self, m, words: int):
+        super().__init__(words)
         self._m = m
-        self._words = words
-        self._bm: np.ndarray | None = None
 
-    def _check(self, bitmask: np.ndarray) -> None:
-        if (bitmask.dtype != np.int32 or bitmask.ndim != 1
-                or not bitmask.flags["C_CONTIGUOUS"] or bitmask.size != self._words):
-            raise ValueError(
-                f"bitmask must be a C-contiguous 1-D int32 array of {self._words} words, "
-                f"got {bitmask.dtype} shape {bitmask.shape}")
-        self._bm = bitmask
-
-    def fill_mask(self, bitmask: np.ndarray) -> None:
-        if bitmask is not self._bm:
-            self._check(bitmask)
+    def _fill(self, bitmask: np.ndarray) -> None:
         self._m.fill_mask(bitmask)
 
     def commit(self, token_id: int) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engines.base import CompiledGrammar, CompileError, EngineAdapter
+from engines.protocol import CompiledGrammar, CompileError, EngineAdapter
 
 #: ``--grammar-backend`` values SGLang documents.
 BACKENDS = ("xgrammar", "llguidance", "outlines")

@@ -38,14 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from engines.base import (
-    CompiledGrammar,
-    CompileError,
-    EngineAdapter,
-    Matcher,
-    bitmask_words,
-    check_rollback,
-)
+from engines.bitmask import allocate_bitmask, bitmask_words, pack_allowed
+from engines.matcher import TemplateMatcher
+from engines.protocol import CompiledGrammar, CompileError, EngineAdapter
 from harness.vocab import Vocabulary
 
 FAULTY_MODES = ("crash", "hang", "gil_hang", "oom", "exit", "compile_error", "reject_all", "accept_all",
@@ -54,53 +49,43 @@ FAULTY_MODES = ("crash", "hang", "gil_hang", "oom", "exit", "compile_error", "re
 
 def _null_mask(vocab: Vocabulary) -> np.ndarray:
     """Bitmask allowing every non-special token and every stop token."""
-    words = bitmask_words(vocab.size)
-    allowed = np.ones(words * 32, dtype=bool)
+    allowed = np.ones(bitmask_words(vocab.size) * 32, dtype=bool)
     allowed[vocab.size :] = False
     special = np.fromiter(vocab.special_ids, dtype=np.int64, count=len(vocab.special_ids))
     allowed[special] = False
     allowed[list(vocab.stop_ids)] = True
-    return np.packbits(allowed, bitorder="little").view("<i4").astype(np.int32)
+    mask = allocate_bitmask(vocab.size)
+    pack_allowed(allowed, mask)
+    return mask
 
 
-class NullMatcher(Matcher):
+class NullMatcher(TemplateMatcher):
     """Accepts everything except non-stop special tokens; EOS always allowed.
 
     ``commit(stop_id)`` returns True and changes nothing. A rejected (special) token
     makes the matcher dead until :meth:`reset` (``commit`` False, ``eos_allowed`` False,
-    all-zero mask), like the real adapters."""
+    all-zero mask), like the real adapters (:class:`~engines.matcher.TemplateMatcher`)."""
 
-    __slots__ = ("_mask", "_reject", "_n", "_dead")
+    __slots__ = ("_mask",)
 
-    def __init__(self, mask: np.ndarray, reject: frozenset[int]):
+    def __init__(self, mask: np.ndarray, stop_ids: frozenset[int], nontext: frozenset[int]):
+        super().__init__(mask.size, stop_ids, nontext)
         self._mask = mask
-        self._reject = reject
-        self._n = 0
-        self._dead = False
 
-    def fill_mask(self, bitmask: np.ndarray) -> None:
-        if self._dead:
-            bitmask.fill(0)
-            return
+    def _fill(self, bitmask: np.ndarray) -> None:
         np.copyto(bitmask, self._mask)
 
-    def commit(self, token_id: int) -> bool:
-        if self._dead or token_id in self._reject:
-            self._dead = True
-            return False
-        self._n += 1
+    def _advance(self, token_id: int) -> bool:
         return True
 
-    def eos_allowed(self) -> bool:
-        return not self._dead
+    def _can_end(self) -> bool:
+        return True
 
-    def rollback(self, n: int) -> None:
-        check_rollback(n, self._n, self._dead)
-        self._n -= n
+    def _undo(self, n: int) -> None:
+        pass
 
-    def reset(self) -> None:
-        self._n = 0
-        self._dead = False
+    def _restart(self) -> None:
+        pass
 
 
 class RejectAllMatcher(NullMatcher):
@@ -108,23 +93,23 @@ class RejectAllMatcher(NullMatcher):
 
     __slots__ = ()
 
-    def commit(self, token_id: int) -> bool:
-        self._dead = True
+    def _advance(self, token_id: int) -> bool:
         return False
 
-    def eos_allowed(self) -> bool:
+    def _can_end(self) -> bool:
         return False
 
 
 class _NullCompiled(CompiledGrammar):
-    def __init__(self, mask: np.ndarray, reject: frozenset[int], cls: type[NullMatcher] = NullMatcher):
-        self._mask = mask
-        self._reject = reject
+    def __init__(self, engine: "NullEngine", cls: type[NullMatcher] = NullMatcher):
+        self._mask = engine._mask
+        self._stop = engine._stop
+        self._nontext = engine._nontext
         self._cls = cls
         self.warnings: list[str] = []
 
     def matcher(self) -> NullMatcher:
-        return self._cls(self._mask, self._reject)
+        return self._cls(self._mask, self._stop, self._nontext)
 
 
 class NullEngine(EngineAdapter):
@@ -139,10 +124,11 @@ class NullEngine(EngineAdapter):
     def __init__(self, vocab: Vocabulary, config: str = "default", **overrides: Any):
         super().__init__(vocab, config, **overrides)
         self._mask = _null_mask(vocab)
-        self._reject = frozenset(vocab.special_ids) - frozenset(vocab.stop_ids)
+        self._stop = frozenset(vocab.stop_ids)
+        self._nontext = frozenset(vocab.special_ids) | self._stop  # specials: refused
 
     def compile(self, schema_text: str) -> CompiledGrammar:
-        return _NullCompiled(self._mask, self._reject)
+        return _NullCompiled(self)
 
 
 class FaultyEngine(NullEngine):
@@ -184,14 +170,14 @@ class FaultyEngine(NullEngine):
         elif mode == "compile_error":
             raise CompileError("faulty engine: compile_error requested by the schema")
         elif mode == "reject_all":
-            return _NullCompiled(self._mask, self._reject, RejectAllMatcher)
+            return _NullCompiled(self, RejectAllMatcher)
         elif mode == "accept_all":
-            return _NullCompiled(self._mask, self._reject)
+            return _NullCompiled(self)
         elif mode == "sleep":
             import time
 
             time.sleep(float(schema.get("x-sleep", 1.0)))
-            return _NullCompiled(self._mask, self._reject)
+            return _NullCompiled(self)
         raise CompileError(
             f"faulty engine: unknown x-faulty mode {mode!r} (known: {', '.join(FAULTY_MODES)})"
         )

@@ -1,11 +1,9 @@
-"""Tool-call requests as engines take them: the native forms adapters build from a
-request (:class:`engines.base.ToolSpec`) in one of the output formats
-(:data:`engines.base.FORMATS`).
+"""Tool-call requests: the request model (:class:`ToolSpec` in one of the output formats,
+:data:`FORMATS`) and the native forms adapters build from a request.
 
-The request and the formats live in :mod:`engines.base` (the protocol); this module
-holds what adapters build from them. The language of a request (what the ground truth,
-:mod:`suites.tools.truth`, accepts) is the one XGrammar's built-in structural tags give
-serving stacks (vLLM, SGLang), written out here so that every engine is held to the same one. With ``T`` any text that does not
+The language of a request (what the ground truth, :mod:`suites.tools.truth`, accepts) is
+the one XGrammar's built-in structural tags give serving stacks (vLLM, SGLang), written
+out here so that every engine is held to the same one. With ``T`` any text that does not
 contain the format's trigger, and ``C`` a call, ``begin(name) ARGS end`` for a tool of the
 request (``ARGS``: a JSON value valid against the tool's parameters schema, nothing
 around it):
@@ -20,7 +18,7 @@ required, parallel ``C (T C)* T``
 named              ``C`` of the named tool
 =================  ==================
 
-The native forms (each adapter's :meth:`~engines.base.EngineAdapter.compile_tool_calls`
+The native forms (each adapter's :meth:`~engines.protocol.EngineAdapter.compile_tool_calls`
 says which it uses): XGrammar's built-in structural tag for the format's model
 (:func:`xgrammar_structural_tag`), a Lark grammar with ``%json`` per tool and a lazy
 trigger for llguidance (:func:`lark_grammar`), one regular expression for engines that
@@ -31,12 +29,107 @@ read only regexes (:func:`regex`), and the reference engine's own CFG (built in
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Callable
-
-from engines.base import CHOICES, FORMATS, ToolFormat, ToolSpec
 
 __all__ = ["CHOICES", "FORMATS", "ToolFormat", "ToolSpec", "lark_grammar", "regex",
            "rx_escape", "text_regex", "xgrammar_structural_tag"]
+
+# ------------------------------------------------------------------ the request model
+
+#: ``tool_choice`` values (OpenAI's ``{"type": "function", ...}`` is ``named``)
+CHOICES = ("auto", "required", "named")
+
+
+@dataclass(frozen=True)
+class ToolFormat:
+    """One output format: a call is ``name_prefix + NAME + args_prefix + ARGS + end``;
+    free text ends where ``trigger`` (a prefix of every call) appears."""
+
+    name: str
+    #: the key of XGrammar's built-in structural tag for the format
+    xgrammar_model: str
+    trigger: str
+    name_prefix: str
+    args_prefix: str
+    end: str
+    #: what the format is, for docs and reports
+    about: str
+
+    def begin(self, tool: str) -> str:
+        return self.name_prefix + tool + self.args_prefix
+
+    def call(self, tool: str, args_json: str) -> str:
+        """A call's exact text, with ``args_json`` as given."""
+        return self.begin(tool) + args_json + self.end
+
+
+#: format name → format
+FORMATS: dict[str, ToolFormat] = {
+    "llama3.1": ToolFormat(
+        "llama3.1", "llama", '{"name": ', '{"name": "', '", "parameters": ', "}",
+        "Llama 3.1 JSON tool calling: {\"name\": …, \"parameters\": {…}}"),
+    "tool_call": ToolFormat(
+        "tool_call", "qwen_3", "<tool_call>", '<tool_call>\n{"name": "', '", "arguments": ',
+        "}\n</tool_call>",
+        "Hermes / Qwen <tool_call> tags: <tool_call>\\n{\"name\": …, \"arguments\": {…}}\\n</tool_call>"),
+}
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool-call request: the output format, the tools (name, parameters schema as
+    JSON text) in request order, the tool choice and whether calls may come in parallel
+    (more than one per output). ``named`` is the tool a ``named`` choice forces."""
+
+    format: str
+    tools: tuple[tuple[str, str], ...]
+    choice: str = "required"
+    parallel: bool = False
+    named: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.format not in FORMATS:
+            raise ValueError(f"unknown tool-call format {self.format!r}; known: "
+                             f"{', '.join(FORMATS)}")
+        if self.choice not in CHOICES:
+            raise ValueError(f"unknown tool choice {self.choice!r}; known: {', '.join(CHOICES)}")
+        if not self.tools:
+            raise ValueError("a tool-call request needs at least one tool")
+        if self.choice == "named" and self.named not in dict(self.tools):
+            raise ValueError(f"the named tool {self.named!r} is not among the request's tools")
+
+    @property
+    def fmt(self) -> ToolFormat:
+        return FORMATS[self.format]
+
+    def callable_tools(self) -> tuple[tuple[str, str], ...]:
+        """The tools a call may name: all of them, or the named one."""
+        if self.choice == "named":
+            return tuple((n, s) for n, s in self.tools if n == self.named)
+        return self.tools
+
+    @property
+    def shape(self) -> str:
+        """The output's shape, with ``T`` free text without the trigger and ``C`` a call:
+        ``"one"`` — ``C`` (required single, named); ``"calls"`` — ``C (T C)* T``
+        (required, parallel); ``"any"`` — ``T (C T)*`` (auto, parallel); ``"at_most_one"``
+        — ``T C?`` (auto single)."""
+        if self.choice == "named" or (self.choice == "required" and not self.parallel):
+            return "one"
+        if self.choice == "required":
+            return "calls"
+        return "any" if self.parallel else "at_most_one"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": self.format, "tools": [list(t) for t in self.tools],
+                "choice": self.choice, "parallel": self.parallel, "named": self.named}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ToolSpec:
+        return cls(d["format"], tuple((n, s) for n, s in d["tools"]), d["choice"],
+                   bool(d["parallel"]), d.get("named"))
+
 
 # ------------------------------------------------------------------ regular expressions
 

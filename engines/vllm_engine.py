@@ -24,7 +24,7 @@ import os
 import time
 from typing import Any
 
-from engines.base import CompiledGrammar, CompileError, EngineAdapter
+from engines.protocol import CompiledGrammar, CompileError, EngineAdapter
 
 #: ``structured_outputs_config={"backend": ...}`` values vLLM documents.
 BACKENDS = ("auto", "xgrammar", "guidance", "outlines", "lm-format-enforcer")

@@ -39,17 +39,15 @@ from typing import Any
 
 import numpy as np
 
-from engines.base import (
-    BatchFiller,
+from engines.batch import BatchFiller
+from engines.bitmask import bitmask_words
+from engines.matcher import TemplateMatcher
+from engines.protocol import (
     CachedCompiler,
     CompiledGrammar,
     CompileError,
     EngineAdapter,
     EngineUnavailable,
-    Matcher,
-    bitmask_words,
-    check_bitmask,
-    check_rollback,
     one_line,
 )
 from harness.vocab import Vocabulary
@@ -84,75 +82,41 @@ def _clean(exc: BaseException) -> str:
     return one_line(f"{type(exc).__name__}: {_CPP_PREFIX.sub('', str(exc))}")
 
 
-class XGrammarMatcher(Matcher):
-    """One sequence on an ``xgr.GrammarMatcher``.
+class XGrammarMatcher(TemplateMatcher):
+    """One sequence on an ``xgr.GrammarMatcher`` (:class:`~engines.matcher.TemplateMatcher`
+    keeps the contract).
 
     - ``commit(stop_id)`` is never forwarded to xgrammar (there it would terminate the
-      matcher and print a warning on any later token): it returns :meth:`eos_allowed`
-      and changes no state when True (the sequence is over; ``rollback`` counts only
-      non-stop tokens); when False it is a rejection like any other.
-    - A rejected token makes the matcher *dead* until :meth:`reset`: ``commit`` returns
-      False, ``eos_allowed`` is False, ``fill_mask`` writes an all-zero mask and
-      ``rollback`` raises ValueError.
-    - ``rollback(n)`` with ``n`` above the number of tokens committed since the start
-      (or last reset) raises ValueError and leaves the matcher as it was.
+      matcher and print a warning on any later token): it is accepted, changing no state,
+      exactly when ``is_completed()``. Other special ids are refused without asking
+      xgrammar (it would print a warning).
+    - A rejected token leaves xgrammar's state unchanged; the matcher is still dead until
+      :meth:`reset`, as with every engine.
+    - ``fill_mask`` checks each bitmask object once: xgrammar checks dtype and length
+      itself but ignores strides (a strided view is filled as if contiguous).
     """
 
-    __slots__ = ("_m", "_fill", "_accept", "_completed", "_stop", "_nontext", "_n", "_dead",
-                 "_bm", "_words")
+    __slots__ = ("_m",)
 
-    def __init__(self, grammar_matcher: Any, stop_ids: frozenset[int], nontext: frozenset[int],
-                 words: int):
+    def __init__(self, grammar_matcher: Any, stop_ids: frozenset[int],
+                 nontext: frozenset[int], words: int):
+        super().__init__(words, stop_ids, nontext)
         self._m = grammar_matcher
-        self._nontext = nontext
-        self._words = words
-        self._bm: np.ndarray | None = None
-        self._fill = grammar_matcher.fill_next_token_bitmask
-        self._accept = grammar_matcher.accept_token
-        self._completed = grammar_matcher.is_completed
-        self._stop = stop_ids
-        self._n = 0
-        self._dead = False
 
-    def _check(self, bitmask: np.ndarray) -> None:
-        # xgrammar checks dtype and length itself but ignores strides (a strided view is
-        # filled as if contiguous): check once per array object.
-        check_bitmask(bitmask, self._words)
-        self._bm = bitmask
+    def _fill(self, bitmask: np.ndarray) -> None:
+        self._m.fill_next_token_bitmask(bitmask)
 
-    def fill_mask(self, bitmask: np.ndarray) -> None:
-        if bitmask is not self._bm:
-            self._check(bitmask)
-        if self._dead:
-            bitmask.fill(0)
-            return
-        self._fill(bitmask)
+    def _advance(self, token_id: int) -> bool:
+        return self._m.accept_token(token_id)
 
-    def commit(self, token_id: int) -> bool:
-        if self._dead:
-            return False
-        if token_id in self._nontext:  # special ids: xgrammar would print a warning
-            if token_id in self._stop and self._completed():
-                return True
-        elif self._accept(token_id):
-            self._n += 1
-            return True
-        self._dead = True
-        return False
+    def _can_end(self) -> bool:
+        return self._m.is_completed()
 
-    def eos_allowed(self) -> bool:
-        return not self._dead and self._completed()
+    def _undo(self, n: int) -> None:
+        self._m.rollback(n)
 
-    def rollback(self, n: int) -> None:
-        check_rollback(n, self._n, self._dead)
-        if n:
-            self._m.rollback(n)
-            self._n -= n
-
-    def reset(self) -> None:
+    def _restart(self) -> None:
         self._m.reset()
-        self._n = 0
-        self._dead = False
 
     def forced_continuation(self) -> tuple[bytes, list[int]]:
         """``find_jump_forward_string()`` (UTF-8 encoded) and ``find_jump_forward_tokens()``;
@@ -175,12 +139,7 @@ class XGrammarMatcher(Matcher):
         own. 0 on a dead matcher."""
         if self._dead or not len(tokens):
             return 0
-        ids = [int(t) for t in tokens]
-        limit = self._words * 32
-        for i, t in enumerate(ids):
-            if not 0 <= t < limit:  # xgrammar indexes its tables with the id
-                ids = ids[:i]
-                break
+        ids = self._draft_ids(tokens)  # xgrammar indexes its tables with the id
         if not ids:
             return 0
         nxt, sib, draft, masks, rows = _draft_buffers(len(ids) + 1, self._words)
@@ -318,7 +277,7 @@ class XGrammarEngine(EngineAdapter):
         stop = frozenset(vocab.stop_ids)
         self._stop = stop
         specials = vocab.special_ids
-        self._nontext = frozenset(specials) | stop
+        self._nontext = frozenset(specials) | stop  # ids never forwarded to xgrammar
         # Empty bytes = special for xgrammar (never matchable as text). Stop ids get empty
         # bytes too: they are matched through stop_token_ids only.
         encoded = [b"" if i in specials else t for i, t in enumerate(vocab.tokens)]

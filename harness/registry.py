@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Generic, Iterator, Mapping, TypeVar
 import engines
 
 if TYPE_CHECKING:
-    from engines.base import EngineAdapter
+    from engines.protocol import EngineAdapter
     from harness.vocab import Vocabulary
 
 __all__ = ["Registry", "RegistryError", "UnknownEngine", "EngineSpec", "ENGINES", "SUITES",

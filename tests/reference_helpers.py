@@ -14,7 +14,7 @@ from hypothesis.configuration import set_hypothesis_home_dir
 # keep hypothesis' caches out of the working tree
 set_hypothesis_home_dir(os.path.join(tempfile.gettempdir(), "hypothesis-reference-engine"))
 
-from engines.base import allocate_bitmask
+from engines.bitmask import allocate_bitmask
 from harness.vocab import load_vocabulary
 from reference_engine.maskcache import pack_flags
 

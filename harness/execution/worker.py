@@ -32,7 +32,8 @@ from harness.records import InstanceRecord, JobPayload, Record
 def run_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     """Run one job to its record (outcome, TTFM, per-instance per-serialisation replays;
     each false reject of the primary or exact text with its ``reject_kind``)."""
-    from engines.base import CompileError, allocate_bitmask, one_line
+    from engines.bitmask import allocate_bitmask
+    from engines.protocol import CompileError, one_line
 
     case = job["case"]
     eng = job["engine"]
@@ -262,7 +263,7 @@ def worker_main(conn, memory_gib: float | None, log_path: str | None, board=None
                                          f"limit ({memory_gib} GiB)"}))
             return  # native engine state may be half-freed: start a fresh worker
         except Exception as e:
-            from engines.base import one_line
+            from engines.protocol import one_line
 
             conn.send(("died", {"outcome": outcomes.CRASH,
                                 "error": f"worker raised {one_line(e)}"}))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from harness.records import JobPayload, Record
 
 if TYPE_CHECKING:
-    from engines.base import EngineAdapter
+    from engines.protocol import EngineAdapter
     from harness.vocab import Vocabulary
 
 _vocab: "Vocabulary | None" = None

@@ -111,7 +111,7 @@ class ConstructProbe:
         self._seen: dict[str, bool | None] = {}
 
     def _compiled(self):
-        from engines.base import CompileError, one_line
+        from engines.protocol import CompileError, one_line
 
         if self._grammar is None and self._why is None:
             src = _probe_grammar(self.target.form or "", self.atom or "")

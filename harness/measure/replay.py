@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from engines.base import Matcher
+from engines.protocol import Matcher
 
 #: The three serialisations of an instance. ``unicode`` is MaskBench's own choice.
 SERIALIZATIONS: dict[str, Callable[[Any], str]] = {

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engines.base import CompiledGrammar, CompileError, EngineAdapter
+from engines.protocol import CompileError, CompiledGrammar, EngineAdapter
 from harness.records import CasePayload
 
 __all__ = ["GrammarTarget", "SchemaTarget", "Target", "target_for"]

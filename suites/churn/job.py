@@ -23,7 +23,8 @@ __all__ = ["run_churn_job"]
 
 
 def run_churn_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
-    from engines.base import CompileError, allocate_bitmask, one_line
+    from engines.bitmask import allocate_bitmask
+    from engines.protocol import CompileError, one_line
 
     case = job["case"]
     req = case["request"]

@@ -142,7 +142,7 @@ def _fresh(grammar, tokens: list[int], p: int):
 
 
 def _one_line(e: BaseException) -> str:
-    from engines.base import one_line
+    from engines.protocol import one_line
 
     return one_line(e, 300)
 
@@ -230,7 +230,8 @@ def _check_draft(row: dict[str, Any], grammar, tokens: list[int], ref: list[np.n
 
 
 def run_drafts_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
-    from engines.base import CompileError, allocate_bitmask, one_line
+    from engines.bitmask import allocate_bitmask
+    from engines.protocol import CompileError, one_line
     from harness.measure import adapters
     from harness.measure.target import target_for
     from suites.mask_diff.job import _pick_instances

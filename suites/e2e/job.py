@@ -140,7 +140,7 @@ def _warm(rt, prompt: list[int], max_new: int) -> dict[str, Any]:
 
 
 def run_e2e_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
-    from engines.base import CompileError, one_line
+    from engines.protocol import CompileError, one_line
     from harness.measure.serving.prompt import build_prompt
     from suites.e2e.runtime_cache import get_runtime
     from harness.measure.groundtruth import GroundTruth
@@ -391,7 +391,7 @@ def _kernel_timings(bench: dict[str, Any] | None, batch: int) -> dict[str, float
 
 def _constrained(rt, run_decode, prompt, vocab, matchers, engine_name, o,
                  adapter=None, timings: dict[str, float | None] | None = None) -> dict[str, Any]:
-    from engines.base import default_fill_threads
+    from engines.batch import default_fill_threads
     from suites.e2e.sampling import Bitmask, Sampler, apply_kernel
 
     kernel, apply = apply_kernel(engine_name, o["apply"], rt.device, timings)

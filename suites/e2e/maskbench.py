@@ -152,13 +152,13 @@ def run(device: str, batches: tuple[int, ...] | list[int], vocab: int,
                     try:
                         row["graph_us"] = round(_time_graph(fn, graph_calls, graph_replays), 3)
                     except Exception as e:
-                        from engines.base import one_line
+                        from engines.protocol import one_line
 
                         row["graph_us"] = None
                         row["graph_error"] = f"not capturable: {one_line(e, 200)}"
                         torch.cuda.synchronize()
             except Exception as e:
-                from engines.base import one_line
+                from engines.protocol import one_line
 
                 row["error"] = one_line(e, 300)
         del logits, base, ref, allowed

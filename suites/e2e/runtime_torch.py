@@ -290,7 +290,7 @@ class TorchRuntime:
             self.captures.append({"batch": sl.batch, "bucket": bucket,
                                   "s": round(time.perf_counter() - t0, 3)})
         except Exception as e:  # the step stays correct eagerly; the reason is reported
-            from engines.base import one_line
+            from engines.protocol import one_line
 
             self.graphs, self.graphs_error = False, one_line(e)
             try:

@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from engines.base import bitmask_words
+from engines.bitmask import bitmask_words
 
 APPLY_MODES = ("auto", "engine", "shared")
 

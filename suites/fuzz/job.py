@@ -33,7 +33,8 @@ from harness.records import JobPayload, Record
 
 
 def run_fuzz_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
-    from engines.base import CompileError, allocate_bitmask, one_line
+    from engines.bitmask import allocate_bitmask
+    from engines.protocol import CompileError, one_line
     from harness.measure.target import target_for
     from harness.measure.tokens.policy import DONE, RUNAWAY, walk
     from harness.measure import adapters

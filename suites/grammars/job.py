@@ -43,7 +43,8 @@ __all__ = ["run_grammar_job"]
 
 def run_grammar_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     """Run one (grammar case, engine) job to its record."""
-    from engines.base import CompileError, allocate_bitmask, one_line
+    from engines.bitmask import allocate_bitmask
+    from engines.protocol import CompileError, one_line
     from harness.measure.languages import ReaderError
     from harness.measure.target import GrammarTarget
 

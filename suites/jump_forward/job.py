@@ -89,7 +89,7 @@ def classify_step(offered: bytes, oracle: bytes | None,
 
 def noncanonical(vocab, tokens: list[int]) -> bool:
     """True when ``tokens`` are not the canonical tokenisation of their own bytes."""
-    from engines.base import encode_exact
+    from engines.token_bytes import encode_exact
 
     return bool(tokens) and encode_exact(vocab, b"".join(vocab.tokens[t] for t in tokens)) != tokens
 
@@ -126,7 +126,7 @@ def simulate(matcher, forced: Callable[[int], list[int]], text: bytes, vocab) ->
     ``share`` = ``free / (free + passes)``, the share of output tokens (EOS not counted)
     that needed no forward pass; None for an empty text.
     """
-    from engines.base import encode_exact
+    from engines.token_bytes import encode_exact
 
     toks = vocab.tokens
     pos = free = passes = jumps = diverged = 0
@@ -203,7 +203,8 @@ class _Oracle:
         the byte's single-byte token must be in the (exact) mask, and is then committed;
         the commits are rolled back. None when the budget runs out (or the oracle refuses
         a byte its own mask allows: its bug, recorded)."""
-        from engines.base import allocate_bitmask, byte_token_ids
+        from engines.bitmask import allocate_bitmask
+        from engines.token_bytes import byte_token_ids
 
         ids = byte_token_ids(self.vocab)
         if self._bm is None:
@@ -236,7 +237,8 @@ class _Oracle:
 
 
 def run_jump_forward_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
-    from engines.base import CompileError, allocate_bitmask, one_line
+    from engines.bitmask import allocate_bitmask
+    from engines.protocol import CompileError, one_line
     from harness.measure import adapters
     from harness.measure.target import target_for
     from suites.mask_diff.job import _pick_instances
@@ -388,7 +390,7 @@ def _steps(m, oracle: "_Oracle", tokens: list[int], bm: np.ndarray, vocab, first
                 keep("token_mismatch", tokens=[_text(toks[t]) for t in et])
             elif noncanonical(vocab, et):
                 n_ev["noncanonical"] += 1
-                from engines.base import encode_exact
+                from engines.token_bytes import encode_exact
 
                 keep("noncanonical", tokens=[_text(toks[t]) for t in et],
                      canonical=[_text(toks[t]) for t in encode_exact(vocab, tb)])

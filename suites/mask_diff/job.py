@@ -104,7 +104,8 @@ def _pick_instances(case: CasePayload, target, primary: str, k: int) -> list[dic
 
 
 def run_mask_diff_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
-    from engines.base import CompileError, allocate_bitmask, one_line
+    from engines.bitmask import allocate_bitmask
+    from engines.protocol import CompileError, one_line
     from harness.measure.target import target_for
     from harness.measure.tokens.oracle import ORACLE_LABEL, ORACLE_OPTIONS, Budget, OracleTimeout, oracle_adapter
     from harness.measure import adapters

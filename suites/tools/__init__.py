@@ -19,7 +19,7 @@ import fnmatch
 import hashlib
 from typing import Any, Iterator, Mapping, Sequence
 
-from engines.base import ToolSpec
+from engines.tool_calls import ToolSpec
 from harness.options import merged
 from harness.suite import Case, Instance, SuiteBase, SuiteError, VerdictModel, round_robin
 

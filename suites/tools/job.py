@@ -63,8 +63,9 @@ def call_spans(tokens: list[int], token_bytes, spans: list[tuple[int, int]]) -> 
 
 def run_tools_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     """Run one (tools case, engine) job to its record."""
-    from engines.base import CompileError, allocate_bitmask, one_line
-    from engines.base import ToolSpec
+    from engines.bitmask import allocate_bitmask
+    from engines.protocol import CompileError, one_line
+    from engines.tool_calls import ToolSpec
     from suites.tools.truth import ToolTruth
 
     case = job["case"]

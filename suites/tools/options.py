@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engines.base import FORMATS
+from engines.tool_calls import FORMATS
 from harness.options import config_from, count, ints, names
 
 #: configuration key → default

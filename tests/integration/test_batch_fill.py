@@ -8,7 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from engines.base import BatchFiller, allocate_bitmask, bitmask_words
+from engines.batch import BatchFiller
+from engines.bitmask import allocate_bitmask, bitmask_words
 from harness.registry import EngineSpec, is_installed
 from harness.vocab import load_vocabulary
 from tests.conftest import harness, link_real, read_records

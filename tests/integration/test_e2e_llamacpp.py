@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (scripts/build_llamacpp.sh)")
 
-from engines.base import allocate_bitmask  # noqa: E402
+from engines.bitmask import allocate_bitmask  # noqa: E402
 from harness.registry import EngineSpec, is_installed  # noqa: E402
 from suites.e2e import loop as e2e_loop  # noqa: E402
 from harness.vocab.gguf import ensure_gguf  # noqa: E402

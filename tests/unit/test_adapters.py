@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from harness import registry
-from engines.base import CompileError, EngineAdapter, EngineUnavailable, allocate_bitmask
+from engines.bitmask import allocate_bitmask
+from engines.protocol import CompileError, EngineAdapter, EngineUnavailable
 from harness.vocab import load_vocabulary
 
 REAL_ENGINES = ["xgrammar", "llguidance", "outlines"]

@@ -8,7 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from engines.base import Matcher, allocate_bitmask
+from engines.bitmask import allocate_bitmask
+from engines.protocol import Matcher
 from harness import registry
 from suites.drafts.summary import draft_rows, summary_block
 from suites.drafts.job import _corrupt_token, plan_drafts

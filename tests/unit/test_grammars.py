@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engines.base import CompileError, EngineUnavailable, allocate_bitmask
+from engines.bitmask import allocate_bitmask
+from engines.protocol import CompileError, EngineUnavailable
 from harness import registry
 from harness.measure.languages import ReaderError, reader
 from harness.measure.replay import replay

@@ -9,8 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from engines.base import allocate_bitmask
-from engines.base import encode_exact, utf8_complete
+from engines.bitmask import allocate_bitmask
+from engines.token_bytes import encode_exact, utf8_complete
 from suites.jump_forward.summary import NOT_MEASURED, jump_forward_rows
 from suites.jump_forward.job import (_Oracle, classify_step, conflicts_with,
                                               noncanonical, simulate)

@@ -119,6 +119,25 @@ def test_engines_depend_only_on_the_vocabulary_and_their_protocol():
             assert not outside, f"{mod} imports {sorted(outside)}"
 
 
+def test_engines_base_is_a_face_only():
+    """``engines/base.py`` re-exports the protocol's noun modules for third-party code: a
+    docstring, imports from ``engines.*`` and ``__all__``, nothing else; no module of the
+    project imports it (it is for code outside the project)."""
+    tree = ast.parse((ROOT / "engines" / "base.py").read_text())
+    for i, node in enumerate(tree.body):
+        if i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("engines."):
+            continue
+        if isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["__all__"]:
+            continue
+        raise AssertionError(f"engines/base.py:{node.lineno}: not an import or __all__: "
+                             f"{ast.unparse(node)[:80]}")
+    graph = import_graph()
+    users = sorted(m for m, deps in graph.items() if "engines.base" in deps)
+    assert not users, f"modules importing the face engines.base: {users}"
+
+
 def test_reference_engine_stands_alone():
     graph = import_graph()
     for mod, deps in graph.items():
@@ -133,6 +152,12 @@ def test_reference_engine_stands_alone():
 #: Python packages of the engines under test (llama_cpp is also the e2e suite's model
 #: runtime, so its imports are allowed there).
 ENGINE_PACKAGES = ("xgrammar", "llguidance", "outlines_core", "vllm")
+
+#: The modules of ``engines/`` that code outside it may import: the package (its table of
+#: rows), the protocol's modules and their face ``engines.base``. The adapters themselves
+#: are reached through the registry only.
+PROTOCOL_MODULES = ("engines", "engines.base", "engines.protocol", "engines.batch",
+                    "engines.bitmask", "engines.token_bytes", "engines.tool_calls")
 
 def _docstring_nodes(tree: ast.AST) -> set[int]:
     ids = set()
@@ -157,7 +182,7 @@ def test_no_module_outside_engines_imports_an_engine():
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             for n in names:
                 top = n.split(".")[0]
-                if top in ENGINE_PACKAGES or (top == "engines" and n not in ("engines", "engines.base")):
+                if top in ENGINE_PACKAGES or (top == "engines" and n not in PROTOCOL_MODULES):
                     bad.append(f"{mod}: imports {n}")
     assert not bad, bad
 

@@ -8,7 +8,8 @@ import threading
 
 import pytest
 
-from engines.base import Matcher, allocate_bitmask
+from engines.bitmask import allocate_bitmask
+from engines.protocol import Matcher
 from harness.registry import EngineSpec
 from harness.measure.groundtruth import GroundTruth
 from harness.measure.replay import ACCEPTED, NO_EOS, REJECTED, SERIALIZATIONS, replay

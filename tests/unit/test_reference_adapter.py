@@ -13,7 +13,7 @@ import pytest
 
 import reference_helpers as H
 from harness import registry
-from engines.base import allocate_bitmask
+from engines.bitmask import allocate_bitmask
 
 ROOT = Path(__file__).resolve().parents[2]
 PERSON = json.dumps({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},

@@ -16,7 +16,7 @@ import random
 import numpy as np
 
 import reference_helpers as H
-from engines.base import allocate_bitmask
+from engines.bitmask import allocate_bitmask
 from harness.registry import EngineSpec
 from reference_engine.maskcache import node_mask, node_mask_of_ids, SORT_PACK_MAX
 from reference_engine.trie_walk import pair_differences

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import reference_helpers as H
-from engines.base import CompileError, allocate_bitmask
+from engines.bitmask import allocate_bitmask
+from engines.protocol import CompileError
 from reference_engine import keys as K
 
 #: the fuzz suite's finding: the inner object allows extra keys

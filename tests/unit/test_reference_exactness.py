@@ -26,7 +26,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import reference_helpers as H
-from engines.base import CompileError, allocate_bitmask
+from engines.bitmask import allocate_bitmask
+from engines.protocol import CompileError
 from harness.measure.groundtruth import GroundTruth, offline_registry
 from reference_engine.maskcache import node_mask, node_mask_of_ids, pack_flags, word_set
 

@@ -15,7 +15,7 @@ import random
 import numpy as np
 
 import reference_helpers as H
-from engines.base import allocate_bitmask
+from engines.bitmask import allocate_bitmask
 from reference_engine import ir
 from reference_engine.json_schema import compile_schema
 from reference_engine.pda import PDA, frame_param

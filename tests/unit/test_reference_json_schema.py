@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
 import reference_helpers as H
-from engines.base import CompileError, allocate_bitmask
+from engines.bitmask import allocate_bitmask
+from engines.protocol import CompileError
 from harness.measure.groundtruth import GroundTruth, offline_registry
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "jsonschemabench"

@@ -18,7 +18,7 @@ import json
 import pytest
 
 import reference_helpers as H
-from engines.base import CompileError
+from engines.protocol import CompileError
 from suites.json_schema_test_suite import DRAFT_URIS, JsonSchemaTestSuite
 
 AGREE = [

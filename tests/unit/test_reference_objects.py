@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import reference_helpers as H
-from engines.base import allocate_bitmask
+from engines.bitmask import allocate_bitmask
 from reference_engine.json_schema import compile_schema
 from reference_engine.pda import PDA
 

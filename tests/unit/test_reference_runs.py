@@ -48,7 +48,7 @@ def test_whitespace_is_one_rule_whose_states_serve_every_gap():
     # masks inside a gap still equal the brute force (what follows the gap is
     # settled against the live stack)
     m = c.matcher()
-    from engines.base import allocate_bitmask
+    from engines.bitmask import allocate_bitmask
     bm = allocate_bitmask(H.vocab().size)
     assert m.accept_bytes(b'{"a": 1,  ')
     m.fill_mask(bm)

@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engines.base import CompiledGrammar, EngineUnavailable, Matcher, allocate_bitmask
+from engines.bitmask import allocate_bitmask
+from engines.protocol import CompiledGrammar, EngineUnavailable, Matcher
 from harness.measure import reachability
 from harness.measure.reachability import TOKENIZATION, UNDECIDED, UNWRITABLE, search
 from harness.measure.replay import replay

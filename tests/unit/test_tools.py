@@ -10,7 +10,8 @@ import re
 import jsonschema
 import pytest
 
-from engines.base import CompileError, allocate_bitmask
+from engines.bitmask import allocate_bitmask
+from engines.protocol import CompileError
 from engines.tool_calls import FORMATS, ToolSpec, lark_grammar, regex, text_regex
 from harness.measure.replay import replay
 from harness.registry import EngineSpec

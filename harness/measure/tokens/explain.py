@@ -188,7 +188,8 @@ def _replay(out: list[str], f: dict[str, Any], rec: Record, meta: RunMeta,
             vocab) -> None:
     """Replay the sequence through every engine of the run and the oracle; print what each
     allowed at the step where it went wrong and whether the record's claim is reproduced."""
-    from engines.base import CompileError, allocate_bitmask
+    from engines.bitmask import allocate_bitmask
+    from engines.protocol import CompileError
     from harness.registry import EngineSpec
     from harness.measure.validate import check_output
     from harness.measure.groundtruth import GroundTruth

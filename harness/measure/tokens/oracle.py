@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import engines
 
 if TYPE_CHECKING:
-    from engines.base import EngineAdapter
+    from engines.protocol import EngineAdapter
     from harness.vocab import Vocabulary
 
 #: the oracle's options and its label in records and reports

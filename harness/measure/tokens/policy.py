@@ -31,7 +31,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from engines.base import Matcher
+from engines.protocol import Matcher
 from harness.measure.tokens.maskops import ESC, IN, OUT, TokenClasses
 
 # Walk statuses

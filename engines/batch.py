@@ -1,0 +1,63 @@
+"""Batch fills: the masks of several sequences into the rows of one ``[B, W]`` bitmask.
+
+:class:`BatchFiller` is what :meth:`engines.protocol.EngineAdapter.batch_filler` returns
+by default (a thread pool over :meth:`~engines.protocol.Matcher.fill_mask`); engines with
+a native batch API return a subclass.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from engines.protocol import Matcher
+
+__all__ = ["BatchFiller", "default_fill_threads"]
+
+
+class BatchFiller:
+    """Fills the masks of several sequences into the rows of one ``[B, W]`` int32 bitmask.
+
+    This default calls each matcher's :meth:`Matcher.fill_mask` on a thread pool of
+    ``threads`` (the engines release the GIL while filling); an engine with a native batch
+    API (xgrammar's ``BatchGrammarMatcher``, llguidance's ``fill_next_token_bitmask_par``)
+    overrides :meth:`EngineAdapter.batch_filler` with its own. ``method`` names what ran.
+    """
+
+    method = "thread pool"
+
+    def __init__(self, threads: int) -> None:
+        self.threads = max(1, int(threads))
+        self._pool = (ThreadPoolExecutor(self.threads, thread_name_prefix="fill")
+                      if self.threads > 1 else None)
+        self._rows: tuple[int, list[np.ndarray]] | None = None
+
+    def _row_views(self, bitmask: np.ndarray) -> list[np.ndarray]:
+        # the same row objects every step: adapters check a bitmask once per object
+        if self._rows is None or self._rows[0] != id(bitmask):
+            self._rows = (id(bitmask), [bitmask[i] for i in range(bitmask.shape[0])])
+        return self._rows[1]
+
+    def fill(self, matchers: Sequence[Matcher], bitmask: np.ndarray, rows: Sequence[int]) -> None:
+        """Write ``matchers[i]``'s mask into ``bitmask[rows[i]]`` for every ``i``."""
+        views = self._row_views(bitmask)
+        if self._pool is None or len(matchers) < 2:
+            for m, r in zip(matchers, rows):
+                m.fill_mask(views[r])
+            return
+        for _ in self._pool.map(lambda mr: mr[0].fill_mask(views[mr[1]]), zip(matchers, rows)):
+            pass
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+
+def default_fill_threads(batch: int) -> int:
+    """Threads for a batch fill: one per sequence, at most one per CPU core."""
+    return max(1, min(int(batch), os.cpu_count() or 1))
