@@ -11,7 +11,7 @@ Python entry point group, without editing this repository::
     [project.entry-points."grammar_harness.engines"]
     myengine = "my_adapter:MyEngine"
 
-Groups: ``grammar_harness.engines`` (an :class:`engines.base.EngineAdapter` subclass),
+Groups: ``grammar_harness.engines`` (an :class:`engines.protocol.EngineAdapter` subclass),
 ``grammar_harness.suites`` (a suite class, see :mod:`harness.suite`),
 ``grammar_harness.report_sections`` (``builder(ctx) -> Section | list[Section] | None``) and
 ``grammar_harness.commands`` (a module with ``add_parser(subparsers)``). A built-in name
@@ -139,7 +139,7 @@ def builtin_suites(package: str = "suites") -> dict[str, str]:
     return out
 
 
-#: Engine adapters (:class:`engines.base.EngineAdapter` subclasses).
+#: Engine adapters (:class:`engines.protocol.EngineAdapter` subclasses).
 ENGINES: Registry[type[EngineAdapter]] = Registry("engine", "grammar_harness.engines",
                                                   engines.ADAPTERS)
 #: Suites (classes taking ``data``, ``subsets``, ``sample``, ``schemas``; see

@@ -22,7 +22,8 @@ from typing import Any, Callable, Iterable
 
 from harness.measure import outcomes
 from harness.execution.executor import (BOARD_JOB, BOARD_LIMIT_FROM, BOARD_PHASE, BOARD_SIZE,
-                                        BOARD_TTFM, PHASES, SETUP_ALLOWANCE_S, Job)
+                                        BOARD_TTFM, PHASES, SETUP_ALLOWANCE_S, Job,
+                                        unpack_timings)
 from harness.store.run_store import RunStore
 from harness.records import Record
 
@@ -336,7 +337,7 @@ class LocalExecutor:
                         slot.deadline = time.monotonic() + self.timeout_s
                         slot.limit_begun = True
                 elif kind == "done":
-                    self._finish(slot, payload)
+                    self._finish(slot, unpack_timings(payload))
                 elif kind == "died":
                     self._read_board(slot)
                     payload["phase"] = slot.phase

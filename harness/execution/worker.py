@@ -25,7 +25,7 @@ from harness.measure.groundtruth import GroundTruth, parse_instance_text  # noqa
 from harness.measure.replay import ACCEPTED, SERIALIZATIONS, replay  # noqa: E402
 from harness.measure import adapters, reachability  # noqa: E402
 from harness.execution.executor import (BOARD_JOB, BOARD_LIMIT_FROM, BOARD_PHASE,  # noqa: E402
-                                        BOARD_TTFM, PHASES)
+                                        BOARD_TTFM, PHASES, pack_timings)
 from harness.records import InstanceRecord, JobPayload, Record
 
 
@@ -256,7 +256,7 @@ def worker_main(conn, memory_gib: float | None, log_path: str | None, board=None
             board[BOARD_JOB] += 1
         try:
             record = _job_function(job.get("job"))(job, phase)
-            conn.send(("done", record))
+            conn.send(("done", pack_timings(record)))
         except MemoryError:
             conn.send(("died", {"outcome": outcomes.OOM,
                                 "error": f"MemoryError: out of memory at the address-space "

@@ -41,7 +41,7 @@ class Target:
     dialect_construct: str | None = None
 
     def compile(self, adapter: EngineAdapter) -> CompiledGrammar:
-        """Compile for ``adapter``; raises :class:`~engines.base.CompileError`."""
+        """Compile for ``adapter``; raises :class:`~engines.protocol.CompileError`."""
         raise NotImplementedError
 
     def judge(self, raw: bytes) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The tokenizer vocabulary: raw bytes per token id, and the files made from it.
 
 This package imports nothing else of the project: engine adapters depend on it and on
-their protocol (:mod:`engines.base`) only.
+their protocol (:mod:`engines.protocol`) only.
 
 ``core``     :class:`Vocabulary` (bytes per id, specials, stop ids, encode)
 ``loading``  :func:`load_vocabulary` by name (``llama3``, ``tekken``, ``qwen2``) or path

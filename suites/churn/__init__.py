@@ -8,7 +8,7 @@ schema. The pool is made from the ``jsonschemabench`` corpus's stratified sample
 ``k mod n`` made unique (:func:`suites.serve.unique_schema`), so that repeats are exactly
 the ranks drawn twice. Each (stream, engine) job replays the stream through one
 long-lived compiler with the engine's own cache on
-(:meth:`engines.base.EngineAdapter.cached_compiler`,
+(:meth:`engines.protocol.EngineAdapter.cached_compiler`,
 :mod:`suites.churn.job`): per request, the compile (or cache hit) and the first
 mask, i.e. the TTFT a request would see from the grammar. Streams are seeded (``--churn-seed``):
 every engine sees the same one.

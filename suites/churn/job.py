@@ -1,6 +1,6 @@
 """Worker job of the ``churn`` suite: one Zipf stream through one long-lived compiler.
 
-The engine's :meth:`~engines.base.EngineAdapter.cached_compiler` (its own compile cache
+The engine's :meth:`~engines.protocol.EngineAdapter.cached_compiler` (its own compile cache
 on, empty at the start of the job) takes the stream's requests in order. Per request the
 record keeps ``rank`` (the pool entry), ``repeat`` (the rank came earlier in the stream:
 a cache *could* hit), ``ttft_ns`` (compile or cache fetch + matcher + first mask: the

@@ -13,7 +13,7 @@ from up to ``--draft-instances`` valid instances, canonically tokenised:
   tokens (whitespace, another stop token, the first token); exactly ``j + 1``, and any
   token accepted after the stop is counted as *accepted after termination*.
 
-Each engine validates a draft through :meth:`engines.base.Matcher.validate_draft` (its own
+Each engine validates a draft through :meth:`engines.protocol.Matcher.validate_draft` (its own
 draft API where it has one, else token by token); the job then checks that the state is
 unchanged, that committing the accepted prefix gives the masks a fresh replay gives, and
 that rolling it back restores the mask bit for bit, and times the draft against ``k``

@@ -23,7 +23,7 @@ special token while a regular one is forbidden).
 
 Per draft, on a fresh matcher replayed to ``p``:
 
-1. ``validate_draft(draft)`` (:meth:`engines.base.Matcher.validate_draft`): the accepted
+1. ``validate_draft(draft)`` (:meth:`engines.protocol.Matcher.validate_draft`): the accepted
    length, compared with the expected one; ``validate_ns`` is the fastest of
    :data:`REPEATS` calls, ns.
 2. The mask afterwards must equal the reference mask at ``p`` bit for bit (the state is

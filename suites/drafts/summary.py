@@ -1,6 +1,6 @@
 """The drafts suite's figures ("the speculative table"), per engine:
 
-- *API*: what :meth:`engines.base.Matcher.validate_draft` calls (the engine's own draft
+- *API*: what :meth:`engines.protocol.Matcher.validate_draft` calls (the engine's own draft
   API, or ``token by token``);
 - *schemas*: records of the engine; *compiled*: those that compiled; *died*: jobs whose
   worker was killed or crashed (timeout, OOM, crash: their drafts are lost);

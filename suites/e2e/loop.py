@@ -144,7 +144,7 @@ def decode(runtime, prompt: Sequence[int], *, stop_ids: Sequence[int], max_token
     ``batch`` sequences from ``prompt``. Constrained when ``matchers`` (one per sequence,
     fresh) are given, with ``bitmask`` and ``apply``. With ``batch > 1`` the masks of the
     live sequences are filled together by ``filler`` (the engine's
-    :meth:`~engines.base.EngineAdapter.batch_filler`; a thread pool when none is given)."""
+    :meth:`~engines.protocol.EngineAdapter.batch_filler`; a thread pool when none is given)."""
     B = runtime.batch
     constrained = matchers is not None
     if constrained:

@@ -5,7 +5,7 @@ Per batch size (default 1, 8, 32, 128 on a GPU; the run's ``--batch`` sizes on a
 the vocabulary's ids (128,256 for Llama 3), float32 logits, random bits (about half the ids
 allowed; no kernel here reads fewer words for a sparser mask):
 
-``engine:NAME``  the engine's own kernel (:meth:`engines.base.EngineAdapter.mask_kernel`)
+``engine:NAME``  the engine's own kernel (:meth:`engines.protocol.EngineAdapter.mask_kernel`)
 ``shared``       the harness's shared kernel (:func:`suites.e2e.sampling.apply_shared`)
 ``masked_fill``  ``logits.masked_fill_(~allowed, -inf)`` from a bool mask already unpacked
                  on the device: the floor of any apply

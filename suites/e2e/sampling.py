@@ -85,7 +85,7 @@ def apply_words(logits: torch.Tensor, words: torch.Tensor, one_bit: torch.Tensor
 
 
 def engine_kernel(engine_name: str) -> Callable | None:
-    """The engine's own kernel (:meth:`engines.base.EngineAdapter.mask_kernel`) over a
+    """The engine's own kernel (:meth:`engines.protocol.EngineAdapter.mask_kernel`) over a
     :class:`Bitmask`, or None."""
     from harness.registry import RegistryError, adapter_class
 
@@ -112,7 +112,7 @@ def apply_kernel(engine_name: str, mode: str = "auto", device: str = "cpu",
     at the decode's batch size, keys ``engine:NAME`` and ``shared``: the e2e suite's
     microbenchmark, :mod:`suites.e2e.maskbench`); without timings, the engine's
     kernel where its adapter prefers it on GPUs
-    (:attr:`engines.base.EngineAdapter.prefer_own_kernel_on_gpu`). ``auto`` on a CPU takes
+    (:attr:`engines.protocol.EngineAdapter.prefer_own_kernel_on_gpu`). ``auto`` on a CPU takes
     the shared kernel: with real (sparse) masks over 128,256 ids an engine's CPU kernel cost
     several times the shared one (``benchmarks/e2e_overhead.py`` prints both)."""
     if mode not in APPLY_MODES:

@@ -5,7 +5,7 @@ Cases are the ``jsonschemabench`` corpus's (``--data``, ``--subset``, ``--sample
 is given: each job runs the pure-Python reference engine at every step). Each case keeps
 its instances: the job (:mod:`suites.jump_forward.job`) walks the first
 ``--jf-instances`` valid ones token by token and, at every step, asks the engine for its
-forced continuation (:meth:`engines.base.Matcher.forced_continuation`: xgrammar's
+forced continuation (:meth:`engines.protocol.Matcher.forced_continuation`: xgrammar's
 ``find_jump_forward_string`` / ``find_jump_forward_tokens``, llguidance's
 ``compute_ff_bytes`` / ``compute_ff_tokens``) and the reference engine for the bytes the
 schema really forces. The figures (:mod:`suites.jump_forward.summary`): the share of

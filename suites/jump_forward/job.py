@@ -6,7 +6,7 @@ serialisation), two walks:
 
 1. **Steps** — the canonical tokenisation (``vocab.encode(text)``) committed token by
    token; at every step (before each token, and at the end) the engine's
-   :meth:`~engines.base.Matcher.forced_continuation` (timed, ``ff_ns``), its mask (timed,
+   :meth:`~engines.protocol.Matcher.forced_continuation` (timed, ``ff_ns``), its mask (timed,
    ``mask_ns``) and the oracle's forced bytes (the reference engine, exact: the bytes every
    document the schema accepts continues with). Each step is classified
    (:func:`classify_step`): ``none`` (nothing offered), ``exact`` / ``short`` (the offer is

@@ -1,11 +1,11 @@
 """Worker job of the ``tools`` suite: one tool-call request through one engine.
 
 The engine gets the request in its own native form
-(:meth:`engines.base.EngineAdapter.compile_tool_calls`; the record's ``form`` says which).
+(:meth:`engines.protocol.EngineAdapter.compile_tool_calls`; the record's ``form`` says which).
 Measured, in nanoseconds:
 
 ``compile``   ``cold_ns``: the request compiled by a fresh long-lived compiler
-              (:meth:`~engines.base.EngineAdapter.cached_compiler`, the engine's own cache
+              (:meth:`~engines.protocol.EngineAdapter.cached_compiler`, the engine's own cache
               on and empty); ``warm_ns``: the same request again through that compiler
               (``warm_hit``: its cache did not grow, where the engine reports its size);
               ``overlap_ns``: then a request sharing half its tools (``overlap_shared``

@@ -1,6 +1,6 @@
 """Bitmasks as token sets, and the per-vocabulary token classes the policy uses.
 
-Bitmask layout is the engines' (``engines/base.py``): int32 words, bit ``i % 32`` of word
+Bitmask layout is the engines' (``engines/bitmask.py``): int32 words, bit ``i % 32`` of word
 ``i // 32`` set = token ``i`` allowed. Sets compared here leave out special ids (stop
 tokens included): the stop tokens are judged apart, as one boolean "EOS allowed", because
 engines put different subsets of the stop ids in their masks.
