@@ -61,7 +61,7 @@ def main() -> int:
     from harness.measure.serving.prompt import build_prompt
     from suites.e2e.runtime_cache import get_runtime
     from suites.e2e.sampling import Bitmask, Sampler, apply_kernel, apply_shared
-    from harness.vocab import load_vocabulary
+    from engines.vocab import load_vocabulary
 
     vocab = load_vocabulary("llama3")
     rt = get_runtime({"runtime": "llamacpp:eval" if args.runtime == "llamacpp" else "torch",

@@ -34,7 +34,7 @@ from engines.bitmask import allocate_bitmask  # noqa: E402
 from engines.protocol import CompileError  # noqa: E402
 from harness.registry import EngineSpec, is_installed  # noqa: E402
 from harness.measure.replay import replay  # noqa: E402
-from harness.vocab import load_vocabulary# noqa: E402
+from engines.vocab import load_vocabulary# noqa: E402
 from suites.jsonschemabench import parse_case, resolve_data_dir  # noqa: E402
 
 #: Schemas that all three engines compile within seconds, from different subsets.

@@ -1,7 +1,7 @@
 """Engine adapters: one module per engine behind one protocol (:mod:`engines.protocol`).
 
 Every quirk of an engine lives in its adapter; nothing outside this package knows which
-engine it holds. Adapters depend only on their protocol and on :mod:`harness.vocab`.
+engine it holds. Adapters depend only on their protocol and on :mod:`engines.vocab`.
 :data:`ADAPTERS` declares the built-in rows; :mod:`harness.registry` loads them (lazily:
 listing them imports no engine) beside third-party adapters registered through the entry
 point group ``grammar_harness.engines``.

@@ -3,7 +3,7 @@
 ``LlamaGrammar.from_json_schema`` (llama-cpp-python's schema → GBNF converter) compiled by
 llama.cpp's grammar sampler (``llama_sampler_init_grammar``). The sampler needs a
 ``llama_vocab``: the adapter loads, vocabulary only, the harness's own GGUF for the
-vocabulary (:mod:`harness.vocab.gguf`; only the Llama-3 vocabulary is supported).
+vocabulary (:mod:`engines.vocab.gguf`; only the Llama-3 vocabulary is supported).
 
 - ``fill_mask``: the grammar sampler applied to a candidate array of every token with logit 0;
   tokens it sets to -inf are disallowed. Stop tokens (llama.cpp's end-of-generation set) are
@@ -34,7 +34,7 @@ from engines.protocol import (
     Matcher,
     one_line,
 )
-from harness.vocab import Vocabulary
+from engines.vocab import Vocabulary
 
 _TOKEN_DTYPE = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 
@@ -62,7 +62,7 @@ class _VocabModel:
             raise EngineUnavailable("llamacpp-gbnf runs with the llama3 vocabulary only")
         key = vocab.fingerprint
         if key not in cls._cache:
-            from harness.vocab.gguf import ensure_gguf
+            from engines.vocab.gguf import ensure_gguf
 
             path = ensure_gguf("micro", "Q8_0", 0, vocab)
             from llama_cpp._logger import set_verbose

@@ -41,7 +41,7 @@ from engines.protocol import (
     one_line,
 )
 from engines.token_bytes import encode_exact
-from harness.vocab import Vocabulary
+from engines.vocab import Vocabulary
 
 
 def _import_llguidance():

@@ -33,7 +33,7 @@ from engines.protocol import (
     EngineUnavailable,
     one_line,
 )
-from harness.vocab import Vocabulary
+from engines.vocab import Vocabulary
 
 #: ``build_regex_from_schema`` keyword defaults in outlines_core 0.2.14 (checked by the tests).
 OUTLINES_DEFAULTS: dict[str, Any] = {"whitespace_pattern": None, "max_recursion_depth": 3}

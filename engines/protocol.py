@@ -1,6 +1,6 @@
 """The engine protocol: the three objects the runner and the measurement loop see.
 
-``EngineAdapter``   built once per worker process from a :class:`~harness.vocab.Vocabulary`
+``EngineAdapter``   built once per worker process from a :class:`~engines.vocab.Vocabulary`
                     and a configuration (named options); compiles schemas
                     (:meth:`~EngineAdapter.compile`), grammars in the dialects it reads
                     (:meth:`~EngineAdapter.compile_grammar`) and tool-call requests
@@ -32,7 +32,7 @@ import numpy as np
 
 from engines.batch import BatchFiller
 from engines.tool_calls import ToolSpec
-from harness.vocab import Vocabulary
+from engines.vocab import Vocabulary
 
 __all__ = ["CachedCompiler", "CompileError", "CompiledGrammar", "EngineAdapter",
            "EngineUnavailable", "Matcher", "check_rollback", "one_line"]

@@ -35,7 +35,7 @@ from engines.bitmask import bitmask_words
 from engines.matcher import BoundMatcher
 from engines.protocol import CompiledGrammar, CompileError, EngineAdapter, one_line
 from engines.token_bytes import byte_token_ids, encode_exact, utf8_complete
-from harness.vocab import Vocabulary
+from engines.vocab import Vocabulary
 
 _DEFAULTS: dict[str, Any] = {"whitespace": "flexible", "max_ws": 32, "separators": None,
                              "property_order": "any", "format_assertion": True,

@@ -41,7 +41,7 @@ import numpy as np
 from engines.bitmask import allocate_bitmask, bitmask_words, pack_allowed
 from engines.matcher import TemplateMatcher
 from engines.protocol import CompiledGrammar, CompileError, EngineAdapter
-from harness.vocab import Vocabulary
+from engines.vocab import Vocabulary
 
 FAULTY_MODES = ("crash", "hang", "gil_hang", "oom", "exit", "compile_error", "reject_all", "accept_all",
                 "sleep")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from harness.vocab import Vocabulary
+from engines.vocab import Vocabulary
 
 __all__ = ["byte_token_ids", "encode_exact", "utf8_complete"]
 

@@ -50,7 +50,7 @@ from engines.protocol import (
     EngineUnavailable,
     one_line,
 )
-from harness.vocab import Vocabulary
+from engines.vocab import Vocabulary
 
 #: ``compile_json_schema`` keyword defaults in xgrammar 0.2.9 (checked by the tests
 #: against the installed signature, so a version change is noticed).

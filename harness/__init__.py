@@ -15,7 +15,7 @@ Every command is a function here first, the CLI a wrapper around it: :func:`run`
 The sub-packages follow the data path (``docs/architecture.md``): ``vocab`` → ``measure`` →
 ``execution`` → ``store`` → ``analysis`` → ``report``, with ``cli`` on top and
 ``registry`` naming the plug-ins. Names are imported on first use, so that importing one
-stage (e.g. :mod:`harness.vocab` from an engine adapter) imports nothing else.
+stage (e.g. :mod:`engines.vocab` from an engine adapter) imports nothing else.
 """
 
 from __future__ import annotations

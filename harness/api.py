@@ -156,7 +156,7 @@ def run(config: RunConfig, *, results: str | Path | None = None,
     Raises
     ------
     harness.config.ConfigError, harness.suite.SuiteError, harness.registry.UnknownEngine,
-    harness.vocab.VocabularyError, harness.store.run_store.StoreError,
+    engines.vocab.VocabularyError, harness.store.run_store.StoreError,
     harness.execution.executor.ExecutorError
         Each with a one-line message; nothing is lost of what was already measured.
     """

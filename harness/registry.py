@@ -31,7 +31,7 @@ import engines
 
 if TYPE_CHECKING:
     from engines.protocol import EngineAdapter
-    from harness.vocab import Vocabulary
+    from engines.vocab import Vocabulary
 
 __all__ = ["Registry", "RegistryError", "UnknownEngine", "EngineSpec", "ENGINES", "SUITES",
            "REPORT_SECTIONS", "COMMANDS", "parse_engines", "adapter_class", "is_installed",

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 
-from harness.vocab import Vocabulary
-from harness.vocab.hf import bytes_to_unicode
+from engines.vocab import Vocabulary
+from engines.vocab.hf import bytes_to_unicode
 
 
 def build_tokenizer_json_from_tiktoken(

@@ -15,7 +15,7 @@ from hypothesis.configuration import set_hypothesis_home_dir
 set_hypothesis_home_dir(os.path.join(tempfile.gettempdir(), "hypothesis-reference-engine"))
 
 from engines.bitmask import allocate_bitmask
-from harness.vocab import load_vocabulary
+from engines.vocab import load_vocabulary
 from reference_engine.maskcache import pack_flags
 
 SERIALIZATIONS = {

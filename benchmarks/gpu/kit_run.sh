@@ -114,7 +114,7 @@ for mod in ("xgrammar", "llguidance", "llguidance.torch", "outlines_core", "json
         print(f"  import {mod}: FAILED {type(e).__name__}: {e}")
 import harness
 print("harness from", harness.__file__)
-from harness.vocab.core import load_llama3
+from engines.vocab.core import load_llama3
 print("llama3 vocabulary:", len(load_llama3().tokens), "tokens")
 print("imports:", "all ok" if not bad else f"FAILED: {bad}")
 sys.exit(1 if bad else 0)

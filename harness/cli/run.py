@@ -74,7 +74,7 @@ def cmd_run(args) -> int:
     from harness.execution.executor import ExecutorError
     from harness.report import console
     from harness.store.run_store import RunStore, StoreError
-    from harness.vocab import VocabularyError
+    from engines.vocab import VocabularyError
     from harness.suite import SuiteError
 
     given = config_from_args(args)

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 from harness.config import RunConfig
 from harness.execution.executor import EXECUTORS, Executor, ExecutorError, Job
 from harness.store.run_store import RunStore, StoreError, git_commit, machine_info, new_run_id
-from harness.vocab import load_vocabulary
+from engines.vocab import load_vocabulary
 from harness.registry import (SUITES, EngineSpec, build_suite, load_target, parse_engines,
                               suite_class)
 from harness.records import JobPayload, Record

@@ -13,7 +13,7 @@ from harness.records import JobPayload, Record
 
 if TYPE_CHECKING:
     from engines.protocol import EngineAdapter
-    from harness.vocab import Vocabulary
+    from engines.vocab import Vocabulary
 
 _vocab: "Vocabulary | None" = None
 _vocab_spec: str | None = None
@@ -26,7 +26,7 @@ def adapter(name: str, config: str, tokenizer: str) -> "EngineAdapter":
     process. A different tokenizer drops every adapter built for the previous one."""
     global _vocab, _vocab_spec
     from harness.registry import EngineSpec
-    from harness.vocab import load_vocabulary
+    from engines.vocab import load_vocabulary
 
     if _vocab_spec != tokenizer:
         _vocab = load_vocabulary(tokenizer)

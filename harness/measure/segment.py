@@ -31,7 +31,7 @@ import hashlib
 import random
 from typing import Sequence
 
-from harness.vocab import Vocabulary
+from engines.vocab import Vocabulary
 
 
 class SegmentationError(ValueError):

@@ -2,7 +2,7 @@
 OpenAI-compatible server with the harness's workaround for this CPU (models load without
 ggml's AMX extra buffers, which segfault here; see ``runtime_llamacpp.no_extra_buffers``).
 
-``python -m suites.e2e.llamacpp_server --model "$(python -m harness.vocab.gguf small)"
+``python -m suites.e2e.llamacpp_server --model "$(python -m engines.vocab.gguf small)"
 --host 127.0.0.1 --port 8000 --n_threads 1 --chat_format llama-3``
 """
 

@@ -1,6 +1,6 @@
 """``torch`` runtime: a Llama decoder with random, seeded weights, decoding like a server.
 
-Sizes by name (:mod:`harness.vocab.models`), ``cpu`` or ``cuda``, bf16 (default) or float32.
+Sizes by name (:mod:`engines.vocab.models`), ``cpu`` or ``cuda``, bf16 (default) or float32.
 One intra-op thread by default on CPU (two were slower and erratic on the 2-core machine).
 
 The weights are those of a transformers ``LlamaForCausalLM`` built in place (random, seeded);
@@ -32,7 +32,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from harness.vocab.models import BOS_ID, EOS_ID, shape
+from engines.vocab.models import BOS_ID, EOS_ID, shape
 
 _DTYPES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "float32": torch.float32,
            "fp32": torch.float32, "f32": torch.float32, "fp16": torch.float16,

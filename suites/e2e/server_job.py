@@ -20,7 +20,7 @@ from harness.records import JobPayload, Record
 def run_server_job(job: JobPayload, o: dict[str, Any], phase) -> Record:
     from harness.measure.serving.openai_client import OpenAIClient, split_server, verdict
     from harness.measure.serving.prompt import ASK, SYSTEM, schema_excerpt
-    from harness.vocab import load_vocabulary
+    from engines.vocab import load_vocabulary
     from harness.measure.target import SchemaTarget
 
     case, eng = job["case"], job["engine"]

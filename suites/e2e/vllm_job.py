@@ -18,7 +18,7 @@ _LLM: dict[tuple, Any] = {}
 def run_vllm_job(job: JobPayload, o: dict[str, Any], phase) -> Record:
     from harness.registry import adapter_class
     from harness.measure.serving.vllm_offline import write_hf_model
-    from harness.vocab.gguf import cache_root
+    from engines.vocab.gguf import cache_root
     from harness.measure.serving.prompt import ASK, SYSTEM, schema_excerpt
     from harness.measure.validate import check_output
     from harness.measure.groundtruth import GroundTruth
@@ -29,7 +29,7 @@ def run_vllm_job(job: JobPayload, o: dict[str, Any], phase) -> Record:
                               "suite": case["suite"], "subset": case["subset"]}
     t_busy = time.perf_counter_ns()
     phase("setup")
-    from harness.vocab import load_vocabulary
+    from engines.vocab import load_vocabulary
 
     vocab = load_vocabulary(job["tokenizer"])
     key = (o["model"], o["seed"], backend)

@@ -31,7 +31,7 @@ def _pct(x: float | None) -> str:
 def _vocab(run):
     """The run's tokenizer, for token bytes (None when it cannot be loaded here)."""
     try:
-        from harness.vocab import load_vocabulary
+        from engines.vocab import load_vocabulary
 
         return load_vocabulary((run.meta.get("config") or {}).get("tokenizer", "llama3"))
     except Exception:  # the report still shows ids

@@ -168,8 +168,8 @@ class ServeExecutor:
         from harness.measure.serving.vllm_offline import write_hf_model
         from harness.measure.serving.launcher import HOST, ServerNotReady, ServerProcess
         from harness.registry import adapter_class
-        from harness.vocab import load_vocabulary
-        from harness.vocab.gguf import cache_root
+        from engines.vocab import load_vocabulary
+        from engines.vocab.gguf import cache_root
 
         cls = adapter_class(engine["name"])
         if not hasattr(cls, "server_command"):
@@ -364,7 +364,7 @@ class ServeExecutor:
 
     def _excerpt(self, schema_text: str) -> str:
         from harness.measure.serving.prompt import schema_excerpt
-        from harness.vocab import load_vocabulary
+        from engines.vocab import load_vocabulary
 
         if self._vocab is None:
             self._vocab = load_vocabulary(self.config.tokenizer)

@@ -11,7 +11,7 @@ import pytest
 from engines.batch import BatchFiller
 from engines.bitmask import allocate_bitmask, bitmask_words
 from harness.registry import EngineSpec, is_installed
-from harness.vocab import load_vocabulary
+from engines.vocab import load_vocabulary
 from tests.conftest import harness, link_real, read_records
 
 ENGINES = [e for e in ("xgrammar", "llguidance", "outlines") if is_installed(e)]

@@ -16,7 +16,7 @@ from suites.json_schema_test_suite import summary as keywords
 from harness.analysis import metrics
 from harness.measure.groundtruth import GroundTruth, offline_registry, parse_instance_text
 from harness.measure.segment import SegmentationError, TokenIndex, segmentation, segmentations
-from harness.vocab import Vocabulary, load_vocabulary
+from engines.vocab import Vocabulary, load_vocabulary
 from harness.suite import Case, Instance, SuiteError
 from suites.drift import Drift, probe_id
 from suites.drift.probes import AXES, GROUPS

@@ -20,7 +20,7 @@ pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (scripts
 from engines.bitmask import allocate_bitmask  # noqa: E402
 from harness.registry import EngineSpec, is_installed  # noqa: E402
 from suites.e2e import loop as e2e_loop  # noqa: E402
-from harness.vocab.gguf import ensure_gguf  # noqa: E402
+from engines.vocab.gguf import ensure_gguf  # noqa: E402
 from harness.measure.serving.prompt import build_prompt  # noqa: E402
 from suites.e2e.runtime_cache import get_runtime  # noqa: E402
 from suites.e2e.runtime_llamacpp import processor_decode  # noqa: E402
@@ -28,7 +28,7 @@ from suites.e2e.sampling import Bitmask, Sampler, apply_kernel  # noqa: E402
 from harness.measure.validate import check_output  # noqa: E402
 from harness.measure.groundtruth import GroundTruth  # noqa: E402
 from harness.measure.replay import replay  # noqa: E402
-from harness.vocab import load_vocabulary# noqa: E402
+from engines.vocab import load_vocabulary# noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 
 ENGINES = [e for e in ("xgrammar", "llguidance", "outlines") if is_installed(e)]

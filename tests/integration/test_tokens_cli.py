@@ -78,7 +78,7 @@ def test_explain_replays_a_false_accept(mask_diff_run):
     rec = next(r for r in recs if r["engine"] == "xgrammar")
     w = next(w for i in rec["instances"] for w in i["mask_diff"]["witnesses"]
              if w["verdict"] == "false_accept")
-    from harness.vocab import load_vocabulary
+    from engines.vocab import load_vocabulary
 
     raw = b"".join(load_vocabulary("llama3").tokens[t] for t in w["tokens"])
     schema = json.loads(rec["schema_text"])

@@ -40,8 +40,8 @@ def vllm_server(tmp_path_factory):
     from engines.vllm_engine import VllmEngine
     from harness.measure.serving.vllm_offline import write_hf_model
     from harness.measure.serving.launcher import HOST, ServerProcess
-    from harness.vocab import load_vocabulary
-    from harness.vocab.gguf import cache_root
+    from engines.vocab import load_vocabulary
+    from engines.vocab.gguf import cache_root
 
     env = _need_vllm()
     model = str(write_hf_model("micro", load_vocabulary("llama3"), cache_root() / "models"))

@@ -20,7 +20,7 @@ import pytest
 from harness import registry
 from engines.bitmask import allocate_bitmask
 from engines.protocol import CompileError, EngineAdapter, EngineUnavailable
-from harness.vocab import load_vocabulary
+from engines.vocab import load_vocabulary
 
 REAL_ENGINES = ["xgrammar", "llguidance", "outlines"]
 
@@ -458,7 +458,7 @@ _FATAL_SCRIPT = textwrap.dedent(
     """
     import json, resource, sys
     from engines.testing import FaultyEngine
-    from harness.vocab import Vocabulary
+    from engines.vocab import Vocabulary
     v = Vocabulary("tiny", [b"a", b"b", b"<eos>"], frozenset({2}), (2,), None, lambda s: [])
     e = FaultyEngine(v)
     mode = sys.argv[1]

@@ -13,7 +13,7 @@ from engines.protocol import Matcher
 from harness import registry
 from suites.drafts.summary import draft_rows, summary_block
 from suites.drafts.job import _corrupt_token, plan_drafts
-from harness.vocab import load_vocabulary
+from engines.vocab import load_vocabulary
 
 ENGINES = ["xgrammar", "llguidance", "outlines", "reference", "llamacpp-gbnf"]
 SCHEMA = json.dumps({"type": "object", "properties": {"a": {"type": "integer"}},

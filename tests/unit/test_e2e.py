@@ -18,7 +18,7 @@ from suites.e2e.sampling import (Bitmask, Sampler, apply_kernel, apply_shared,
                                           apply_words)
 from harness.measure.validate import check_output
 from harness.measure.groundtruth import GroundTruth
-from harness.vocab import load_vocabulary
+from engines.vocab import load_vocabulary
 
 ENGINES = [e for e in ("xgrammar", "llguidance", "outlines") if is_installed(e)]
 

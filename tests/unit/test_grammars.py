@@ -133,7 +133,7 @@ REGEX, CHOICE, CFG = "regex-iso-date", "choice-yes-no", "cfg-arithmetic"
 
 @pytest.fixture(scope="module")
 def vocab():
-    from harness.vocab import load_vocabulary
+    from engines.vocab import load_vocabulary
 
     return load_vocabulary("llama3")
 

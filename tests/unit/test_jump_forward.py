@@ -16,7 +16,7 @@ from suites.jump_forward.job import (_Oracle, classify_step, conflicts_with,
                                               noncanonical, simulate)
 from harness.measure.tokens.oracle import Budget
 from harness.registry import EngineSpec
-from harness.vocab import load_vocabulary
+from engines.vocab import load_vocabulary
 
 CONST = json.dumps({"type": "object", "properties": {"a": {"const": "xyz"}}, "required": ["a"],
                     "additionalProperties": False})

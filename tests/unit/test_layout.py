@@ -83,7 +83,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def stage(mod: str) -> str:
     """The stage a module belongs to: ``harness.<sub-package>``, or its top-level package."""
     parts = mod.split(".")
-    if parts[0] == "harness" and len(parts) > 1:
+    if parts[0] == "harness" and len(parts) > 1 or parts[:2] == ["engines", "vocab"]:
         return ".".join(parts[:2])
     return parts[0]
 
@@ -105,8 +105,8 @@ def test_no_stage_import_cycle():
 def test_vocabulary_imports_nothing_else_of_the_project():
     graph = import_graph()
     for mod, deps in graph.items():
-        if stage(mod) == "harness.vocab":
-            outside = {d for d in deps if stage(d) != "harness.vocab"}
+        if stage(mod) == "engines.vocab":
+            outside = {d for d in deps if stage(d) != "engines.vocab"}
             assert not outside, f"{mod} imports {sorted(outside)}"
 
 
@@ -114,7 +114,7 @@ def test_engines_depend_only_on_the_vocabulary_and_their_protocol():
     graph = import_graph()
     for mod, deps in graph.items():
         if stage(mod) == "engines":
-            outside = {d for d in deps if stage(d) not in ("engines", "harness.vocab",
+            outside = {d for d in deps if stage(d) not in ("engines", "engines.vocab",
                                                            "reference_engine")}
             assert not outside, f"{mod} imports {sorted(outside)}"
 
@@ -138,6 +138,15 @@ def test_engines_base_is_a_face_only():
     assert not users, f"modules importing the face engines.base: {users}"
 
 
+def test_no_arrow_runs_from_the_engines_up_into_the_harness():
+    """The vocabulary sits below the engines (``engines/vocab/``): adapters and the
+    vocabulary import nothing of ``harness/``."""
+    bad = sorted(f"{m} imports {d}" for m, deps in import_graph().items()
+                 if stage(m) in ("engines", "engines.vocab") for d in deps
+                 if d.startswith("harness"))
+    assert not bad, bad
+
+
 def test_reference_engine_stands_alone():
     graph = import_graph()
     for mod, deps in graph.items():
@@ -154,10 +163,15 @@ def test_reference_engine_stands_alone():
 ENGINE_PACKAGES = ("xgrammar", "llguidance", "outlines_core", "vllm")
 
 #: The modules of ``engines/`` that code outside it may import: the package (its table of
-#: rows), the protocol's modules and their face ``engines.base``. The adapters themselves
-#: are reached through the registry only.
+#: rows), the protocol's modules and their face ``engines.base``, and the vocabulary below
+#: them. The adapters themselves are reached through the registry only.
 PROTOCOL_MODULES = ("engines", "engines.base", "engines.protocol", "engines.batch",
                     "engines.bitmask", "engines.token_bytes", "engines.tool_calls")
+
+
+def _protocol_module(name: str) -> bool:
+    return name in PROTOCOL_MODULES or name == "engines.vocab" or name.startswith("engines.vocab.")
+
 
 def _docstring_nodes(tree: ast.AST) -> set[int]:
     ids = set()
@@ -170,8 +184,8 @@ def _docstring_nodes(tree: ast.AST) -> set[int]:
 
 
 def _outside_engines() -> dict[str, Path]:
-    return {m: p for m, p in _modules().items() if stage(m) != "engines"
-            and stage(m) != "reference_engine"}
+    return {m: p for m, p in _modules().items()
+            if stage(m) not in ("engines", "engines.vocab", "reference_engine")}
 
 
 def test_no_module_outside_engines_imports_an_engine():
@@ -182,7 +196,7 @@ def test_no_module_outside_engines_imports_an_engine():
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             for n in names:
                 top = n.split(".")[0]
-                if top in ENGINE_PACKAGES or (top == "engines" and n not in PROTOCOL_MODULES):
+                if top in ENGINE_PACKAGES or (top == "engines" and not _protocol_module(n)):
                     bad.append(f"{mod}: imports {n}")
     assert not bad, bad
 

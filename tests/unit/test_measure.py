@@ -14,7 +14,7 @@ from harness.registry import EngineSpec
 from harness.measure.groundtruth import GroundTruth
 from harness.measure.replay import ACCEPTED, NO_EOS, REJECTED, SERIALIZATIONS, replay
 from harness.measure.outcomes import classify
-from harness.vocab import load_vocabulary
+from engines.vocab import load_vocabulary
 from suites.jsonschemabench import CORE12, JsonSchemaBench, stratified_sample, subset_of
 
 SCHEMA = json.dumps({"type": "object", "properties": {"a": {"type": "integer"}},

@@ -23,7 +23,7 @@ from engines.protocol import CompiledGrammar, EngineUnavailable, Matcher
 from harness.measure import reachability
 from harness.measure.reachability import TOKENIZATION, UNDECIDED, UNWRITABLE, search
 from harness.measure.replay import replay
-from harness.vocab import Vocabulary
+from engines.vocab import Vocabulary
 
 # -------------------------------------------------------------- a small exact matcher
 
@@ -162,7 +162,7 @@ def test_classify_writes_the_kind_and_spends_the_job_budget():
 
 @pytest.fixture(scope="module")
 def llama3():
-    from harness.vocab import load_vocabulary
+    from engines.vocab import load_vocabulary
 
     return load_vocabulary("llama3")
 

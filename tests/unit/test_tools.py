@@ -15,7 +15,7 @@ from engines.protocol import CompileError
 from engines.tool_calls import FORMATS, ToolSpec, lark_grammar, regex, text_regex
 from harness.measure.replay import replay
 from harness.registry import EngineSpec
-from harness.vocab import load_vocabulary
+from engines.vocab import load_vocabulary
 from suites.tools import MODES, ToolsSuite
 from suites.tools.corpus import load_pool
 from suites.tools.truth import ToolTruth

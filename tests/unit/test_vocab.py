@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from harness.vocab import LLAMA3_PATTERN, VocabularyError, load_vocabulary
-from harness.vocab.core import _read_tiktoken_ranks, load_llama3
-from harness.vocab.hf import load_tokenizer_json
+from engines.vocab import LLAMA3_PATTERN, VocabularyError, load_vocabulary
+from engines.vocab.core import _read_tiktoken_ranks, load_llama3
+from engines.vocab.hf import load_tokenizer_json
 from helpers_tokenizer import build_tokenizer_json_from_tiktoken
 
 ALICE = '{"name": "Alice", "age": 30}'
@@ -221,7 +221,7 @@ def test_qwen2():
 
 @pytest.mark.parametrize("name,module", [("tekken", "mistral_common"), ("qwen2", "dashscope")])
 def test_optional_package_missing(monkeypatch, name, module):
-    from harness.vocab import extra as vocab_extra
+    from engines.vocab import extra as vocab_extra
 
     monkeypatch.setitem(sys.modules, module, None)  # import now fails
     loader = {"tekken": vocab_extra.load_tekken, "qwen2": vocab_extra.load_qwen2}[name]

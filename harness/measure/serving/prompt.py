@@ -6,7 +6,7 @@ realistic length (the schema itself, capped at ``max_schema_tokens``).
 
 from __future__ import annotations
 
-from harness.vocab import Vocabulary
+from engines.vocab import Vocabulary
 
 SYSTEM = "You answer with one JSON value and nothing else."
 ASK = "Give a JSON instance that satisfies this JSON Schema:\n"

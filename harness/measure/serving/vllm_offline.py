@@ -1,6 +1,6 @@
 """The model folder vLLM and SGLang load: a Hugging Face folder the harness writes.
 
-It holds ``config.json`` only (a Llama of the named size, :mod:`harness.vocab.models`; the
+It holds ``config.json`` only (a Llama of the named size, :mod:`engines.vocab.models`; the
 servers start with ``load_format="dummy"``: random weights, nothing read from disk), the
 Llama-3 ``tokenizer.json`` converted from the tiktoken file of ``llama-models``
 (transformers' ``TikTokenConverter``), and a ``tokenizer_config.json`` with Llama-3's chat
@@ -14,8 +14,8 @@ import json
 import os
 from pathlib import Path
 
-from harness.vocab import LLAMA3_PATTERN, Vocabulary
-from harness.vocab.models import BOS_ID, EOS_ID, shape
+from engines.vocab import LLAMA3_PATTERN, Vocabulary
+from engines.vocab.models import BOS_ID, EOS_ID, shape
 
 __all__ = ["LLAMA3_CHAT_TEMPLATE", "write_hf_model"]
 

@@ -73,7 +73,7 @@ def explain(run: str | Path, case: str, *, engine: str | None = None, kind: str 
         raise ExplainError(f"--n {n}: the selection holds {len(found)} findings (0..{len(found) - 1})")
     f = found[n]
     rec = next(r for r in mine if r["engine"] == f["engine"])
-    from harness.vocab import VocabularyError, load_vocabulary
+    from engines.vocab import VocabularyError, load_vocabulary
 
     tok_spec = (meta.get("config") or {}).get("tokenizer", "llama3")
     try:

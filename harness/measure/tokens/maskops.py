@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.vocab import Vocabulary
+from engines.vocab import Vocabulary
 
 
 def as_bool(bitmask: np.ndarray, n: int) -> np.ndarray:

@@ -22,7 +22,7 @@ import engines
 
 if TYPE_CHECKING:
     from engines.protocol import EngineAdapter
-    from harness.vocab import Vocabulary
+    from engines.vocab import Vocabulary
 
 #: the oracle's options and its label in records and reports
 ORACLE_OPTIONS: dict[str, Any] = dict(engines.ORACLE_OPTIONS)

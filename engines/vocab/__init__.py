@@ -11,8 +11,8 @@ their protocol (:mod:`engines.protocol`) only.
 ``gguf``     a GGUF file of the vocabulary (and a random-weight model) for llama.cpp
 """
 
-from harness.vocab.core import LLAMA3_PATTERN, Vocabulary, VocabularyError
-from harness.vocab.loading import known_tokenizers, load_vocabulary
+from engines.vocab.core import LLAMA3_PATTERN, Vocabulary, VocabularyError
+from engines.vocab.loading import known_tokenizers, load_vocabulary
 
 __all__ = ["LLAMA3_PATTERN", "Vocabulary", "VocabularyError", "known_tokenizers",
            "load_vocabulary"]

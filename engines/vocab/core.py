@@ -1,10 +1,10 @@
 """Tokenizer vocabularies as the engines need them: raw bytes per token id.
 
 A :class:`Vocabulary` is what every engine adapter is built from. It is loaded
-once per worker process (:func:`harness.vocab.load_vocabulary` is memoised) and never per
+once per worker process (:func:`engines.vocab.load_vocabulary` is memoised) and never per
 schema.
 
-Specs accepted by :func:`harness.vocab.load_vocabulary`:
+Specs accepted by :func:`engines.vocab.load_vocabulary`:
 
 - ``llama3`` (default): Meta's Llama-3 tiktoken file shipped in the
   ``llama-models`` package (128,256 ids; 256 specials from 128000).

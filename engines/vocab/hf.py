@@ -1,4 +1,4 @@
-"""Hugging Face ``tokenizer.json`` files as a :class:`~harness.vocab.core.Vocabulary`.
+"""Hugging Face ``tokenizer.json`` files as a :class:`~engines.vocab.core.Vocabulary`.
 
 Token strings are turned back into the raw bytes the model emits:
 
@@ -20,7 +20,7 @@ import os
 import re
 from typing import Any
 
-from harness.vocab.core import Vocabulary, VocabularyError
+from engines.vocab.core import Vocabulary, VocabularyError
 
 #: EOS names tried, in this order, when no sibling config names one.
 COMMON_EOS_NAMES = ("<|eot_id|>", "<|end_of_text|>", "</s>", "<|endoftext|>", "<|im_end|>", "<eos>")

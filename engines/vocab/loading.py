@@ -1,28 +1,28 @@
-"""Load a vocabulary by name or ``tokenizer.json`` path (the names are in :mod:`harness.vocab`)."""
+"""Load a vocabulary by name or ``tokenizer.json`` path (the names are in :mod:`engines.vocab`)."""
 
 from __future__ import annotations
 
 import functools
 import os
 
-from harness.vocab.core import Vocabulary, VocabularyError, load_llama3
+from engines.vocab.core import Vocabulary, VocabularyError, load_llama3
 
 
 def load_hf_tokenizer_json(path: str) -> Vocabulary:
     """A Hugging Face ``tokenizer.json`` (byte-level BPE or byte-fallback models)."""
-    from harness.vocab.hf import load_tokenizer_json
+    from engines.vocab.hf import load_tokenizer_json
 
     return load_tokenizer_json(path)
 
 
 def load_tekken() -> Vocabulary:
-    from harness.vocab.extra import load_tekken as _load
+    from engines.vocab.extra import load_tekken as _load
 
     return _load()
 
 
 def load_qwen2() -> Vocabulary:
-    from harness.vocab.extra import load_qwen2 as _load
+    from engines.vocab.extra import load_qwen2 as _load
 
     return _load()
 

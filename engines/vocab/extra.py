@@ -17,7 +17,7 @@ import base64
 import importlib.resources
 import json
 
-from harness.vocab.core import Vocabulary, VocabularyError, _read_tiktoken_ranks, _tiktoken_vocab
+from engines.vocab.core import Vocabulary, VocabularyError, _read_tiktoken_ranks, _tiktoken_vocab
 
 TEKKEN_FILE = "tekken_240911.json"
 

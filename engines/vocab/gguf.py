@@ -1,8 +1,8 @@
 """Random-weight GGUF models the harness writes itself (for the llama.cpp runtime).
 
-Llama architecture, sizes by name (:mod:`harness.vocab.models`), weights Q8_0 / F16 / F32
+Llama architecture, sizes by name (:mod:`engines.vocab.models`), weights Q8_0 / F16 / F32
 (norms always F32), seeded. The tokenizer fields come from the Llama-3 vocabulary of
-:mod:`harness.vocab.core`: tokens in GPT-2's byte-to-unicode form, token types (specials are
+:mod:`engines.vocab.core`: tokens in GPT-2's byte-to-unicode form, token types (specials are
 CONTROL), BPE merges derived from the ranks (as the Hugging Face conversion of tiktoken files
 derives them),
 ``tokenizer.ggml.pre = llama-bpe``, BOS 128000, EOS 128009 and Llama 3's chat template.
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.vocab.models import BOS_ID, EOS_ID, ModelShape, shape
-from harness.vocab.core import Vocabulary
-from harness.vocab.hf import bytes_to_unicode
+from engines.vocab.models import BOS_ID, EOS_ID, ModelShape, shape
+from engines.vocab.core import Vocabulary
+from engines.vocab.hf import bytes_to_unicode
 
 FORMAT_VERSION = 2
 QUANTS = ("Q8_0", "F16", "F32")
@@ -169,7 +169,7 @@ def ensure_gguf(size: str, quant: str = "Q8_0", seed: int = 0,
                 vocab: Vocabulary | None = None) -> Path:
     """The cached GGUF for (size, quant, seed), written on first use."""
     if vocab is None:
-        from harness.vocab.loading import load_vocabulary
+        from engines.vocab.loading import load_vocabulary
 
         vocab = load_vocabulary("llama3")
     path = model_path(size, quant, seed, vocab)
@@ -178,7 +178,7 @@ def ensure_gguf(size: str, quant: str = "Q8_0", seed: int = 0,
     return path
 
 
-if __name__ == "__main__":  # python -m harness.vocab.gguf SIZE [QUANT [SEED]]: print the path
+if __name__ == "__main__":  # python -m engines.vocab.gguf SIZE [QUANT [SEED]]: print the path
     import sys
 
     args = sys.argv[1:] or ["tiny"]
