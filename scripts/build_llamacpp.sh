@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Optional runtime for `harness run --suite e2e --runtime llamacpp`: llama-cpp-python built from
 # source (CPU only: CUDA, Metal, BLAS, Vulkan off) plus the `gguf` writer the harness uses to make
-# its own random-weight models. The build takes ~4+ min on a 2-core machine, so the wheel is
+# its own random-weight models (the library only: no tools, server or multimodal part, which the
+# harness never loads). The build takes ~5 min on a 2-core machine, so the wheel is
 # built once and cached under ~/.cache/grammar-harness/wheels/<cpu-flags-hash>/ (llama.cpp builds
 # with -march=native: a wheel is only reused on a CPU with the same flags). Later runs install
 # from the cache in seconds.
@@ -19,7 +20,7 @@ have() { ls "$WHEELS"/llama_cpp_python-"$VER"-*.whl >/dev/null 2>&1; }  # py3-no
 if ! have; then
   echo "building llama-cpp-python $VER from source (CPU only; a few minutes) -> $WHEELS" >&2
   tmp=$(mktemp -d)
-  CMAKE_ARGS="-DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_BLAS=OFF -DGGML_VULKAN=OFF -DGGML_HIP=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
+  CMAKE_ARGS="-DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_BLAS=OFF -DGGML_VULKAN=OFF -DGGML_HIP=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAVA_BUILD=OFF" \
   CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
     "$PY" -m pip wheel -q --no-deps --no-binary llama-cpp-python -w "$tmp" "llama-cpp-python==$VER"
   mv "$tmp"/llama_cpp_python-*.whl "$WHEELS"/

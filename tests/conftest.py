@@ -3,10 +3,14 @@ copied into the repo) plus cases written for the test engines."""
 
 from __future__ import annotations
 
+import contextlib
+import faulthandler
+import io
 import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -43,11 +47,49 @@ def write_case(dst: Path, name: str, schema, tests) -> Path:
     return p
 
 
-def harness(*args: str, timeout: float = 600, **kw) -> subprocess.CompletedProcess:
-    """Run the CLI as a user would (``python -m harness.cli``), capturing output."""
+def harness(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
+    """Run the CLI in this process (:func:`harness.cli.main`, what ``harness ARGS`` runs),
+    capturing its stdout, stderr and exit code as a :class:`subprocess.CompletedProcess`.
+
+    In process because an interpreter start with the engines' imports cost each of some 80
+    calls seconds; the runner's workers are still real processes. The one test of the
+    installed command itself is :func:`harness_subprocess`. A call still running after
+    ``timeout`` seconds ends the test process with every thread's stack on stderr."""
+    from harness.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    # a run that hangs ends the test session with every thread's stack, not a silent CI
+    faulthandler.dump_traceback_later(timeout, exit=True, file=sys.__stderr__)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                warnings.catch_warnings():
+            # as a new process shows them: on its stderr, not in pytest's warning record
+            warnings.simplefilter("default")
+            warnings.showwarning = _warning_to_stderr
+            try:
+                code = main(list(args))
+            except SystemExit as e:  # argparse's usage errors
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+                if isinstance(e.code, str):
+                    err.write(e.code + "\n")
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        os.chdir(cwd)
+    return subprocess.CompletedProcess(["harness", *args], int(code or 0), out.getvalue(),
+                                       err.getvalue())
+
+
+def _warning_to_stderr(message, category, filename, lineno, file=None, line=None) -> None:
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+def harness_subprocess(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run the CLI as a user would (``python -m harness.cli`` in a new process)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout, **kw)
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def read_records(results: Path) -> tuple[Path, list[dict]]:

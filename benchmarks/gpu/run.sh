@@ -6,6 +6,7 @@
 #
 #   bash benchmarks/gpu/run.sh           # a machine with an NVIDIA GPU (~8 min after installs)
 #   bash benchmarks/gpu/run.sh --smoke   # the same steps on this CPU machine at micro size
+#                                         # (tests/serving/test_gpu_smoke.py runs it in CI)
 #
 # GPU: installs the CUDA vllm into ./.venv-vllm (HARNESS_VLLM_PACKAGE), SGLang into
 # ./.venv-sglang where it installs (it is CUDA-only: elsewhere its rows are "not run", with
@@ -40,8 +41,12 @@ T0=$(date +%s)
 FAILED=""
 step() { echo "== $* ($(( $(date +%s) - T0 )) s)" >&2; }
 
+# HARNESS_GPU_SERVERS=vllm:xgrammar=vllm+URL,...: drive servers already running (the test
+# tier's shared ones) instead of starting one per backend
+SERVERS=(--launch "$BACKENDS")
+[ -n "${HARNESS_GPU_SERVERS:-}" ] && SERVERS=(--server "$HARNESS_GPU_SERVERS")
 step "vLLM server × backends, rates $RATES"
-$H run --suite serve --launch "$BACKENDS" --model $MODEL --sample $SAMPLE --rate $RATES \
+$H run --suite serve "${SERVERS[@]}" --model $MODEL --sample $SAMPLE --rate $RATES \
   --max-tokens $MAXTOK --no-progress --results "$OUT" --reports "$OUT/reports" >"$OUT/vllm.log" 2>&1 \
   || { echo "run.sh: the vLLM step failed, see $OUT/vllm.log" >&2; FAILED="$FAILED vllm"; }
 step "SGLang server × backends (CUDA only)"

@@ -29,9 +29,20 @@ def _log_to_stderr() -> None:
     import logging
     import sys
 
+    class _StderrHandler(logging.StreamHandler):
+        # the stderr of the moment, not the one at the first call: a caller that redirects
+        # sys.stderr (a test running the CLI in process) gets the warnings of its own run
+        @property  # type: ignore[override]
+        def stream(self):  # noqa: D401
+            return sys.stderr
+
+        @stream.setter
+        def stream(self, _value) -> None:
+            pass
+
     log = logging.getLogger("harness")
     if not any(getattr(h, "_harness_cli", False) for h in log.handlers):
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("harness: %(message)s"))
         handler._harness_cli = True  # type: ignore[attr-defined]
         log.addHandler(handler)

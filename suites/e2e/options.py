@@ -57,7 +57,9 @@ def add_run_arguments(p) -> None:
     shared.add_argument("--server", help="an OpenAI-compatible server URL to drive instead of "
                                          "starting one, optionally dialect+URL: vllm+, "
                                          "sglang+, llamacpp+ (e2e: the serving route; serve: "
-                                         "instead of --launch)")
+                                         "instead of --launch); or one per engine row, "
+                                         "LABEL=URL,... (e.g. vllm:xgrammar=vllm+http://"
+                                         "127.0.0.1:8001)")
     g = p.add_argument_group("e2e suite (decode loop with the mask)")
     g.add_argument("--runtime", choices=("auto", "torch", "llamacpp", "llamacpp:eval"), help="llamacpp (logits_processor), llamacpp:eval (the harness's "
                                      "loop over llama.cpp), torch; default: llamacpp where "

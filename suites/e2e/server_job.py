@@ -18,7 +18,8 @@ from harness.records import JobPayload, Record
 
 
 def run_server_job(job: JobPayload, o: dict[str, Any], phase) -> Record:
-    from harness.measure.serving.openai_client import OpenAIClient, split_server, verdict
+    from harness.measure.serving.openai_client import (OpenAIClient, server_for,
+                                                        split_server, takes_seeds, verdict)
     from harness.measure.serving.prompt import ASK, SYSTEM, schema_excerpt
     from engines.vocab import load_vocabulary
     from harness.measure.target import SchemaTarget
@@ -28,8 +29,13 @@ def run_server_job(job: JobPayload, o: dict[str, Any], phase) -> Record:
                               "suite": case["suite"], "subset": case["subset"]}
     t_busy = time.perf_counter_ns()
     phase("setup")
-    dialect, url = split_server(o["server"])
+    dialect, url = split_server(server_for(o["server"], eng["label"]))
     client = OpenAIClient(url, dialect=dialect)
+    try:
+        dialect = client.detect()
+    except (OSError, RuntimeError, ValueError):
+        dialect = None  # the request below records the server's failure
+    seed = o["seed"] if takes_seeds(eng.get("name"), dialect) else None
     phase("groundtruth")
     schema = json.loads(case["schema_text"])
     target = SchemaTarget(case)
@@ -38,12 +44,12 @@ def run_server_job(job: JobPayload, o: dict[str, Any], phase) -> Record:
                     load_vocabulary(job["tokenizer"]), case["schema_text"])}]
     phase("decode")
     con = client.complete(schema, messages, max_tokens=o["max_tokens"],
-                          temperature=o["temperature"], seed=o["seed"])
+                          temperature=o["temperature"], seed=seed)
     unc = client.complete(None, messages, max_tokens=o["max_tokens"],
-                          temperature=o["temperature"], seed=o["seed"])
+                          temperature=o["temperature"], seed=seed)
     record["e2e_config"] = {"runtime": "server", "server": o["server"],
                             "dialect": client.dialect, "model": client.model,
-                            "max_tokens": o["max_tokens"], "seed": o["seed"],
+                            "max_tokens": o["max_tokens"], "seed": seed,
                             "temperature": o["temperature"]}
     v = verdict(con, target)
     record["server"] = {"constrained": con.to_json(), "unconstrained": unc.to_json(), **v}

@@ -125,7 +125,8 @@ class ServeExecutor:
 
     # -- servers ------------------------------------------------------------------------
     def _open(self, engine: dict[str, Any]) -> _Target:
-        from harness.measure.serving.openai_client import OpenAIClient, split_server
+        from harness.measure.serving.openai_client import (OpenAIClient, server_for,
+                                                            split_server, takes_seeds)
 
         label = engine["label"]
         if self.target is not None and self.target.label == label:
@@ -135,14 +136,18 @@ class ServeExecutor:
             if not self.o["server"]:
                 raise ExecutorError("the serve suite needs --launch ENGINE:BACKEND (the "
                                     "harness starts the server) or --server URL")
-            dialect, url = split_server(self.o["server"])
+            try:
+                spec = server_for(self.o["server"], label)
+            except ValueError as e:
+                raise ExecutorError(str(e)) from None
+            dialect, url = split_server(spec)
             client = OpenAIClient(url, dialect=dialect, timeout=600.0)
             try:
                 client.detect()
             except (OSError, RuntimeError, ValueError) as e:
-                raise ExecutorError(f"--server {self.o['server']}: no answer from "
+                raise ExecutorError(f"--server {spec}: no answer from "
                                     f"/v1/models ({' '.join(str(e).split())[:200]})") from None
-            self.target = _Target(label, client)
+            self.target = _Target(label, client, seeded=takes_seeds(engine.get("name"), client.dialect))
             self.servers.append({"engine": label, "url": url, "dialect": client.dialect,
                                  "server_version": client.server_version(),
                                  "launched": False})

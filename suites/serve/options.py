@@ -108,6 +108,8 @@ def config_from_args(args) -> dict[str, Any]:
     elif getattr(args, "suite", None) == NAME and getattr(args, "server", None) \
             and not getattr(args, "engines", None):
         from engines import EXTERNAL_SERVER
+        from harness.measure.serving.openai_client import server_labels
 
-        out["engines"] = EXTERNAL_SERVER
+        # LABEL=URL,...: one row per named server (servers started once, shared by runs)
+        out["engines"] = ",".join(server_labels(args.server) or [EXTERNAL_SERVER])
     return out

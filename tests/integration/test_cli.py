@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import REAL_FILES, harness, link_real, read_records
+from conftest import REAL_FILES, harness, harness_subprocess, link_real, read_records
 from engines.testing import NullEngine
 from harness.registry import ENGINES, EngineSpec, is_installed
 from harness.execution import session as benchmark
@@ -20,7 +20,8 @@ def real_run(tmp_path_factory):
     link_real(data)
     results = tmp_path_factory.mktemp("results")
     reports = tmp_path_factory.mktemp("reports")
-    out = harness("run", "--suite", "jsonschemabench", "--engine", "all,xgrammar:compliant",
+    # the one run through the installed command in its own process, as a user runs it
+    out = harness_subprocess("run", "--suite", "jsonschemabench", "--engine", "all,xgrammar:compliant",
                   "--data", str(data), "--results", str(results), "--reports", str(reports),
                   "--jobs", "2", "--no-progress")
     return out, results, reports

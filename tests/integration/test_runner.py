@@ -171,7 +171,7 @@ def test_resume_refuses_changed_options(tmp_path):
     (["--subset", "NoSuchSubset"], "unknown subset(s) NoSuchSubset"),
 ])
 def test_bad_input_is_one_line(tmp_path, args, fragment):
-    out = harness("run", *args, "--results", str(tmp_path), "--no-progress", timeout=120)
+    out = harness("run", *args, "--results", str(tmp_path), "--no-progress")
     assert out.returncode == 2
     lines = [l for l in out.stderr.splitlines() if l.strip()]
     assert len(lines) == 1 and fragment in lines[0], out.stderr

@@ -2,7 +2,7 @@
 model, random weights) and the offline route, on 127.0.0.1, started and stopped here.
 
 Slow (each server start is ~50 s on 2 cores): the third test tier, which ``.ci/run`` runs
-after the other two. Needs ``bash setup.sh`` to have made ./.venv-vllm; without it every
+after the other two; its tests share one server per backend (``conftest.vllm_servers``). Needs ``bash setup.sh`` to have made ./.venv-vllm; without it every
 test here fails saying so (a skipped check is not a passed one).
 """
 
@@ -19,40 +19,18 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, harness, link_real, read_records, write_case
+from tests.serving.servers import need_vllm as _need_vllm
 from tests.unit.test_serve import _gone
 
 SIMPLE = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
           "additionalProperties": False}
 
 
-def _need_vllm():
-    from harness.environments import environment
-
-    env = environment("vllm")
-    assert env.has("vllm"), (f"no vLLM environment at {env.python()}: make it with "
-                             f"`bash setup.sh` (or bash scripts/setup_vllm.sh)")
-    return env
-
-
-@pytest.fixture(scope="module")
-def vllm_server(tmp_path_factory):
-    """vLLM's OpenAI-compatible server with the xgrammar backend on the micro model."""
-    from engines.vllm_engine import VllmEngine
-    from harness.measure.serving.vllm_offline import write_hf_model
-    from harness.measure.serving.launcher import HOST, ServerProcess
-    from engines.vocab import load_vocabulary
-    from engines.vocab.gguf import cache_root
-
-    env = _need_vllm()
-    model = str(write_hf_model("micro", load_vocabulary("llama3"), cache_root() / "models"))
-    log = tmp_path_factory.mktemp("vllm") / "server.log"
-    sp = ServerProcess(lambda port: VllmEngine.server_command(
-        str(env.python()), model, {"backend": "xgrammar"}, HOST, port), log,
-        ready_timeout_s=600, label="vllm:xgrammar")
-    sp.start()
-    yield sp
-    sp.stop()
-    assert _gone(sp.pid)
+@pytest.fixture
+def vllm_server(vllm_servers):
+    """vLLM's OpenAI-compatible server with the xgrammar backend on the micro model (the
+    tier's shared one)."""
+    return vllm_servers["xgrammar"]
 
 
 def test_engines_lists_vllm_from_its_own_environment():

