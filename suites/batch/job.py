@@ -4,8 +4,10 @@ Setup (untimed, apart from each schema's compile, kept as ``compile_ns``): the m
 valid instances (jsonschema on the primary serialisation, up to ``batch_instances`` per
 schema), canonically tokenised, each followed by the stop token; every member schema
 compiled once (a server's grammar cache: a sequence that joins later makes a matcher from
-it). A schema the engine refuses leaves the workload (``refused``); the slots it would
-have served go to the others.
+it). The worker keeps the compiled grammars of the last job's members for the next job on
+the same adapter (the cases of one run share their members): a member taken from there has
+``cached: true`` and no ``compile_ns``. A schema the engine refuses leaves the workload
+(``refused``); the slots it would have served go to the others.
 
 Then, for each thread count ``T`` of the case's ``threads``, on one filler
 (:meth:`engines.protocol.EngineAdapter.batch_filler`, the engine's own batch API):
@@ -100,6 +102,11 @@ def _diff_token(a: np.ndarray, b: np.ndarray) -> int:
     return w * 32 + (bits & -bits).bit_length() - 1
 
 
+#: (adapter object id, schema text) → compiled grammar: the last job's members, in this
+#: worker (an adapter lives as long as its worker: harness.measure.adapters)
+_compiled: dict[tuple[int, str], Any] = {}
+
+
 def _members(job: JobPayload, adapter, vocab, n_instances: int, primary: str,
              phase) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(usable members, refused ones): each usable one with its compiled grammar,
@@ -110,12 +117,22 @@ def _members(job: JobPayload, adapter, vocab, n_instances: int, primary: str,
 
     usable, refused = [], []
     stop = vocab.eos_id
+    keep: dict[tuple[int, str], Any] = {}
     for payload in job["case"]["request"]["members"]:
         target = SchemaTarget(payload)
         insts = _pick_instances(payload, target, primary, n_instances)
         if not insts:
             refused.append({"case_id": payload["case_id"],
                             "why": "no instance the ground truth calls valid"})
+            continue
+        key = (id(adapter), payload["schema_text"])
+        entry: dict[str, Any] = {"case_id": payload["case_id"],
+                                 "instances": [vocab.encode(i["text"]) + [stop] for i in insts],
+                                 "instance_ids": [i["index"] for i in insts]}
+        if key in _compiled:
+            keep[key] = entry["grammar"] = _compiled[key]
+            entry["cached"] = True
+            usable.append(entry)
             continue
         phase("compile")
         t0 = time.perf_counter_ns()
@@ -126,10 +143,11 @@ def _members(job: JobPayload, adapter, vocab, n_instances: int, primary: str,
             refused.append({"case_id": payload["case_id"], "why": one_line(e, 200),
                             "compile_ns": time.perf_counter_ns() - t0})
             continue
-        usable.append({"case_id": payload["case_id"], "grammar": grammar,
-                       "compile_ns": time.perf_counter_ns() - t0,
-                       "instances": [vocab.encode(i["text"]) + [stop] for i in insts],
-                       "instance_ids": [i["index"] for i in insts]})
+        entry["compile_ns"] = time.perf_counter_ns() - t0
+        keep[key] = entry["grammar"] = grammar
+        usable.append(entry)
+    _compiled.clear()  # only this job's members stay
+    _compiled.update(keep)
     return usable, refused
 
 
@@ -256,8 +274,9 @@ def run_batch_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     block: dict[str, Any] = {
         "batch": batch, "workload": req["workload"], "step_ms": float(o["step_ms"]),
         "cores": cores(), "warmup": WARMUP,
-        "members": [{"case_id": m["case_id"], "compile_ns": m["compile_ns"],
-                     "instances": len(m["instances"])} for m in members],
+        "members": [{"case_id": m["case_id"], "instances": len(m["instances"]),
+                     **({"cached": True} if m.get("cached") else
+                        {"compile_ns": m["compile_ns"]})} for m in members],
         "refused": refused, "points": []}
     record["batch"] = block
     if not members:
@@ -265,14 +284,16 @@ def run_batch_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
                       error=(refused[0]["why"] if refused else "no member schema"),
                       busy_ns=time.perf_counter_ns() - t_busy)
         return record
-    record["compile_ns"] = int(np.median([m["compile_ns"] for m in members]))
-    phase("replay", record["compile_ns"])
+    compiled = [m["compile_ns"] for m in members if "compile_ns" in m]
+    if compiled:
+        record["compile_ns"] = int(np.median(compiled))
+    phase("replay", record.get("compile_ns"))
     words = bitmask_words(vocab.size)
     for threads in req["threads"]:
         filler = adapter.batch_filler(int(threads))
         try:
             point = _run_point(members, filler, batch, int(o["batch_steps"]),
-                               int(o["batch_seed"]), words, phase, record["compile_ns"])
+                               int(o["batch_seed"]), words, phase, record.get("compile_ns"))
         finally:
             filler.close()
         block["points"].append({"threads": int(threads), "method": filler.method,
