@@ -304,8 +304,9 @@ def batch_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
                 f"{p['batch']}: {_f(p['grammar_ms']['p99'], 3)}")
     cores = next((p.get("cores") for p in block.get("points", []) if p.get("cores")), None)
     return [[date, h["engine"], h["workload"], _num(h["threads"]), _num(cores),
-             _f(h["step_ms"], 1), _num(h["largest"]), _f(h["p99_ms"], 3),
-             _num(h["ceiling_tok_s"]),
+             _f(h["step_ms"], 1),
+             _num(h["largest"]) if h["largest"] is not None else f"not measured ({h['over']})",
+             _f(h["p99_ms"], 3), _num(h["ceiling_tok_s"]),
              "; ".join(by.get((h["engine"], h["workload"], h["threads"]), [])) or "–"]
             for h in block.get("hidden", [])]
 

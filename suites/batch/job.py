@@ -2,12 +2,16 @@
 
 Setup (untimed, apart from each schema's compile, kept as ``compile_ns``): the members'
 valid instances (jsonschema on the primary serialisation, up to ``batch_instances`` per
-schema), canonically tokenised, each followed by the stop token; every member schema
+schema), canonically tokenised, each followed by the stop token, kept where the engine
+takes them alone (one untimed replay of commits; the ones it refuses are listed as the
+member's ``rejected_instances``: an engine's strictness is the replay suites' business,
+and a refused sequence would only churn the batch); every member schema
 compiled once (a server's grammar cache: a sequence that joins later makes a matcher from
 it). The worker keeps the compiled grammars of the last job's members for the next job on
 the same adapter (the cases of one run share their members): a member taken from there has
-``cached: true`` and no ``compile_ns``. A schema the engine refuses leaves the workload
-(``refused``); the slots it would have served go to the others.
+``cached: true`` and no ``compile_ns``. A schema the engine refuses, or whose every
+instance it rejects, leaves the workload (``refused``); the slots it would have served go
+to the others.
 
 Then, for each thread count ``T`` of the case's ``threads``, on one filler
 (:meth:`engines.protocol.EngineAdapter.batch_filler`, the engine's own batch API):
@@ -126,29 +130,52 @@ def _members(job: JobPayload, adapter, vocab, n_instances: int, primary: str,
                             "why": "no instance the ground truth calls valid"})
             continue
         key = (id(adapter), payload["schema_text"])
-        entry: dict[str, Any] = {"case_id": payload["case_id"],
-                                 "instances": [vocab.encode(i["text"]) + [stop] for i in insts],
-                                 "instance_ids": [i["index"] for i in insts]}
+        entry: dict[str, Any] = {"case_id": payload["case_id"]}
         if key in _compiled:
-            keep[key] = entry["grammar"] = _compiled[key]
+            keep[key] = grammar = _compiled[key]
             entry["cached"] = True
-            usable.append(entry)
+        else:
+            phase("compile")
+            t0 = time.perf_counter_ns()
+            try:
+                grammar = target.compile(adapter)
+                grammar.matcher()  # an engine may fail only when it makes a matcher
+            except CompileError as e:
+                refused.append({"case_id": payload["case_id"], "why": one_line(e, 200),
+                                "compile_ns": time.perf_counter_ns() - t0})
+                continue
+            entry["compile_ns"] = time.perf_counter_ns() - t0
+            keep[key] = grammar
+        # the instances the engine follows alone (its strictness is the replay's business)
+        tokens, ids, rejects = [], [], []
+        for i in insts:
+            toks = vocab.encode(i["text"]) + [stop]
+            at = _refused_at(grammar, toks)
+            if at is None:
+                tokens.append(toks)
+                ids.append(i["index"])
+            else:
+                rejects.append({"instance": i["index"], "position": at, "token": toks[at]})
+        if not tokens:
+            refused.append({"case_id": payload["case_id"], "why": "the engine rejects every "
+                            f"valid instance it was given ({len(insts)})",
+                            "rejects": rejects, **entry})
             continue
-        phase("compile")
-        t0 = time.perf_counter_ns()
-        try:
-            grammar = target.compile(adapter)
-            grammar.matcher()  # an engine may fail only when it makes a matcher
-        except CompileError as e:
-            refused.append({"case_id": payload["case_id"], "why": one_line(e, 200),
-                            "compile_ns": time.perf_counter_ns() - t0})
-            continue
-        entry["compile_ns"] = time.perf_counter_ns() - t0
-        keep[key] = entry["grammar"] = grammar
+        entry.update(grammar=grammar, instances=tokens, instance_ids=ids, rejects=rejects)
         usable.append(entry)
     _compiled.clear()  # only this job's members stay
     _compiled.update(keep)
     return usable, refused
+
+
+def _refused_at(grammar, tokens: list[int]) -> int | None:
+    """The position of the first token of ``tokens`` a fresh matcher refuses (its commit),
+    or None when it takes them all."""
+    m = grammar.matcher()
+    for k, t in enumerate(tokens):
+        if not m.commit(t):
+            return k
+    return None
 
 
 def _run_point(members: list[dict[str, Any]], filler, batch: int, steps: int, seed: int,
@@ -186,8 +213,9 @@ def _run_point(members: list[dict[str, Any]], filler, batch: int, steps: int, se
         g = members[s.member]["grammar"]
         s.m, s.twin = g.matcher(), g.matcher()
         for t in s.tokens[:start_offset(seed, batch, slot, len(s.tokens))]:
-            if not (s.m.commit(t) and s.twin.commit(t)):
-                break  # the engine refuses the instance: the checks below will say so
+            ok, twin_ok = s.m.commit(t), s.twin.commit(t)  # both, always: no short cut
+            if not (ok and twin_ok):
+                break  # refused here: the first step's checks say so (dead rows)
             s.pos += 1
         seqs.append(s)
     rows = list(range(batch))
@@ -275,6 +303,7 @@ def run_batch_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
         "batch": batch, "workload": req["workload"], "step_ms": float(o["step_ms"]),
         "cores": cores(), "warmup": WARMUP,
         "members": [{"case_id": m["case_id"], "instances": len(m["instances"]),
+                     "rejected_instances": m["rejects"],
                      **({"cached": True} if m.get("cached") else
                         {"compile_ns": m["compile_ns"]})} for m in members],
         "refused": refused, "points": []}

@@ -70,7 +70,9 @@ def sec_batch(ctx: ReportContext) -> Section | None:
         blocks.append(scaling_figure(b["points"], b["step_ms"]))
         if any(p["workload"] != "mix" for p in b["points"]):
             blocks.append(scaling_figure(b["points"], b["step_ms"], "same-schema"))
-        blocks.append(Para("Per (B, T): grammar ms per step (p50, p99, max), the fill and "
+        blocks.append(Para("Per (B, T): the schemas followed and those left out (refused, or "
+                           "valid instances the engine rejects alone), grammar ms per step "
+                           "(p50, p99, max), the fill and "
                            "commit alone (p99), the slowest sequence's own mask over the "
                            "step's fill (median), the one-by-one masks' sum over the batch "
                            "fill (speedup), matcher creation per joining sequence (µs), and "

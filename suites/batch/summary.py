@@ -16,7 +16,10 @@ Per point (engine, workload, batch size ``B``, threads ``T``), over the timed st
 - *grammar-bound tok/s*: ``B`` tokens per mean grammar time per step: what the host's
   grammar work alone could sustain;
 - *checks*: failed checks (:mod:`suites.batch.job`); ``batch path`` counts the rows and
-  commits where the batch API disagrees with the sequence's own one-by-one matcher.
+  commits where the batch API disagrees with the sequence's own one-by-one matcher;
+- *schemas*: the sample's schemas in the workload; *left out*: schemas the engine refused
+  plus valid instances it rejects when replayed alone (not followed: its strictness is the
+  replay suites' business).
 
 Per (engine, workload, ``T``), the verdict (:func:`hidden`): the largest ``B`` of the run's
 sizes such that every size up to it was measured, its batch path agreed with the
@@ -38,7 +41,8 @@ from harness.records import Record, RunMeta, Summary
 
 __all__ = ["HEADER", "HIDDEN_HEADER", "headline_extra", "hidden", "point_rows", "summary_block"]
 
-HEADER = ["engine", "workload", "B", "T", "steps", "grammar p50 ms", "p99", "max",
+HEADER = ["engine", "workload", "B", "T", "schemas", "left out", "steps", "grammar p50 ms",
+          "p99", "max",
           "fill p99", "commit p99", "slowest share", "speedup", "join µs", "joins/step",
           "grammar-bound tok/s", "checks", "method"]
 HIDDEN_HEADER = ["engine", "workload", "T", "budget ms", "largest hidden B", "p99 ms at it",
@@ -69,6 +73,9 @@ def point_rows(records: list[Record]) -> list[dict[str, Any]]:
                     "workload", r.get("subset")), "batch": bsize, "threads": None,
                     "failed": r.get("outcome"), "error": r.get("error")})
             continue
+        schemas = len(b.get("members") or ())
+        left_out = (len(b.get("refused") or ()) + sum(len(m.get("rejected_instances") or ())
+                                                     for m in b.get("members") or ()))
         for p in b["points"]:
             fill = np.asarray(p["fill_ns"], dtype=np.float64)
             commit = np.asarray(p["commit_ns"], dtype=np.float64)
@@ -95,6 +102,7 @@ def point_rows(records: list[Record]) -> list[dict[str, Any]]:
                 "method": p["method"], "commit_method": p.get("commit_method"),
                 "oversubscribed": bool(p.get("oversubscribed")),
                 "step_ms": b["step_ms"], "cores": b.get("cores"),
+                "schemas": schemas, "left_out": left_out,
             })
     return sorted(out, key=lambda x: (x["engine"], x["workload"], x["batch"],
                                       -1 if x["threads"] is None else x["threads"]))
@@ -146,6 +154,14 @@ def hidden(rows: list[dict[str, Any]], sizes: list[int], step_ms: float) -> list
         out.append({"engine": eng, "workload": wl, "threads": t, "step_ms": step_ms,
                     "largest": best, "p99_ms": at, "ceiling_tok_s": best * 1000.0 / step_ms,
                     "first_over": over, "over": why})
+    # an engine with no point measured at all: one row that says why (no figure)
+    measured = {(e, w) for e, w, _ in by}
+    for (eng, wl), fails in sorted(failed.items()):
+        if (eng, wl) not in measured:
+            b = min(fails)
+            out.append({"engine": eng, "workload": wl, "threads": None, "step_ms": step_ms,
+                        "largest": None, "p99_ms": None, "ceiling_tok_s": None,
+                        "first_over": b, "over": fails[b]})
     return out
 
 
@@ -159,6 +175,8 @@ def headline_extra(records: list[Record], meta: RunMeta) -> dict[str, Any]:
     for h in hidden([x for x in rows if x["workload"] == "mix"], _sizes(meta, rows), step_ms):
         e = out.setdefault(h["engine"], {"step_ms": step_ms, "hidden_batch": {},
                                          "hidden_tok_s": {}, "alerts": []})
+        if h["threads"] is None:  # nothing measured: no figure
+            continue
         e["hidden_batch"][str(h["threads"])] = h["largest"]
         e["hidden_tok_s"][str(h["threads"])] = h["ceiling_tok_s"]
     for x in rows:
@@ -181,13 +199,15 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
     out = []
     for r in rows:
         if r["threads"] is None:
-            out.append([r["engine"], r["workload"], str(r["batch"]), "–", "–", *["–"] * 10,
+            out.append([r["engine"], r["workload"], str(r["batch"]), "–", "–", "–", "–",
+                        *["–"] * 10,
                         str(r["failed"]), "–"])
             continue
         g = r["grammar_ms"]
         t = f"{r['threads']}" + ("*" if r["oversubscribed"] else "")
         checks = sum(r["checks"].values())
-        out.append([r["engine"], r["workload"], str(r["batch"]), t, str(r["steps"]),
+        out.append([r["engine"], r["workload"], str(r["batch"]), t, str(r["schemas"]),
+                    str(r["left_out"]), str(r["steps"]),
                     _f(g["p50"], 3), _f(g["p99"], 3), _f(g["max"], 3), _f(r["fill_p99_ms"], 3),
                     _f(r["commit_p99_ms"], 3), _f(r["slowest_share"]), _f(r["speedup"]),
                     _f(r["join_us"], 1), _f(r["joins_per_step"]),
@@ -198,8 +218,8 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
 
 
 def hidden_rows(hs: list[dict[str, Any]]) -> list[list[str]]:
-    return [[h["engine"], h["workload"], str(h["threads"]), _f(h["step_ms"], 1),
-             str(h["largest"]), _f(h["p99_ms"], 3), _f(h["ceiling_tok_s"], 0),
+    return [[h["engine"], h["workload"], _f(h["threads"]), _f(h["step_ms"], 1),
+             _f(h["largest"]), _f(h["p99_ms"], 3), _f(h["ceiling_tok_s"], 0),
              _f(h["first_over"]), _f(h["over"], 3)] for h in hs]
 
 

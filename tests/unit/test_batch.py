@@ -168,3 +168,11 @@ def test_wrong_batch_paths_are_caught(members, filler, kind):
     else:
         # the engine never advanced: its rows stop matching the twins' masks
         assert bad.get("batch_forbids", 0) + bad.get("batch_allows", 0) > 0
+
+
+def test_an_engine_with_nothing_measured_has_a_row_that_says_why():
+    rows = [{"engine": "slow", "workload": "mix", "batch": b, "threads": None,
+             "failed": "timeout"} for b in (1, 8)] + [_row("a", 1, 1, 0.1)]
+    hs = hidden(rows, [1, 8], 10.0)
+    h = next(h for h in hs if h["engine"] == "slow")
+    assert (h["threads"], h["largest"], h["first_over"], h["over"]) == (None, None, 1, "timeout")
