@@ -15,10 +15,10 @@ Each (case, engine) job (:mod:`suites.batch.job`) runs the workload once per thr
 count (``--threads``, default 1, 2, 4, … up to the cores present) through the engine's
 own batch API behind :meth:`engines.protocol.EngineAdapter.batch_filler` (xgrammar's
 ``BatchGrammarMatcher``, llguidance's ``fill_next_token_bitmask_par`` and
-``consume_token_par``, a thread pool for the others) and times, per step, the fill of all
-``B`` masks, the commit of all ``B`` tokens, the slowest sequence's own mask and the
-matchers of the sequences that joined (apart: a new request's first wait is TTFM, not
-time between masks). Correctness stays on: every row must equal a twin matcher's own
+``consume_token_par``; for the others a thread pool fills, commits go one by one) and
+times, per step, the fill of all ``B`` masks, the commit of all ``B`` tokens, the
+slowest sequence's own mask and the matchers of the sequences that joined (apart: a new
+request's first wait is TTFM, not time between masks). Correctness stays on: every row must equal a twin matcher's own
 one-by-one mask and allow the instance's next token, every commit must be accepted.
 
 The verdict, per engine and thread count: the largest batch whose p99 grammar time per

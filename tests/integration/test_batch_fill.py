@@ -60,7 +60,7 @@ def test_batch_fill_equals_one_by_one(engine, vocab):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_batch_commit_answers_as_one_by_one(engine, threads, vocab):
     """``BatchFiller.commit`` (xgrammar ``batch_accept_token``, llguidance
-    ``consume_token_par``, else a thread pool) answers as ``Matcher.commit`` does, token by
+    ``consume_token_par``, else one by one) answers as ``Matcher.commit`` does, token by
     token, on twins at the same states: an accepted token, a refused one (the matcher is
     then dead), a stop id where the grammar can end and where it cannot, a special id, a
     dead matcher; and the states after it give the same masks."""

@@ -72,7 +72,7 @@ def test_real_engines_through_their_batch_apis(tmp_path):
                                    "xgrammar BatchGrammarMatcher.batch_accept_token")
     assert methods["llguidance"] == ("llguidance fill_next_token_bitmask_par",
                                      "llguidance consume_token_par")
-    assert methods["outlines"] == ("thread pool", "thread pool")
+    assert methods["outlines"] == ("thread pool", "one by one")
     summary = json.loads((run.path / "summary.json").read_text())
     for eng in ("xgrammar", "llguidance", "outlines"):
         assert set(summary["headline"]["engines"][eng]["hidden_batch"]) == {"1", "2"}
