@@ -13,7 +13,7 @@ e2e suite (offline rows) to a third: TTFT and TPOT (ms) with their ratio; runs o
 grammars suite to a fourth, one row per (family, engine): coverage, the forms engines were
 given, false rejects / accepts, dialect differences, TBM p50 / p99 (µs), TTFM p50 (ms), and
 compile time against the size of an injected alternation; runs of the suites with their own
-figures (tools, churn, jump-forward, drafts: :data:`OWN_TABLES`) to one table each. Below the tables,
+figures (tools, churn, jump-forward, drafts, batch: :data:`OWN_TABLES`) to one table each. Below the tables,
 each run's command, machine and tokenizer.
 
 A section headed ``## Whole-corpus runs (recorded)`` in the existing output file is carried
@@ -292,8 +292,28 @@ def drafts_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
     return out
 
 
+def batch_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
+    """One row per (engine, workload, threads) of a batch run: the largest batch whose
+    p99 grammar time per step stays within the budget, the ceiling it implies, and the p99
+    at every batch size."""
+    date = _utc(meta.get("created_at"))
+    by: dict[tuple[str, str, int], list[str]] = {}
+    for p in sorted(block.get("points", []), key=lambda p: p["batch"]):
+        if p.get("threads") is not None:
+            by.setdefault((p["engine"], p["workload"], p["threads"]), []).append(
+                f"{p['batch']}: {_f(p['grammar_ms']['p99'], 3)}")
+    cores = next((p.get("cores") for p in block.get("points", []) if p.get("cores")), None)
+    return [[date, h["engine"], h["workload"], _num(h["threads"]), _num(cores),
+             _f(h["step_ms"], 1),
+             _num(h["largest"]) if h["largest"] is not None else f"not measured ({h['over']})",
+             _f(h["p99_ms"], 3), _num(h["ceiling_tok_s"]),
+             "; ".join(by.get((h["engine"], h["workload"], h["threads"]), [])) or "–"]
+            for h in block.get("hidden", [])]
+
+
 #: columns of text (left-aligned) in those tables
-TEXT_COLUMNS = {"date of the run", "engine", "subset", "API", "validate / single steps"}
+TEXT_COLUMNS = {"date of the run", "engine", "subset", "API", "validate / single steps",
+                "workload", "p99 ms by B"}
 
 #: summary block → (heading and sentence, header, rows) for suites with their own figures
 OWN_TABLES: dict[str, tuple[str, list[str], Any]] = {
@@ -325,6 +345,14 @@ OWN_TABLES: dict[str, tuple[str, list[str], Any]] = {
                ["date of the run", "engine", "API", "drafts", "wrong length",
                 "rollback mismatch", "after stop", "errors", "validate / single steps"],
                drafts_rows),
+    "batch": ("## Batch-scaling runs\n\nThe batch suite ([suites.md](suites.md)): per engine, "
+              "workload and host threads T, the largest batch B whose p99 grammar time per "
+              "decode step (fill of all B masks + commit of all B tokens, through the "
+              "engine's batch API) stays within the step budget, the throughput that batch "
+              "implies (B × steps per second, tokens/s), and the p99 ms per step at every B.",
+              ["date of the run", "engine", "workload", "T", "cores", "budget (ms)",
+               "largest hidden B", "p99 at it (ms)", "ceiling (tok/s)", "p99 ms by B"],
+              batch_rows),
 }
 
 HEADER = ["date of the run", "commit", "suite", "engine", "version", "schemas", "passing",

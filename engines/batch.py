@@ -1,8 +1,10 @@
-"""Batch fills: the masks of several sequences into the rows of one ``[B, W]`` bitmask.
+"""Batch steps: the masks of several sequences into the rows of one ``[B, W]`` bitmask,
+and one token committed to each of them.
 
 :class:`BatchFiller` is what :meth:`engines.protocol.EngineAdapter.batch_filler` returns
-by default (a thread pool over :meth:`~engines.protocol.Matcher.fill_mask`); engines with
-a native batch API return a subclass.
+by default (a thread pool over :meth:`~engines.protocol.Matcher.fill_mask`, and
+:meth:`~engines.protocol.Matcher.commit` one by one); engines with a native batch API return a
+subclass, so that a caller never asks which engine it holds.
 """
 
 from __future__ import annotations
@@ -20,15 +22,19 @@ __all__ = ["BatchFiller", "default_fill_threads"]
 
 
 class BatchFiller:
-    """Fills the masks of several sequences into the rows of one ``[B, W]`` int32 bitmask.
+    """Fills the masks of several sequences into the rows of one ``[B, W]`` int32 bitmask
+    (:meth:`fill`) and commits one token to each (:meth:`commit`).
 
     This default calls each matcher's :meth:`Matcher.fill_mask` on a thread pool of
-    ``threads`` (the engines release the GIL while filling); an engine with a native batch
-    API (xgrammar's ``BatchGrammarMatcher``, llguidance's ``fill_next_token_bitmask_par``)
-    overrides :meth:`EngineAdapter.batch_filler` with its own. ``method`` names what ran.
+    ``threads`` (the engines release the GIL while filling) and :meth:`Matcher.commit`
+    one by one; an engine with a native batch API (xgrammar's ``BatchGrammarMatcher``,
+    llguidance's ``fill_next_token_bitmask_par`` and ``consume_token_par``) overrides
+    :meth:`EngineAdapter.batch_filler` with its own. ``method`` names what filled the
+    masks, ``commit_method`` what committed the tokens.
     """
 
     method = "thread pool"
+    commit_method = "one by one"
 
     def __init__(self, threads: int) -> None:
         self.threads = max(1, int(threads))
@@ -51,6 +57,16 @@ class BatchFiller:
             return
         for _ in self._pool.map(lambda mr: mr[0].fill_mask(views[mr[1]]), zip(matchers, rows)):
             pass
+
+    def commit(self, matchers: Sequence[Matcher], tokens: Sequence[int]) -> list[bool]:
+        """Commit ``tokens[i]`` to ``matchers[i]`` for every ``i``; each answer is what
+        :meth:`Matcher.commit` answers (False: refused, the matcher is then dead).
+
+        This default commits one by one on the calling thread, as a server's loop does: a
+        commit costs about a microsecond and the engines without a batch API keep the GIL
+        while committing, so a pool would only add its hand-offs (measured: 7 ms p99 for 64
+        outlines-core commits on two threads against 0.1 ms in a loop)."""
+        return [m.commit(int(t)) for m, t in zip(matchers, tokens)]
 
     def close(self) -> None:
         if self._pool is not None:

@@ -179,11 +179,14 @@ class LLGuidanceCompiled(CompiledGrammar):
 
 
 class LLGuidanceBatchFiller(BatchFiller):
-    """A batch's masks through ``llguidance.numpy.fill_next_token_bitmask_par`` on an
-    ``LLExecutor`` of ``threads`` (Rust threads). A matcher that errs while filling is
-    dead with an all-zero row, as in :meth:`LLGuidanceMatcher.fill_mask`."""
+    """A batch's masks through ``llguidance.numpy.fill_next_token_bitmask_par``, and its
+    commits through ``consume_token_par``, on an ``LLExecutor`` of ``threads`` (Rust
+    threads). A matcher that errs while filling is dead with an all-zero row, as in
+    :meth:`LLGuidanceMatcher.fill_mask`; stop ids and dead matchers never reach
+    ``consume_token_par`` (:meth:`~engines.matcher.TemplateMatcher._commit_outside`)."""
 
     method = "llguidance fill_next_token_bitmask_par"
+    commit_method = "llguidance consume_token_par"
 
     def __init__(self, llg: Any, threads: int) -> None:
         super().__init__(1)
@@ -192,6 +195,7 @@ class LLGuidanceBatchFiller(BatchFiller):
         self.threads = max(1, int(threads))
         self._executor = llg.LLExecutor(num_threads=self.threads)
         self._fill_par = llg_np.fill_next_token_bitmask_par
+        self._consume_par = llg_np.consume_token_par
 
     def fill(self, matchers, bitmask: np.ndarray, rows) -> None:
         pairs, live = [], []
@@ -207,6 +211,21 @@ class LLGuidanceBatchFiller(BatchFiller):
                 if m._m.is_error():
                     m._dead = True
                     bitmask[r].fill(0)
+
+    def commit(self, matchers, tokens) -> list[bool]:
+        out: list[bool | None] = []
+        asked, pairs = [], []
+        for i, (m, t) in enumerate(zip(matchers, tokens)):
+            t = int(t)
+            answer = m._commit_outside(t)
+            out.append(answer)
+            if answer is None:
+                asked.append(i)
+                pairs.append((m._m, t))
+        if pairs:
+            for i, ok in zip(asked, self._consume_par(self._executor, pairs)):
+                out[i] = matchers[i]._engine_answered(bool(ok))
+        return out  # type: ignore[return-value]
 
 
 class LLGuidanceEngine(EngineAdapter):

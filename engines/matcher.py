@@ -125,6 +125,8 @@ class TemplateMatcher(BoundMatcher):
         (the state is unchanged: the sequence is over), a refused id never, any other id
         when the engine's :meth:`_advance` takes it. False on a dead matcher and for every
         token it refuses, which leaves it dead."""
+        # kept in one piece (a commit is timed per token); the batch fillers' halves,
+        # _commit_outside and _engine_answered below, give the same answers
         if self._dead:
             return False
         if token_id in self._nontext:  # never forwarded to the engine
@@ -160,6 +162,32 @@ class TemplateMatcher(BoundMatcher):
         self._restart()
         self._n = 0
         self._dead = False
+
+    # ------------------------------------------------ batch commits (engines.batch)
+
+    def _commit_outside(self, token_id: int) -> bool | None:
+        """The first half of :meth:`commit`, for a batch filler that hands the engine's
+        own matchers their tokens together: the answer when the engine is not asked (a
+        dead matcher, a stop id, a refused id: the same answers and the same dead flag as
+        :meth:`commit`), else None: the engine must advance ``token_id``, and its answer
+        goes to :meth:`_engine_answered`."""
+        if self._dead:
+            return False
+        if token_id in self._nontext:  # never forwarded to the engine
+            if token_id in self._stop and self._stop_allowed(token_id):
+                return True
+            self._dead = True
+            return False
+        return None
+
+    def _engine_answered(self, accepted: bool) -> bool:
+        """The second half of :meth:`commit`: count an accepted token, or leave the
+        matcher dead; returns ``accepted``."""
+        if accepted:
+            self._n += 1
+            return True
+        self._dead = True
+        return False
 
     # --------------------------------------------------------------- engine steps
 

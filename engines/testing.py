@@ -2,6 +2,9 @@
 
 ``null``    allows every non-special token plus the stop tokens, always: measures the
             harness's own per-token overhead (its mask fill is one ``np.copyto``).
+            Configuration ``slow`` is the planted slow matcher: each mask costs
+            ``fill_us`` (2000) µs more, spent busy with the GIL held, as a slow
+            engine written in Python would (suite ``batch``'s test).
 ``faulty``  misbehaves as the schema asks, through a top-level ``"x-faulty"`` key:
 
             ===============  =====================================================
@@ -34,6 +37,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from typing import Any
 
 import numpy as np
@@ -88,6 +92,23 @@ class NullMatcher(TemplateMatcher):
         pass
 
 
+class SlowNullMatcher(NullMatcher):
+    """A ``null`` matcher whose every mask costs ``fill_ns`` more (busy, GIL held)."""
+
+    __slots__ = ("_fill_ns",)
+
+    def __init__(self, mask: np.ndarray, stop_ids: frozenset[int], nontext: frozenset[int],
+                 fill_ns: int):
+        super().__init__(mask, stop_ids, nontext)
+        self._fill_ns = fill_ns
+
+    def _fill(self, bitmask: np.ndarray) -> None:
+        end = time.perf_counter_ns() + self._fill_ns
+        while time.perf_counter_ns() < end:
+            pass
+        np.copyto(bitmask, self._mask)
+
+
 class RejectAllMatcher(NullMatcher):
     """Mask like ``null``, but every commit is rejected and EOS is never allowed."""
 
@@ -106,9 +127,12 @@ class _NullCompiled(CompiledGrammar):
         self._stop = engine._stop
         self._nontext = engine._nontext
         self._cls = cls
+        self._fill_ns = int(float(engine.options.get("fill_us", 0)) * 1000)
         self.warnings: list[str] = []
 
     def matcher(self) -> NullMatcher:
+        if self._fill_ns:
+            return SlowNullMatcher(self._mask, self._stop, self._nontext, self._fill_ns)
         return self._cls(self._mask, self._stop, self._nontext)
 
 
@@ -119,7 +143,7 @@ class NullEngine(EngineAdapter):
     package = None
     hidden = True
     hidden_reason = "test double"
-    configs = {"default": {}}
+    configs = {"default": {}, "slow": {"fill_us": 2000}}
 
     def __init__(self, vocab: Vocabulary, config: str = "default", **overrides: Any):
         super().__init__(vocab, config, **overrides)

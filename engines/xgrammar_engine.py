@@ -195,12 +195,15 @@ class XGrammarCompiled(CompiledGrammar):
 
 
 class XGrammarBatchFiller(BatchFiller):
-    """A batch's masks through xgrammar's ``BatchGrammarMatcher`` (its own C++ threads).
+    """A batch's masks and commits through xgrammar's ``BatchGrammarMatcher`` (its own C++
+    threads): ``batch_fill_next_token_bitmask`` and ``batch_accept_token``.
 
     Dead matchers (a token was rejected) get an all-zero row, as in
-    :meth:`XGrammarMatcher.fill_mask`."""
+    :meth:`XGrammarMatcher.fill_mask`; stop ids and dead matchers never reach
+    ``batch_accept_token`` (:meth:`~engines.matcher.TemplateMatcher._commit_outside`)."""
 
     method = "xgrammar BatchGrammarMatcher"
+    commit_method = "xgrammar BatchGrammarMatcher.batch_accept_token"
 
     def __init__(self, xgr: Any, threads: int) -> None:
         super().__init__(1)
@@ -217,6 +220,22 @@ class XGrammarBatchFiller(BatchFiller):
                 idx.append(int(r))
         if native:
             self._batch.batch_fill_next_token_bitmask(native, bitmask, idx)
+
+    def commit(self, matchers, tokens) -> list[bool]:
+        out: list[bool | None] = []
+        asked, native, toks = [], [], []
+        for i, (m, t) in enumerate(zip(matchers, tokens)):
+            t = int(t)
+            answer = m._commit_outside(t)
+            out.append(answer)
+            if answer is None:
+                asked.append(i)
+                native.append(m._m)
+                toks.append(t)
+        if native:
+            for i, ok in zip(asked, self._batch.batch_accept_token(native, toks)):
+                out[i] = matchers[i]._engine_answered(bool(ok))
+        return out  # type: ignore[return-value]
 
 
 class XGrammarCachedCompiler(CachedCompiler):

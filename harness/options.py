@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 from typing import Any, Callable, Iterable
 
-__all__ = ["add_flag", "config_from", "count", "floats", "ints", "merged", "names",
-           "positive_float", "positive_int"]
+__all__ = ["add_flag", "batch_sizes", "config_from", "count", "floats", "ints", "merged",
+           "names", "positive_float", "positive_int"]
 
 
 def _number(text: str, kind: type, what: str):
@@ -62,6 +62,18 @@ def ints(minimum: int, what: str, unique_sorted: bool = False) -> Callable[[str]
             raise argparse.ArgumentTypeError(f"{text!r}: {what} must be >= {minimum}")
         return sorted(set(out)) if unique_sorted else out
     return parse
+
+
+def batch_sizes(text: str) -> int | list[int]:
+    """``--batch`` value (the ``e2e`` and ``batch`` suites share the flag): ``N`` or
+    ``N,M,...``, each >= 1; one size comes back as an int, several as a list."""
+    try:
+        sizes = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"expected N or N,M,... with each >= 1, got {text!r}")
+    return sizes[0] if len(sizes) == 1 else sizes
 
 
 def floats(minimum: float, what: str) -> Callable[[str], list[float]]:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.options import add_flag, batch_sizes
 from suites.e2e.job import E2E_DEFAULTS
+
+__all__ = ["DEFAULTS", "KEYS", "add_run_arguments", "batch_sizes", "config_from_args",
+           "mask_bench_value"]
 
 #: Configuration keys of the e2e suite, handed to its jobs as ``payload["options"]``.
 KEYS = ("runtime", "model", "quant", "max_tokens", "batch", "overlap", "device", "seed",
@@ -14,19 +18,6 @@ DEFAULTS: dict[str, Any] = {k: E2E_DEFAULTS[k] for k in KEYS}
 #: flag attribute → configuration key
 FLAG_KEYS = ("model", "runtime", "max_tokens", "batch", "overlap", "device", "quant", "server",
              "apply", "graphs", "blocks", "mask_bench")
-
-
-def batch_sizes(text: str) -> int | list[int]:
-    """``--batch`` value: ``N`` or ``N,M,...`` (each >= 1)."""
-    import argparse
-
-    try:
-        sizes = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        sizes = []
-    if not sizes or min(sizes) < 1:
-        raise argparse.ArgumentTypeError(f"expected N or N,M,... with each >= 1, got {text!r}")
-    return sizes[0] if len(sizes) == 1 else sizes
 
 
 def mask_bench_value(text: str) -> str:
@@ -64,10 +55,11 @@ def add_run_arguments(p) -> None:
     g.add_argument("--runtime", choices=("auto", "torch", "llamacpp", "llamacpp:eval"), help="llamacpp (logits_processor), llamacpp:eval (the harness's "
                                      "loop over llama.cpp), torch; default: llamacpp where "
                                      "installed, else torch")
-    g.add_argument("--batch", type=batch_sizes,
-                   help="sequences decoded together (torch runtime; default 1); a list such as "
-                        "1,4,8 decodes every schema at each size and the report plots TPOT "
-                        "against batch")
+    # shared with the batch suite (harness.options.add_flag: one flag, one value)
+    add_flag(g, "--batch", type=batch_sizes,
+             help="sequences decoded together (torch runtime; default 1); a list such as "
+                  "1,4,8 decodes every schema at each size and the report plots TPOT "
+                  "against batch")
     g.add_argument("--overlap", action="store_const", const=True, default=None,
                    help="compute the next mask on a CPU thread while the forward pass runs")
     g.add_argument("--device", help="cpu (default) or cuda (torch runtime)")

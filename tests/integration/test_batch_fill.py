@@ -56,6 +56,46 @@ def test_batch_fill_equals_one_by_one(engine, vocab):
         assert type(filler) is not BatchFiller  # the engine's own batch API
 
 
+@pytest.mark.parametrize("engine", ENGINES + ["reference"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_batch_commit_answers_as_one_by_one(engine, threads, vocab):
+    """``BatchFiller.commit`` (xgrammar ``batch_accept_token``, llguidance
+    ``consume_token_par``, else one by one) answers as ``Matcher.commit`` does, token by
+    token, on twins at the same states: an accepted token, a refused one (the matcher is
+    then dead), a stop id where the grammar can end and where it cannot, a special id, a
+    dead matcher; and the states after it give the same masks."""
+    adapter = EngineSpec(engine).build(vocab)
+    g = adapter.compile(json.dumps(SCHEMA))
+    stop = vocab.eos_id
+    special = next(t for t in sorted(vocab.special_ids) if t not in vocab.stop_ids)
+    prefixes = ['{"name": "ab', '{"name": "ab', '{"name": "x"}', '{"name": "x"',
+                '{"name": "x"', '{"name": "x", "n": 1']
+    tokens = [vocab.encode("c")[0], vocab.encode("\n")[0], stop, stop, special,
+              vocab.encode("2")[0]]
+    batch, alone = [g.matcher() for _ in prefixes], [g.matcher() for _ in prefixes]
+    for ms in (batch, alone):
+        for m, text in zip(ms, prefixes):
+            _advance(vocab, m, text)
+        assert not ms[4].commit(vocab.encode("[")[0])  # dead before the batch commit
+    filler = adapter.batch_filler(threads)
+    try:
+        got = filler.commit(batch, tokens)
+    finally:
+        filler.close()
+    want = [m.commit(t) for m, t in zip(alone, tokens)]
+    assert got == want == [True, False, True, False, False, True], (engine, filler.commit_method)
+    one, two = allocate_bitmask(vocab.size), allocate_bitmask(vocab.size)
+    for a, b in zip(batch, alone):
+        a.fill_mask(one)
+        b.fill_mask(two)
+        assert np.array_equal(one, two)
+        assert a.eos_allowed() == b.eos_allowed()
+    assert not batch[1].commit(vocab.encode("a")[0])  # refused in the batch: dead since
+    assert not batch[3].commit(vocab.encode("}")[0])  # a refused stop id kills it too
+    if engine in ("xgrammar", "llguidance"):
+        assert filler.commit_method != BatchFiller.commit_method
+
+
 def test_reference_batch_fill_from_threads_on_a_fresh_grammar(vocab):
     """The reference engine fills a batch from a thread pool; its compiled trie walk runs
     without the GIL while other threads build the same grammar's automaton rows and cache
