@@ -79,7 +79,7 @@ class Hazards(SuiteBase):
                                  "reference engine (whitespace), the request's schemas (tools, "
                                  "reasoning) and the server's answers and /health",
                            units_from="suites.hazards.summary:is_verdict_unit")
-    smoke = {"subsets": ["whitespace", "reasoning"], "options": {}}
+    smoke = {"subsets": ["whitespace", "reasoning"], "options": {"launch": True}}
     uses_options = True
     replay_table = False
 

@@ -57,22 +57,23 @@ def _keywords(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
 
 def _padded(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
     from engines.vocab import load_vocabulary
-    from suites.hazards.padding import ENGINES, PADDINGS, padded_width, probe
+    from suites.hazards.padding import PADDINGS, padded_width, probe
 
-    if adapter.name not in ENGINES:
-        return {"not_measured": f"no padded-vocabulary probe for {adapter.name}'s API "
-                                f"(probes: {', '.join(ENGINES)})"}, outcomes.PASSING
-    v = vocab if vocab.name == req["vocab"] else load_vocabulary(req["vocab"])
-    width = padded_width(v.size, PADDINGS[req["vocab"]])
+    if adapter.padded_vocab_api is None:
+        return {"not_measured": f"{adapter.name}'s adapter has no padded-vocabulary probe "
+                                "(EngineAdapter.padded_masks)"}, outcomes.PASSING
+    if vocab.name != req["vocab"]:  # the same engine and configuration over that tokenizer
+        adapter = type(adapter)(load_vocabulary(req["vocab"]), adapter.config)
+    width = padded_width(adapter.vocab.size, PADDINGS[req["vocab"]])
     phase("compile")
-    out = {"vocab": req["vocab"], **probe(adapter.name, v, width)}
+    out = {"vocab": req["vocab"], **probe(adapter, width)}
     return out, outcomes.INVALIDATION_ERROR if out["verdict"] == "leaks" else outcomes.PASSING
 
 
 def _whitespace(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
     from engines import ORACLE
     from engines.protocol import CompileError, one_line
-    from suites.hazards.whitespace import BOUNDED, SCHEMA, describe, walk
+    from suites.hazards.whitespace import BOUND, SCHEMA, describe, walk
 
     oracle = adapters.adapter(ORACLE, "default", case.get("tokenizer", vocab.name)) \
         if adapter.name != ORACLE else adapter
@@ -83,8 +84,9 @@ def _whitespace(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
     except CompileError as e:
         return {"verdict": "refused", "witness": one_line(e, 200)}, outcomes.COMPILE_ERROR
     out["default"]["text"] = describe(out["default"])
-    if adapter.name in BOUNDED:
-        setting, overrides = BOUNDED[adapter.name]
+    overrides = adapter.whitespace_bound(BOUND)
+    if overrides is not None:
+        setting = ", ".join(f"{k}={v}" for k, v in overrides.items())
         try:
             bounded = type(adapter)(vocab, adapter.config, **overrides)
             out["bounded"] = walk(bounded.compile(SCHEMA), vocab, ref)
@@ -93,7 +95,8 @@ def _whitespace(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
             out["bounded"] = {"error": one_line(e, 200)}
         out["bounded"]["setting"] = setting
     else:
-        out["bounded"] = {"setting": None, "error": f"no bounding setting known for {adapter.name}"}
+        out["bounded"] = {"setting": None,
+                          "error": f"{adapter.name} has no whitespace-bounding setting"}
     d = out["default"]
     out["verdict"] = "unbounded" if d["unbounded"] else "bounded"
     b = out["bounded"]
@@ -118,15 +121,15 @@ def _bad_tool(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
 
 def _reasoning(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
     from engines.protocol import CompileError, one_line
-    from suites.hazards.reasoning import compile_form, grammar_for, measure
+    from suites.hazards.reasoning import measure, spec
 
-    form = grammar_for(adapter.name)
-    if form is None:
-        return {"not_measured": f"no reasoning-then-schema form written for {adapter.name}"}, \
-            outcomes.PASSING
+    if adapter.reasoning_form is None:
+        return {"not_measured": f"{adapter.name} has no reasoning-then-answer form "
+                                "(EngineAdapter.compile_reasoning)"}, outcomes.PASSING
     phase("compile")
+    form = [adapter.reasoning_form]
     try:
-        compiled = compile_form(adapter, *form)
+        compiled = adapter.compile_reasoning(spec())
     except CompileError as e:
         return {"form": form[0], "verdict": "refused", "witness": one_line(e, 200)}, \
             outcomes.COMPILE_ERROR

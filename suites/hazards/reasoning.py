@@ -3,7 +3,8 @@
 Reasoning models write ``<think> … </think>`` before the answer; a server that constrains
 the answer must leave the reasoning free, enforce the schema after the stop string, and
 never let the output end inside the reasoning (vLLM #52594: the schema silently skipped).
-:func:`grammar_for` writes the grammar in each engine's own form:
+Each adapter compiles the request (:meth:`engines.protocol.EngineAdapter.compile_reasoning`)
+in its engine's own form (:mod:`engines.reasoning`):
 
 - xgrammar: a structural tag, ``sequence(tag("<think>", any_text(max_chars), "</think>"),
   json_schema)``;
@@ -23,11 +24,14 @@ constrained), and whether the length bound holds.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-__all__ = ["ANSWER_INVALID", "ANSWER_VALID", "SCHEMA", "grammar_for", "measure"]
+if TYPE_CHECKING:
+    from engines.reasoning import ReasoningSpec
+
+__all__ = ["ANSWER_INVALID", "ANSWER_VALID", "SCHEMA", "measure", "spec"]
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"},
                                            "age": {"type": "integer"}},
@@ -45,40 +49,11 @@ ANSWER_INVALID = '{"name": "Ann", "age": "thirty"}'
 TOO_LONG = ("lorem ipsum dolor sit amet " * 40).strip()
 
 
-def grammar_for(engine: str, schema: dict[str, Any] = SCHEMA) -> tuple[str, str] | None:
-    """``(form, text)`` of the reasoning-then-schema grammar in ``engine``'s own form
-    (``structural_tag`` JSON, ``lark``, ``regex``); None for an engine without one."""
-    if engine == "xgrammar":
-        tag = {"type": "structural_tag", "format": {"type": "sequence", "elements": [
-            {"type": "tag", "begin": OPEN,
-             "content": {"type": "any_text", "max_chars": MAX_CHARS}, "end": CLOSE},
-            {"type": "json_schema", "json_schema": schema}]}}
-        return "structural_tag", json.dumps(tag)
-    if engine == "llguidance":
-        lark = "\n".join([
-            "%llguidance {}",
-            f"start: {json.dumps(OPEN)} think answer",
-            f"think[lazy, max_tokens={MAX_TOKENS}]: /(?s:.*)<\\/think>/",
-            f"answer: %json {json.dumps(schema)}", ""])
-        return "lark", lark
-    if engine == "outlines":
-        from outlines_core.json_schema import build_regex_from_schema
+def spec() -> "ReasoningSpec":
+    """The request every engine gets (:class:`engines.reasoning.ReasoningSpec`)."""
+    from engines.reasoning import ReasoningSpec
 
-        from engines.tool_calls import rx_escape, text_regex
-
-        rx = (rx_escape(OPEN) + text_regex(CLOSE) + rx_escape(CLOSE)
-              + build_regex_from_schema(json.dumps(schema)))
-        return "regex", rx
-    return None
-
-
-def compile_form(adapter, form: str, text: str):
-    """The grammar compiled by ``adapter`` (raises the engine's ``CompileError``). A
-    structural tag goes through the xgrammar adapter's own compiler (the protocol has no
-    structural-tag dialect; its compile wrapper still turns errors into CompileError)."""
-    if form == "structural_tag":
-        return adapter._compiled(lambda: adapter._compiler.compile_structural_tag(text))
-    return adapter.compile_grammar(form, text)
+    return ReasoningSpec(json.dumps(SCHEMA), OPEN, CLOSE, MAX_CHARS, MAX_TOKENS)
 
 
 def _replay(compiled, vocab, pieces: list[str]):

@@ -7,7 +7,8 @@ Cell verdicts, by hazard:
 
 ==================  =========================================================================
 hostile_request     ``survived`` (every hostile request refused or answered, the ordinary
-                    request after them answered, ``/health`` up) / ``crashed`` / ``hung``
+                    request after them answered, ``/health`` up) / ``crashed`` / ``hung`` /
+                    ``degraded`` (up, but the ordinary request after them fails)
 bad_tool            ``refused`` (the whole request) / ``others_kept`` / ``bad_loose`` /
                     ``broken``; served: ``refused`` / ``answered`` / ``crashed``
 keywords            ``ignored`` (some keyword: the cell names them with a witness) / ``kept``
@@ -133,7 +134,7 @@ def _one(recs: list[Record], hazard: str) -> dict[str, Any]:
              "reasoning": ("crash", "not_enforced", "leaks", "refused", "enforced"),
              "bad_tool": ("crash", "crashed", "hung", "bad_loose", "broken", "refused",
                           "answered", "others_kept"),
-             "hostile_request": ("crash", "crashed", "hung", "error", "survived")}.get(hazard, ())
+             "hostile_request": ("crash", "crashed", "hung", "degraded", "error", "survived")}.get(hazard, ())
     verdict = next((w for w in worst if w in verdicts), verdicts[0])
     return _cell(verdict, "; ".join(p for p in parts if p))
 

@@ -11,8 +11,10 @@ mask allows none or :data:`CAP` characters have gone in. A run that reaches the 
 says where JSON allows whitespace at all: a position where the reference engine allows
 none is not probed.
 
-Each engine is walked in its configuration, then with its setting that bounds whitespace
-(:data:`BOUNDED`), and the bounded run is measured the same way.
+Each engine is walked in its configuration, then with its own setting that bounds
+whitespace set to :data:`BOUND` characters (:meth:`engines.protocol.EngineAdapter.
+whitespace_bound`: xgrammar's ``max_whitespace_cnt``, llguidance's and outlines'
+``whitespace_pattern``), and the bounded run is measured the same way.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BOUNDED", "CAP", "POSITIONS", "SCHEMA", "TEXT", "walk"]
+__all__ = ["BOUND", "CAP", "POSITIONS", "SCHEMA", "TEXT", "walk"]
 
 SCHEMA = ('{"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "array", '
           '"items": {"type": "string"}}}, "required": ["a", "b"]}')
@@ -32,13 +34,9 @@ POSITIONS: dict[str, int] = {"after {": 1, "after :": 5, "between values": 6, "a
 CAP = 1024
 #: The whitespace characters tried, in order, one token each.
 CHARS = (" ", "\n", "\t")
-#: engine → (setting in words, adapter option overrides) that bounds whitespace
-BOUNDED: dict[str, tuple[str, dict[str, Any]]] = {
-    "xgrammar": ("max_whitespace_cnt=4", {"max_whitespace_cnt": 4}),
-    "llguidance": ("whitespace_pattern=[ ]{0,4}", {"whitespace_pattern": "[ ]{0,4}"}),
-    "outlines": ("whitespace_pattern=[ ]{0,4}", {"whitespace_pattern": "[ ]{0,4}"}),
-    "reference": ("max_ws=4", {"max_ws": 4}),
-}
+#: The bound asked of each engine's own setting (:meth:`engines.protocol.EngineAdapter.
+#: whitespace_bound`), characters per whitespace gap.
+BOUND = 4
 
 
 def _bit(bm: np.ndarray, tid: int) -> bool:
