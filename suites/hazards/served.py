@@ -42,6 +42,9 @@ __all__ = ["hostile_requests", "run_served"]
 
 #: Largest adversarial schema sent, bytes of text.
 MAX_SCHEMA_BYTES = 1_100_000
+#: Seconds an ordinary request may take after a hung one before the server counts as
+#: wedged (restarted when launched).
+WEDGE_PROBE_S = 30.0
 ORDINARY = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
 MESSAGES = [{"role": "system", "content": "You answer with one JSON value and nothing else."},
             {"role": "user", "content": "Give a JSON value."}]
@@ -227,6 +230,17 @@ def _send_checked(serve, target, fields, o, max_tokens: int | None = None) -> di
         row["verdict"] = "refused" if ans.error else "no_answer"
     else:
         row["verdict"] = "accepted"
+    if row["verdict"] == "hung":
+        # is the whole server stuck behind it (a grammar compile that never ends blocks
+        # every later request), or only this request? An ordinary request says.
+        wait = min(WEDGE_PROBE_S, float(o["request_timeout_s"]))
+        probe = _post(target, {"response_format": _rf(ORDINARY)}, 4, wait)
+        if probe.status != 200 or probe.finish_reason is None:
+            row["wedged"] = f"an ordinary request after it got no answer in {wait:g} s either"
+            if target.server is not None:
+                serve._restart(target)
+                row["restarted"] = True
+        return row
     if row["verdict"] in ("refused", "no_answer") and not ans.error:
         line = _log_line(target, since)
         if line:
@@ -244,7 +258,7 @@ def _hostile(serve, target, o) -> tuple[dict[str, Any], str]:
             continue
         row = {"name": req["name"], **_send_checked(serve, target, req["fields"], o)}
         rows.append(row)
-        dead_url = row["verdict"] == "crashed" and target.server is None
+        dead_url = (row["verdict"] == "crashed" or row.get("wedged")) and target.server is None
     final = ({"verdict": "not_sent"} if dead_url else
              _send_checked(serve, target, {"response_format": _rf(ORDINARY)}, o))
     counts: dict[str, int] = {}
@@ -253,6 +267,7 @@ def _hostile(serve, target, o) -> tuple[dict[str, Any], str]:
     out: dict[str, Any] = {"requests": rows, "ordinary": final, "counts": counts}
     crashed = [r for r in rows if r["verdict"] == "crashed"]
     hung = [r for r in rows if r["verdict"] == "hung"]
+    wedged = [r for r in hung if r.get("wedged")]
     summary = ", ".join(f"{v} {n}" for v, n in sorted(counts.items()))
     after = ("ordinary request answered, /health up" if final.get("verdict") == "accepted"
              else f"ordinary request after them: {final.get('verdict')} "
@@ -267,8 +282,10 @@ def _hostile(serve, target, o) -> tuple[dict[str, Any], str]:
     if hung or final.get("verdict") != "accepted":
         # up, but the ordinary request after them fails (vLLM #43920) or one hung
         out["verdict"] = "hung" if hung else "degraded"
-        out["witness"] = ((f"{hung[0]['name']}: no answer in {o['request_timeout_s']:g} s; "
-                           if hung else "") + f"{len(rows)} hostile: {summary}; {after}")
+        h = (wedged or hung or [None])[0]
+        out["witness"] = ((f"{h['name']}: no answer in {o['request_timeout_s']:g} s"
+                           + (f", server wedged ({h['wedged']})" if h.get("wedged") else "")
+                           + "; " if h else "") + f"{len(rows)} hostile: {summary}; {after}")
         return out, outcomes.TIMEOUT if hung else outcomes.CRASH
     out["verdict"] = "survived"
     out["witness"] = f"{len(rows)} hostile: {summary}; {after}"
