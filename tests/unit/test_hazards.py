@@ -135,6 +135,17 @@ def test_a_standalone_run_has_a_verdict_or_a_reason_in_every_cell(tmp_path):
     assert summary["hazards"]["rows"] == table["rows"]
     report = (run.reports / "report.md").read_text()
     assert "Production hazards" in report and "bad tool" in report
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "benchmarks/results_table.py", str(run.path)],
+                         cwd=root, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "## Production hazards" in out.stdout and "| hazard | llguidance | reference |" \
+        in out.stdout
+    assert "## Runs" not in out.stdout and "## End-to-end runs" not in out.stdout
 
 
 def test_served_hazards_against_the_canned_server(tmp_path):
