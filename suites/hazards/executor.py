@@ -107,7 +107,7 @@ class HazardsExecutor:
             except ExecutorError as e:  # no server to measure: said in every cell, run goes on
                 log.warning("%s: %s", jobs[0].engine, e)
                 for job in jobs:
-                    self._not_measured(job, f"the server did not start: {e}")
+                    self._not_measured(job, f"no server to measure: {e}")
                 return
             for job in jobs:
                 t0 = time.perf_counter_ns()

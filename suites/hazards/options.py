@@ -31,4 +31,10 @@ def add_run_arguments(p) -> None:
 
 
 def config_from_args(args) -> dict[str, Any]:
-    return config_from(args, ("request_timeout_s",))
+    out = config_from(args, ("request_timeout_s",))
+    if getattr(args, "suite", None) == "hazards" and getattr(args, "server", None) \
+            and not getattr(args, "engines", None) and not getattr(args, "launch", None):
+        from engines import EXTERNAL_SERVER
+
+        out["engines"] = EXTERNAL_SERVER  # --server URL alone: the row of that server
+    return out
