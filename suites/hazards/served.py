@@ -18,7 +18,9 @@ answered with ``/health`` up (vLLM #43920: a backend locked by a first request).
 Hazard 2 (``bad_tool``): the standalone request's tools (ten ordinary ones and the bad
 one, :mod:`suites.hazards.tools`) as OpenAI ``tools`` with ``tool_choice="required"``:
 refused (HTTP 4xx, the error as witness), answered (which tool was called, its arguments
-judged by jsonschema), or crashed.
+judged by jsonschema), or crashed. A refusal counts only when the same request without
+the bad tool is answered; else the hazard is not measured, with the server's reason
+(vLLM takes ``tool_choice="required"`` only with a ``--tool-call-parser``).
 
 Hazard 6 (``reasoning``): vLLM's ``structural_tag`` response format, the same
 reasoning-then-schema request as standalone (:mod:`engines.reasoning`, with a short
@@ -303,9 +305,21 @@ def _bad_tool(serve, target, o) -> tuple[dict[str, Any], str]:
     fields = {"tools": [{"type": "function", "function": {"name": n, "parameters": json.loads(s)}}
                         for n, s in tools],
               "tool_choice": "required"}
-    row = _send_checked(serve, target, fields, o, max_tokens=max(int(o["max_tokens"]), 64))
+    budget = max(int(o["max_tokens"]), 64)
+    row = _send_checked(serve, target, fields, o, max_tokens=budget)
     out: dict[str, Any] = {"tools": len(tools), "bad_schema": json.dumps(schema), "request": row}
     v = row["verdict"]
+    if v == "refused":
+        # a refusal is the bad tool's only when the same request without it is answered
+        good = {**fields, "tools": [t for t in fields["tools"]
+                                    if t["function"]["name"] != BAD_NAME]}
+        control = _send_checked(serve, target, good, o, max_tokens=budget)
+        out["control"] = control
+        if control["verdict"] != "accepted":
+            out["not_measured"] = (f"the server refuses the request without the bad tool too "
+                                   f"(HTTP {control['status']}: "
+                                   f"{(control.get('error') or control['verdict'])[:160]})")
+            return out, outcomes.PASSING
     if v == "crashed":
         out.update(verdict="crashed", witness=f"{row.get('health')}"
                    + (f" ({row['server_log']})" if row.get("server_log") else ""))
