@@ -357,51 +357,84 @@ def _bad_tool(serve, target, o) -> tuple[dict[str, Any], str]:
     return out, outcomes.PASSING
 
 
-def _reasoning(serve, target, o) -> tuple[dict[str, Any], str]:
-    from engines.reasoning import ReasoningSpec, xgrammar_structural_tag
+def _judge_reasoning(row: dict[str, Any], opened: bool) -> tuple[str, str, str]:
+    """(verdict, witness, outcome) of a reasoning request's answer; ``opened``: the form
+    makes the output open with ``<think>``."""
+    import jsonschema
+
     from harness.jsontext import json_prefix_error
+    from suites.hazards.reasoning import CLOSE, OPEN, SCHEMA
+
+    text = row.get("text", "")
+    cut = row.get("finish_reason") == "length"
+    if opened and not text.startswith(OPEN):
+        return "not_enforced", f"the output does not open with {OPEN}: {text[:100]!r}", \
+            outcomes.INVALIDATION_ERROR
+    if CLOSE not in text:
+        if cut:
+            return "undecided", (f"the budget ended inside the free text, the answer not "
+                                 f"reached: {text[:80]!r}"), outcomes.PASSING
+        return "leaks", (f"the output ended inside the reasoning, no answer: {text[:80]!r}"), \
+            outcomes.INVALIDATION_ERROR
+    answer = text.split(CLOSE, 1)[1]
+    if cut:
+        err = json_prefix_error(answer)
+        if err:
+            return "not_enforced", f"answer cannot become JSON: {err}", \
+                outcomes.INVALIDATION_ERROR
+        return "enforced", f"answer a JSON prefix when the budget ended: {answer[:60]!r}", \
+            outcomes.PASSING
+    try:
+        valid = jsonschema.Draft202012Validator(SCHEMA).is_valid(json.loads(answer))
+    except ValueError:
+        valid = False
+    if valid:
+        return "enforced", f"answer after {CLOSE}: {answer[:80]!r}", outcomes.PASSING
+    return "not_enforced", f"answer after {CLOSE} not valid: {answer[:80]!r}", \
+        outcomes.INVALIDATION_ERROR
+
+
+def _reasoning(serve, target, o) -> tuple[dict[str, Any], str]:
+    """The reasoning request in vLLM's structural-tag format (``format``: a sequence of
+    the ``<think>`` tag and the schema); where the server refuses that format, again in the
+    older one (``structures`` + ``triggers``: free text until ``</think>``, then the
+    schema), whose output may end inside the reasoning: the hazard itself."""
+    from engines.reasoning import ReasoningSpec, xgrammar_structural_tag
     from suites.hazards.reasoning import CLOSE, OPEN, SCHEMA
 
     spec = ReasoningSpec(json.dumps(SCHEMA), OPEN, CLOSE, max_chars=16, max_tokens=None)
     tag = xgrammar_structural_tag(spec)
-    fields = {"response_format": {"type": "structural_tag", "format": tag["format"]}}
-    row = _send_checked(serve, target, fields, o, max_tokens=max(int(o["max_tokens"]), 64))
-    out: dict[str, Any] = {"form": "response_format structural_tag", "request": row,
+    budget = max(int(o["max_tokens"]), 64)
+    row = _send_checked(serve, target,
+                        {"response_format": {"type": "structural_tag", "format": tag["format"]}},
+                        o, max_tokens=budget)
+    out: dict[str, Any] = {"form": "response_format structural_tag (format)", "request": row,
                            "reasoning_option": "not measured: the launched server runs no "
                                                "reasoning parser (--reasoning-parser)"}
     v = row["verdict"]
     if v in ("crashed", "hung"):
         out.update(verdict=v, witness=row.get("health") or row.get("error"))
         return out, outcomes.CRASH if v == "crashed" else outcomes.TIMEOUT
-    if v != "accepted":
-        out.update(verdict="refused", witness=f"HTTP {row['status']}: {row.get('error') or ''}"[:240])
-        return out, outcomes.COMPILE_ERROR
-    text = row.get("text", "")
-    if not text.startswith(OPEN) or CLOSE not in text:
-        why = ("the output does not open with <think>" if not text.startswith(OPEN) else
-               "no </think> in the output" + (" (the budget ended it)"
-                                               if row.get("finish_reason") == "length" else ""))
-        ok = text.startswith(OPEN) and row.get("finish_reason") == "length" and len(text) <= len(OPEN) + 16 + len(CLOSE)
-        out.update(verdict="enforced" if ok else "not_enforced",
-                   witness=f"{why}: {text[:120]!r}")
-        return out, outcomes.PASSING if ok else outcomes.INVALIDATION_ERROR
-    answer = text.split(CLOSE, 1)[1]
-    if row.get("finish_reason") == "length":
-        err = json_prefix_error(answer)
-        out.update(verdict="not_enforced" if err else "enforced",
-                   witness=(f"answer cannot become JSON: {err}" if err else
-                            f"answer a JSON prefix when the budget ended: {answer[:80]!r}"))
-        return out, outcomes.INVALIDATION_ERROR if err else outcomes.PASSING
-    import jsonschema
-
-    try:
-        valid = jsonschema.Draft202012Validator(SCHEMA).is_valid(json.loads(answer))
-    except ValueError:
-        valid = False
-    out.update(verdict="enforced" if valid else "not_enforced",
-               witness=f"answer after </think>: {answer[:100]!r}"
-               + ("" if valid else " (not valid against the schema)"))
-    return out, outcomes.PASSING if valid else outcomes.INVALIDATION_ERROR
+    if v == "accepted":
+        verdict, witness, outcome = _judge_reasoning(row, opened=True)
+        out.update(verdict=verdict, witness=witness)
+        return out, outcome
+    refusal = f"HTTP {row['status']}: {row.get('error') or ''}"[:160]
+    legacy = {"type": "structural_tag", "triggers": [CLOSE],
+              "structures": [{"begin": CLOSE, "schema": SCHEMA, "end": ""}]}
+    old = _send_checked(serve, target, {"response_format": legacy}, o, max_tokens=budget)
+    out["legacy"] = old
+    if old["verdict"] != "accepted":
+        out.update(verdict="refused" if old["verdict"] in ("refused", "no_answer")
+                   else old["verdict"],
+                   witness=f"structural tag refused ({refusal}); the older form too "
+                           f"(HTTP {old['status']}: {(old.get('error') or '')[:100]})")
+        return out, (outcomes.COMPILE_ERROR if out["verdict"] == "refused" else
+                     outcomes.CRASH if out["verdict"] == "crashed" else outcomes.TIMEOUT)
+    verdict, witness, outcome = _judge_reasoning(old, opened=False)
+    out.update(form="response_format structural_tag (structures + triggers)", verdict=verdict,
+               witness=f"structural tag refused ({refusal}); older form: {witness}")
+    return out, outcome
 
 
 HAZARDS = {"hostile_request": _hostile, "bad_tool": _bad_tool, "reasoning": _reasoning}

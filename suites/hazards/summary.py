@@ -16,7 +16,8 @@ keywords            ``ignored`` (some keyword: the cell names them with a witnes
 padded_vocab        ``masked`` / ``narrow`` (the caller must pad the mask) / ``leaks``
 whitespace          ``unbounded`` (some position kind reached the cap) / ``bounded``
 reasoning           ``enforced`` / ``not_enforced`` / ``leaks`` (the output can end inside
-                    the reasoning) / ``refused``
+                    the reasoning) / ``refused``; served also ``undecided`` (the budget
+                    ended inside the free text)
 ==================  =========================================================================
 
 A job that died (timeout, out of memory, crash) is the cell's verdict: ``crash: …``.
@@ -60,6 +61,9 @@ def _cell(verdict: str, witness: str | None) -> dict[str, Any]:
 
 
 def _keywords_cell(recs: list[Record]) -> dict[str, Any]:
+    if all((r.get("hazard") or {}).get("not_measured") for r in recs):
+        why = (recs[0].get("hazard") or {}).get("not_measured")
+        return {"verdict": "not measured", "witness": why, "text": f"not measured: {why}"}
     per = _keyword_verdicts(recs)
     deaths = [d for d in (_death(r) for r in recs) if d]
     ignored = {k: v for k, v in per.items() if v["verdict"] == "ignored"}
@@ -131,7 +135,8 @@ def _one(recs: list[Record], hazard: str) -> dict[str, Any]:
         return {"verdict": "not measured", "witness": why, "text": f"not measured: {why}"}
     worst = {"padded_vocab": ("crash", "leaks", "narrow", "masked"),
              "whitespace": ("crash", "unbounded", "refused", "bounded"),
-             "reasoning": ("crash", "not_enforced", "leaks", "refused", "enforced"),
+             "reasoning": ("crash", "crashed", "hung", "not_enforced", "leaks", "refused",
+                           "undecided", "enforced"),
              "bad_tool": ("crash", "crashed", "hung", "bad_loose", "broken", "refused",
                           "answered", "others_kept"),
              "hostile_request": ("crash", "crashed", "hung", "degraded", "error", "survived")}.get(hazard, ())
