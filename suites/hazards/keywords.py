@@ -130,8 +130,6 @@ def occurrences(schema: Any, root_only: bool = False) -> list[dict[str, Any]]:
         for kw in KEYWORDS:
             if kw not in sub or (kw == "contains" and sub.get("type") not in (None, "array")):
                 continue
-            if kw == "items" and not isinstance(sub[kw], dict):
-                continue
             one = dict(sub)
             if "$schema" in schema and "$schema" not in one:
                 one["$schema"] = schema["$schema"]
