@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 from harness.config import RunConfig
 from harness.execution.executor import Job
@@ -128,7 +128,3 @@ class HazardsExecutor:
         finally:
             serve._close()
 
-
-def served_info(serve: Any) -> list[dict[str, Any]]:
-    """The servers the serve executor opened (for records)."""
-    return list(getattr(serve, "servers", []))
