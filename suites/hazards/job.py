@@ -41,6 +41,7 @@ def _keywords(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
     schema = json.loads(case["schema_text"])
     rows = []
     accepts = _accepts(vocab)
+    phase("compile")  # a death from here on is the engine's, on this schema's keywords
     for occ in occurrences(schema, root_only=bool(req.get("probe"))):
         rows.append(judge_occurrence(adapter.compile, accepts, occ))
     ignored = [r for r in rows if r["verdict"] == "ignored"]

@@ -65,7 +65,7 @@ def _keywords_cell(recs: list[Record]) -> dict[str, Any]:
         why = (recs[0].get("hazard") or {}).get("not_measured")
         return {"verdict": "not measured", "witness": why, "text": f"not measured: {why}"}
     per = _keyword_verdicts(recs)
-    deaths = [d for d in (_death(r) for r in recs) if d]
+    deaths = [f"{r['case_id'].split('/')[-1]}: {_death(r)}" for r in recs if _death(r)]
     ignored = {k: v for k, v in per.items() if v["verdict"] == "ignored"}
     kept = sorted(k for k, v in per.items() if v["verdict"] == "kept")
     refused = sorted(k for k, v in per.items() if v["verdict"] == "refused")
