@@ -225,7 +225,9 @@ def hazard_rows(meta: RunMeta, table: dict[str, Any]) -> dict[str, Any]:
     :data:`HAZARD_CELL` characters."""
     def cut(text: str) -> str:
         text = " ".join(str(text).split())
-        return text if len(text) <= HAZARD_CELL else text[:HAZARD_CELL - 1] + "…"
+        text = text if len(text) <= HAZARD_CELL else text[:HAZARD_CELL - 1] + "…"
+        # witnesses quote outputs: a "<think>" must not read as an HTML tag
+        return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
     engines = list(table.get("engines") or [])
     rows = [[f"{r['number']}. {r['title']}"] + [cut((r["cells"].get(e) or {}).get("text", "–"))
