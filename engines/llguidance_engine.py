@@ -294,18 +294,29 @@ class LLGuidanceEngine(EngineAdapter):
         out.form = "lark: lazy free text, %json"
         return out
 
-    padded_vocab_api = "LLTokenizer(n_vocab=width), mask written through unsafe_compute_mask_ptr"
+    padded_vocab_api = ("LLTokenizer over the vocabulary padded to the logits' width with "
+                        "special ids (as n_vocab= does for a tokenizer.json), mask written "
+                        "through unsafe_compute_mask_ptr")
 
     def padded_masks(self, schema_text, width, prefixes):
-        """An ``LLTokenizer`` of this vocabulary with ``n_vocab=width`` (how
-        ``llguidance.hf.from_tokenizer`` is told the model's width); each mask is offered
-        whole to ``unsafe_compute_mask_ptr``, and where the engine refuses a buffer that
-        wide, its own width is written instead (the note says so)."""
+        """An ``LLTokenizer`` as wide as the logits; each mask is offered whole to
+        ``unsafe_compute_mask_ptr``, and where the engine refuses a buffer that wide, its
+        own width is written instead (the note says so).
+
+        ``n_vocab=width`` widens a tokenizer given as ``tokenizer.json`` text (the route of
+        ``llguidance.hf.from_tokenizer`` and vLLM: the ids past the tokenizer become special
+        tokens), but a ``TokenizerWrapper``, this adapter's route, keeps its own length; so
+        the wrapper's token list is padded the same way, special ids up to ``width``."""
         from engines.protocol import one_line
 
         llg = self._llg
-        tok = llg.LLTokenizer(llg.TokenizerWrapper(_TokenizerSource(self.vocab)),
-                              n_vocab=width, eos_token=list(self.vocab.stop_ids))
+        src = _TokenizerSource(self.vocab)
+        n = len(src.tokens)
+        if width > n:
+            src.tokens = src.tokens + [b"\xff<[%d]>" % i for i in range(n, width)]
+            src.special_token_ids = sorted(set(src.special_token_ids) | set(range(n, width)))
+        tok = llg.LLTokenizer(llg.TokenizerWrapper(src), n_vocab=width,
+                              eos_token=list(self.vocab.stop_ids))
         engine_words = (int(tok.vocab_size) + 31) // 32
         words = (width + 31) // 32
         try:
