@@ -13,7 +13,8 @@ e2e suite (offline rows) to a third: TTFT and TPOT (ms) with their ratio; runs o
 grammars suite to a fourth, one row per (family, engine): coverage, the forms engines were
 given, false rejects / accepts, dialect differences, TBM p50 / p99 (µs), TTFM p50 (ms), and
 compile time against the size of an injected alternation; runs of the suites with their own
-figures (tools, churn, jump-forward, drafts, batch: :data:`OWN_TABLES`) to one table each. Below the tables,
+figures (tools, churn, jump-forward, drafts, batch: :data:`OWN_TABLES`) to one table each;
+runs of the hazards suite to one hazard × engine table each. Below the tables,
 each run's command, machine and tokenizer.
 
 A section headed ``## Whole-corpus runs (recorded)`` in the existing output file is carried
@@ -167,7 +168,9 @@ def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
     if not engines and not summary.get("serve"):
         raise RunFolderError(f"{run_dir / 'summary.json'}: no engines")
     own = [k for k in OWN_TABLES if summary.get(k)]
-    replay = not summary.get("serve") and not summary.get("grammars") and not own and not any(
+    hazards = summary.get("hazards")
+    replay = not summary.get("serve") and not summary.get("grammars") and not own \
+        and not hazards and not any(
         isinstance(e, dict) and e.get("e2e") for e in engines.values())
     for label, e in (engines.items() if replay else ()):
         head = [date, commit, selection, label, _num(e.get("version") or versions.get(label))]
@@ -205,10 +208,33 @@ def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
         "grammars": grammar_rows(meta, summary) if summary.get("grammars") else [],
         "grammar_sizes": grammar_size_rows(meta, summary) if summary.get("grammars") else [],
         "e2e": e2e_rows(run_dir, meta, summary) if not replay and not summary.get("serve")
-        and not own else [],
+        and not own and not hazards else [],
+        "hazards": hazard_rows(meta, hazards) if hazards else None,
         "own": {k: OWN_TABLES[k][2](meta, summary[k]) for k in own},
     }
     return rows, details
+
+
+#: Longest cell of the hazards table (the full witness is in the run's hazards.json).
+HAZARD_CELL = 200
+
+
+def hazard_rows(meta: RunMeta, table: dict[str, Any]) -> dict[str, Any]:
+    """A hazards run's table as the summary holds it (``summary["hazards"]``): one row per
+    hazard, one column per engine row, each cell its verdict and witness, cut to
+    :data:`HAZARD_CELL` characters."""
+    def cut(text: str) -> str:
+        text = " ".join(str(text).split())
+        text = text if len(text) <= HAZARD_CELL else text[:HAZARD_CELL - 1] + "…"
+        # witnesses quote outputs: a "<think>" must not read as an HTML tag
+        return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+    engines = list(table.get("engines") or [])
+    rows = [[f"{r['number']}. {r['title']}"] + [cut((r["cells"].get(e) or {}).get("text", "–"))
+                                               for e in engines]
+            for r in table.get("rows") or []]
+    return {"date": _utc(meta.get("created_at")), "run_id": meta.get("run_id"),
+            "header": ["hazard"] + engines, "rows": rows}
 
 
 GRAMMAR_HEADER = ["date of the run", "commit", "family", "engine", "version", "cases",
@@ -433,6 +459,16 @@ def render(run_dirs: list[Path], recorded: str | None, today: str) -> str:
         if own:
             align = "|" + "".join(":--|" if h in TEXT_COLUMNS else "--:|" for h in header)
             out += [heading, "", _md_row(header), align, *(_md_row(r) for r in own), ""]
+    hazard_runs = [n["hazards"] for n in notes if n.get("hazards")]
+    if hazard_runs:
+        out += ["## Production hazards", "",
+                "The hazards suite ([suites/hazards/README.md](../suites/hazards/README.md)): "
+                "one row per hazard, one column per engine row (standalone engines and served "
+                "backends); each cell a verdict with its witness, or \"not measured: why\" "
+                "(full witnesses: hazards.json in the run folder).", ""]
+        for h in hazard_runs:
+            out += [f"Run `{h['run_id']}` ({h['date']}):", "", _md_row(h["header"]),
+                    "|" + ":--|" * len(h["header"]), *(_md_row(r) for r in h["rows"]), ""]
     e2e = [r for n in notes for r in n["e2e"]]
     if e2e:
         out += ["## End-to-end runs", "",

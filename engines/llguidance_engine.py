@@ -274,6 +274,11 @@ class LLGuidanceEngine(EngineAdapter):
         return self._matcher_for(lambda: LLMatcher.grammar_from_json_schema(
             schema_text, overrides=self.options or None))
 
+    @classmethod
+    def whitespace_bound(cls, n: int) -> dict[str, Any]:
+        """``whitespace_pattern`` ``[ ]{0,n}`` (llguidance has no count of its own)."""
+        return {"whitespace_pattern": f"[ ]{{0,{n}}}"}
+
     def compile_grammar(self, dialect: str, text: str) -> LLGuidanceCompiled:
         """``regex``: ``LLMatcher.grammar_from_regex``; ``lark``: ``grammar_from_lark``
         (llguidance's own Lark dialect: terminals are lexemes, regexes in Rust syntax)."""
@@ -296,6 +301,66 @@ class LLGuidanceEngine(EngineAdapter):
         out = self._matcher_for(lambda: LLMatcher.grammar_from_lark(lark_grammar(spec)))
         out.form = "lark: %json per tool, lazy trigger"
         return out
+
+    reasoning_form = "Lark grammar: a lazy free-text rule up to the stop string (max_tokens), then %json"
+
+    def compile_reasoning(self, spec) -> LLGuidanceCompiled:
+        """:func:`engines.reasoning.lark_grammar` through ``grammar_from_lark``."""
+        from engines.reasoning import lark_grammar
+
+        LLMatcher = self._llg.LLMatcher
+        out = self._matcher_for(lambda: LLMatcher.grammar_from_lark(lark_grammar(spec)))
+        out.form = "lark: lazy free text, %json"
+        return out
+
+    padded_vocab_api = ("LLTokenizer over the vocabulary padded to the logits' width with "
+                        "special ids (as n_vocab= does for a tokenizer.json), mask written "
+                        "through unsafe_compute_mask_ptr")
+
+    def padded_masks(self, schema_text, width, prefixes):
+        """An ``LLTokenizer`` as wide as the logits; each mask is offered whole to
+        ``unsafe_compute_mask_ptr``, and where the engine refuses a buffer that wide, its
+        own width is written instead (the note says so).
+
+        ``n_vocab=width`` widens a tokenizer given as ``tokenizer.json`` text (the route of
+        ``llguidance.hf.from_tokenizer`` and vLLM: the ids past the tokenizer become special
+        tokens), but a ``TokenizerWrapper``, this adapter's route, keeps its own length; so
+        the wrapper's token list is padded the same way, special ids up to ``width``."""
+        from engines.protocol import one_line
+
+        llg = self._llg
+        src = _TokenizerSource(self.vocab)
+        n = len(src.tokens)
+        if width > n:
+            src.tokens = src.tokens + [b"\xff<[%d]>" % i for i in range(n, width)]
+            src.special_token_ids = sorted(set(src.special_token_ids) | set(range(n, width)))
+        tok = llg.LLTokenizer(llg.TokenizerWrapper(src), n_vocab=width,
+                              eos_token=list(self.vocab.stop_ids))
+        engine_words = (int(tok.vocab_size) + 31) // 32
+        words = (width + 31) // 32
+        try:
+            grammar = llg.LLMatcher.grammar_from_json_schema(schema_text,
+                                                            overrides=self.options or None)
+        except Exception as e:
+            raise CompileError(one_line(e)) from None
+        note, masks = None, []
+        for toks in prefixes:
+            m = llg.LLMatcher(tok, grammar, log_level=0)
+            if m.is_error():
+                raise CompileError(one_line(m.get_error()))
+            for t in toks:
+                if not m.consume_token(int(t)):
+                    raise ValueError(f"llguidance refused token {t} of a probe prefix")
+            bm = np.full(words, -1, np.int32)
+            try:
+                m.unsafe_compute_mask_ptr(bm.ctypes.data, 4 * words)
+            except Exception as e:  # the logits-wide buffer refused: the engine's own width
+                note = (f"n_vocab={width} gave a tokenizer of {tok.vocab_size} ids; a "
+                        f"{words}-word buffer is refused ({one_line(e, 80)})")
+                bm = np.full(words, -1, np.int32)
+                m.unsafe_compute_mask_ptr(bm.ctypes.data, 4 * engine_words)
+            masks.append(bm)
+        return engine_words, masks, note
 
     def _matcher_for(self, grammar_of) -> LLGuidanceCompiled:
         LLMatcher = self._llg.LLMatcher

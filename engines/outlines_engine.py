@@ -173,6 +173,11 @@ class OutlinesEngine(EngineAdapter):
             raise CompileError(one_line(e)) from None
         return self._index(regex)
 
+    @classmethod
+    def whitespace_bound(cls, n: int) -> dict[str, Any]:
+        """``whitespace_pattern`` ``[ ]{0,n}`` (its default is ``[ ]?``)."""
+        return {"whitespace_pattern": f"[ ]{{0,{n}}}"}
+
     def compile_grammar(self, dialect: str, text: str) -> OutlinesCompiled:
         """``regex`` only (outlines-core builds a DFA; a context-free grammar is refused)."""
         if dialect != "regex":
@@ -198,6 +203,43 @@ class OutlinesEngine(EngineAdapter):
         out = self._index(regex(spec, args))
         out.form = "regex"
         return out
+
+    reasoning_form = "one regex: open, a text without the stop string, close, the schema's regex"
+
+    def compile_reasoning(self, spec) -> OutlinesCompiled:
+        """:func:`engines.reasoning.regex` with ``build_regex_from_schema`` for the answer
+        (this configuration's options), then one ``Index``; the free text is unbounded."""
+        from engines.reasoning import regex
+
+        def answer(schema_text: str) -> str:
+            try:
+                return self._build_regex(schema_text, **self.options)
+            except MemoryError:
+                raise
+            except Exception as e:
+                raise CompileError(one_line(e)) from None
+
+        out = self._index(regex(spec, answer))
+        out.form = "regex"
+        return out
+
+    padded_vocab_api = "Guide.write_mask_into(pointer, width words)"
+
+    def padded_masks(self, schema_text, width, prefixes):
+        """The schema's ``Index`` over this vocabulary; each mask is handed whole to
+        ``write_mask_into`` with its width in words (how a server hands it the logits'
+        bitmask)."""
+        compiled = self.compile(schema_text)
+        words = (width + 31) // 32
+        masks = []
+        for toks in prefixes:
+            g = self._oc.Guide(compiled.index)
+            for t in toks:
+                g.advance(int(t), False)
+            bm = np.full(words, -1, np.int32)
+            g.write_mask_into(bm.ctypes.data, words, 4)
+            masks.append(bm)
+        return words, masks, None
 
     def _index(self, regex: str) -> OutlinesCompiled:
         try:

@@ -3,8 +3,9 @@
 ``EngineAdapter``   built once per worker process from a :class:`~engines.vocab.Vocabulary`
                     and a configuration (named options); compiles schemas
                     (:meth:`~EngineAdapter.compile`), grammars in the dialects it reads
-                    (:meth:`~EngineAdapter.compile_grammar`) and tool-call requests
-                    (:meth:`~EngineAdapter.compile_tool_calls`).
+                    (:meth:`~EngineAdapter.compile_grammar`), tool-call requests
+                    (:meth:`~EngineAdapter.compile_tool_calls`) and reasoning-then-answer
+                    requests (:meth:`~EngineAdapter.compile_reasoning`).
 ``CompiledGrammar`` the result of one compile; makes matchers.
 ``Matcher``         per-sequence state: fill a mask, commit a token, EOS / accepting,
                     rollback; optionally jump-forward and speculative drafts.
@@ -31,6 +32,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 
 from engines.batch import BatchFiller
+from engines.reasoning import ReasoningSpec
 from engines.tool_calls import ToolSpec
 from engines.vocab import Vocabulary
 
@@ -368,6 +370,56 @@ class EngineAdapter(abc.ABC):
             When the engine refuses or fails to compile it, or has no form for such a
             request (one-line message, naming why)."""
         raise CompileError(f"{self.label} has no tool-call form")
+
+    @classmethod
+    def whitespace_bound(cls, n: int) -> dict[str, Any] | None:
+        """The configuration overrides that bound each run of JSON whitespace to at most
+        ``n`` characters (the engine's own setting: e.g. xgrammar's
+        ``max_whitespace_cnt``), or None when the engine has no such setting (this
+        default)."""
+        return None
+
+    #: The native form :meth:`compile_reasoning` builds, in words (None: it has none).
+    reasoning_form: ClassVar[str | None] = None
+
+    def compile_reasoning(self, spec: ReasoningSpec) -> CompiledGrammar:
+        """Compile a reasoning-then-answer request (:class:`engines.reasoning.ReasoningSpec`:
+        free text up to a stop string, bounded where the form can bound it, then a JSON
+        value of the schema) into the engine's own form (:attr:`reasoning_form`).
+
+        Raises
+        ------
+        CompileError
+            When the engine refuses or fails to compile it, or has no such form."""
+        raise CompileError(f"{self.label} has no reasoning-then-answer form")
+
+    #: The engine API :meth:`padded_masks` drives, in words (None: no such probe).
+    padded_vocab_api: ClassVar[str | None] = None
+
+    def padded_masks(self, schema_text: str, width: int,
+                     prefixes: Sequence[Sequence[int]]) -> tuple[int, list[np.ndarray], str | None]:
+        """The masks the engine writes when a server builds it for logits ``width`` wide,
+        wider than this adapter's vocabulary (a padded LM head), through the engine's own
+        way of being told the logits' width (:attr:`padded_vocab_api`).
+
+        For each token prefix of ``prefixes`` (committed from the start of the schema's
+        grammar), a ``ceil(width / 32)``-word int32 mask **pre-filled with ones** is handed
+        to the engine as a server would hand it; words the engine does not write keep
+        their ones, so that a mask narrower than the logits shows.
+
+        Returns
+        -------
+        tuple
+            ``(words the engine writes, the masks in prefix order, a note or None)``; the
+            note says what the engine did with the width (e.g. refused a buffer that wide).
+
+        Raises
+        ------
+        NotImplementedError
+            Where the adapter has no such probe (this default).
+        CompileError
+            When the schema does not compile."""
+        raise NotImplementedError(f"{self.label} has no padded-vocabulary probe")
 
     def compile_case(self, schema_text: str, format_assertion: bool = True,
                      reading: str = "jsonschema") -> CompiledGrammar:

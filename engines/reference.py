@@ -278,6 +278,11 @@ class ReferenceEngine(EngineAdapter):
 
     grammar_dialects = ("regex", "gbnf")
 
+    @classmethod
+    def whitespace_bound(cls, n: int) -> dict[str, Any]:
+        """``max_ws=n``."""
+        return {"max_ws": n}
+
     def compile_grammar(self, dialect: str, text: str) -> ReferenceCompiled:
         """``regex`` (Python's ``re`` syntax, full match, as a DFA over code points) or
         ``gbnf`` (``reference_engine/gbnf.py``), compiled exactly; a construct the engine

@@ -314,6 +314,11 @@ class XGrammarEngine(EngineAdapter):
         return self._compiled(lambda: self._compiler.compile_json_schema(schema_text,
                                                                          **self.options))
 
+    @classmethod
+    def whitespace_bound(cls, n: int) -> dict[str, Any]:
+        """``max_whitespace_cnt=n`` (every whitespace gap of the schema's grammar)."""
+        return {"max_whitespace_cnt": n}
+
     def compile_grammar(self, dialect: str, text: str) -> XGrammarCompiled:
         """``regex``: ``compile_regex``; ``gbnf``: ``Grammar.from_ebnf`` (XGrammar's EBNF is
         GBNF-style); ``lark``: ``Grammar.from_lark`` (since 0.2.5); each then
@@ -336,6 +341,49 @@ class XGrammarEngine(EngineAdapter):
         configuration's ``any_order`` and ``max_whitespace_cnt`` apply to every tool's
         arguments."""
         return self._tool_calls(self._compiler, spec)
+
+    reasoning_form = "structural tag: sequence(tag(open, any_text(max_chars), close), json_schema)"
+
+    def compile_reasoning(self, spec) -> XGrammarCompiled:
+        """:func:`engines.reasoning.xgrammar_structural_tag` through
+        ``compile_structural_tag`` (``max_chars`` bounds the free text)."""
+        import json
+
+        from engines.reasoning import xgrammar_structural_tag
+
+        text = json.dumps(xgrammar_structural_tag(spec))
+        out = self._compiled(lambda: self._compiler.compile_structural_tag(text))
+        out.form = "structural tag"
+        return out
+
+    padded_vocab_api = "TokenizerInfo(vocab_size=width) and get_bitmask_shape(1, width)"
+
+    def padded_masks(self, schema_text, width, prefixes):
+        """A ``TokenizerInfo`` of this vocabulary's tokens with ``vocab_size=width`` (how
+        vLLM and SGLang build it for a padded LM head); the engine fills the first
+        ``get_bitmask_shape(1, width)`` words of each mask."""
+        xgr = self._xgr
+        specials = self.vocab.special_ids
+        encoded = [b"" if i in specials else t for i, t in enumerate(self.vocab.tokens)]
+        info = xgr.TokenizerInfo(encoded, xgr.VocabType.RAW, vocab_size=width,
+                                 stop_token_ids=list(self.vocab.stop_ids))
+        compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
+        try:
+            compiled = compiler.compile_json_schema(schema_text, **self.options)
+        except Exception as e:
+            raise CompileError(_clean(e)) from None
+        engine_words = int(xgr.get_bitmask_shape(1, width)[1])
+        words = (width + 31) // 32
+        masks = []
+        for toks in prefixes:
+            m = xgr.GrammarMatcher(compiled)
+            for t in toks:
+                if not m.accept_token(int(t)):
+                    raise ValueError(f"xgrammar refused token {t} of a probe prefix")
+            bm = np.full(max(words, engine_words), -1, np.int32)
+            m.fill_next_token_bitmask(bm[:engine_words])
+            masks.append(bm[:words])
+        return engine_words, masks, None
 
     def _tool_calls(self, compiler, spec) -> XGrammarCompiled:
         from engines.tool_calls import xgrammar_structural_tag

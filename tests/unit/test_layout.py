@@ -166,7 +166,8 @@ ENGINE_PACKAGES = ("xgrammar", "llguidance", "outlines_core", "vllm")
 #: rows), the protocol's modules and their face ``engines.base``, and the vocabulary below
 #: them. The adapters themselves are reached through the registry only.
 PROTOCOL_MODULES = ("engines", "engines.base", "engines.protocol", "engines.batch",
-                    "engines.bitmask", "engines.token_bytes", "engines.tool_calls")
+                    "engines.bitmask", "engines.token_bytes", "engines.tool_calls",
+                    "engines.reasoning")
 
 
 def _protocol_module(name: str) -> bool:

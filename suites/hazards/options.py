@@ -1,0 +1,40 @@
+"""``harness run`` options of the hazards suite (its ``SuiteBase.run_options``).
+
+The served hazards read the serve and e2e suites' flags: ``--launch ENGINE:BACKEND,...``
+(the rows whose servers the harness starts), ``--server URL``, ``--model`` (the launched
+server's random-weight model), ``--max-tokens`` and ``--server-ready-timeout``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.options import add_flag, config_from, positive_float
+
+#: configuration key → default
+DEFAULTS: dict[str, Any] = {
+    "launch": False,            # the harness starts each served row's server (--launch)
+    "server": None,             # ... or drives this URL (--server)
+    "model": "micro",           # model shape of launched servers (random weights)
+    "max_tokens": 16,           # output budget of each served request
+    "ready_timeout_s": 600.0,   # seconds a launched server may take to become ready
+    "request_timeout_s": 120.0,  # seconds one served request may take before it "hung"
+}
+
+
+def add_run_arguments(p) -> None:
+    g = p.add_argument_group("hazards suite (production hazards; served ones read --launch, "
+                             "--server, --model, --max-tokens)")
+    add_flag(g, "--hazard-request-timeout", dest="request_timeout_s", type=positive_float,
+             help="seconds a served hazard request may take before it counts as hung "
+                  "(default 120)")
+
+
+def config_from_args(args) -> dict[str, Any]:
+    out = config_from(args, ("request_timeout_s",))
+    if getattr(args, "suite", None) == "hazards" and getattr(args, "server", None) \
+            and not getattr(args, "engines", None) and not getattr(args, "launch", None):
+        from engines import EXTERNAL_SERVER
+
+        out["engines"] = EXTERNAL_SERVER  # --server URL alone: the row of that server
+    return out

@@ -1,0 +1,198 @@
+"""The hazards suite's table: one row per hazard, one column per engine row (standalone
+engines and served backends alike), each cell a verdict with its witness, or "not
+measured: why". Computed from the records alone (:func:`hazard_table`), stored as
+``summary["hazards"]`` and ``hazards.json`` in the run folder.
+
+Cell verdicts, by hazard:
+
+==================  =========================================================================
+hostile_request     ``survived`` (every hostile request refused or answered, the ordinary
+                    request after them answered, ``/health`` up) / ``crashed`` / ``hung`` /
+                    ``degraded`` (up, but the ordinary request after them fails)
+bad_tool            ``refused`` (the whole request) / ``others_kept`` / ``bad_loose`` /
+                    ``broken``; served: ``refused`` / ``answered`` / ``crashed``
+keywords            ``ignored`` (some keyword: the cell names them with a witness) / ``kept``
+                    (every judged keyword kept or refused) / ``undecided``
+padded_vocab        ``masked`` / ``narrow`` (the caller must pad the mask) / ``leaks``
+whitespace          ``unbounded`` (some position kind reached the cap) / ``bounded``
+reasoning           ``enforced`` / ``not_enforced`` / ``leaks`` (the output can end inside
+                    the reasoning) / ``refused``; served also ``undecided`` (the budget
+                    ended inside the free text)
+==================  =========================================================================
+
+A job that died (timeout, out of memory, crash) is the cell's verdict: ``crash: …``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from harness.measure import outcomes
+from harness.records import Record, RunMeta, Summary
+
+__all__ = ["hazard_table", "is_verdict_unit", "keyword_table", "summary_block"]
+
+
+def is_verdict_unit(record: Record) -> bool:
+    """A record is a unit of the verdict unless it says why its hazard is not measured."""
+    return not (record.get("hazard") or {}).get("not_measured")
+
+
+def _engines(meta: RunMeta, records: list[Record]) -> list[str]:
+    out = [e["engine"] for e in meta.get("engines") or ()]
+    for r in records:
+        if r["engine"] not in out:
+            out.append(r["engine"])
+    return out
+
+
+def _death(r: Record) -> str | None:
+    if r["outcome"] in outcomes.DEATHS and not r.get("hazard", {}).get("verdict"):
+        return f"{r['outcome']}: {(r.get('error') or '')[:160]}"
+    return None
+
+
+def _cell(verdict: str, witness: str | None) -> dict[str, Any]:
+    return {"verdict": verdict, "witness": witness,
+            "text": verdict + (f": {witness}" if witness else "")}
+
+
+def _keywords_cell(recs: list[Record]) -> dict[str, Any]:
+    if all((r.get("hazard") or {}).get("not_measured") for r in recs):
+        why = (recs[0].get("hazard") or {}).get("not_measured")
+        return {"verdict": "not measured", "witness": why, "text": f"not measured: {why}"}
+    per = _keyword_verdicts(recs)
+    deaths = [f"{r['case_id'].split('/')[-1]}: {_death(r)}" for r in recs if _death(r)]
+    ignored = {k: v for k, v in per.items() if v["verdict"] == "ignored"}
+    kept = sorted(k for k, v in per.items() if v["verdict"] == "kept")
+    refused = sorted(k for k, v in per.items() if v["verdict"] == "refused")
+    corpus = sum(1 for r in recs if "/corpus/" in r["case_id"])
+    tail = (f"; kept {len(kept)}, refused {len(refused)} ({', '.join(refused) or 'none'})"
+            f"; {corpus} corpus schema(s)" + (f"; {len(deaths)} job(s) died ({deaths[0]})"
+                                                if deaths else ""))
+    if ignored:
+        names = ", ".join(sorted(ignored))
+        first = sorted(ignored)[0]
+        return _cell("ignored", f"{names} (e.g. {first}: {ignored[first]['witness']} "
+                                f"accepted){tail}")
+    if deaths and not per:
+        return _cell("crash", deaths[0])
+    if not kept and not refused:
+        return _cell("undecided", "no keyword decided by the engine's language" + tail)
+    return _cell("kept", f"no keyword ignored{tail}")
+
+
+#: Which verdict wins for a keyword judged more than once (probe, corpus occurrences).
+_RANK = {"ignored": 0, "kept": 1, "refused": 2, "undecided": 3, "not_probed": 4}
+
+
+def _keyword_verdicts(recs: list[Record]) -> dict[str, dict[str, Any]]:
+    per: dict[str, dict[str, Any]] = {}
+    for r in recs:
+        for row in (r.get("hazard") or {}).get("rows") or ():
+            kw, v = row["keyword"], row["verdict"]
+            if v == "not_probed":
+                continue
+            if kw not in per or _RANK[v] < _RANK[per[kw]["verdict"]]:
+                per[kw] = {"verdict": v, "witness": row.get("witness") or row.get("error")
+                           or row.get("why"), "case": r["case_id"], "path": row.get("path")}
+    return per
+
+
+def keyword_table(records: list[Record]) -> dict[str, dict[str, dict[str, Any]]]:
+    """engine → keyword → ``{"verdict", "witness", "case", "path"}``: each keyword's
+    verdict over every schema of the run (ignored anywhere wins, then kept, refused,
+    undecided)."""
+    by: dict[str, list[Record]] = defaultdict(list)
+    for r in records:
+        if (r.get("hazard") or {}).get("name") == "keywords" or r["case_id"].startswith("keywords/"):
+            by[r["engine"]].append(r)
+    return {e: _keyword_verdicts(recs) for e, recs in by.items()}
+
+
+def _one(recs: list[Record], hazard: str) -> dict[str, Any]:
+    """The cell of a hazard with one record per engine (or one per vocabulary)."""
+    parts, verdicts = [], []
+    for r in sorted(recs, key=lambda x: x["case_id"]):
+        d = _death(r)
+        h = r.get("hazard") or {}
+        label = r["case_id"].split("/", 1)[1] if "/" in r["case_id"] else None
+        if d:
+            verdicts.append("crash")
+            parts.append((label + ": " if label else "") + d)
+            continue
+        if h.get("not_measured"):
+            continue
+        v = h.get("verdict", "?")
+        verdicts.append(v)
+        parts.append((f"{label}: {v}, " if label else "") + str(h.get("witness") or ""))
+    if not verdicts:
+        why = next(((r.get("hazard") or {}).get("not_measured") for r in recs
+                    if (r.get("hazard") or {}).get("not_measured")), "no record")
+        return {"verdict": "not measured", "witness": why, "text": f"not measured: {why}"}
+    worst = {"padded_vocab": ("crash", "leaks", "narrow", "masked"),
+             "whitespace": ("crash", "unbounded", "refused", "bounded"),
+             "reasoning": ("crash", "crashed", "hung", "not_enforced", "leaks", "refused",
+                           "undecided", "enforced"),
+             "bad_tool": ("crash", "crashed", "hung", "bad_loose", "broken", "refused",
+                          "answered", "others_kept"),
+             "hostile_request": ("crash", "crashed", "hung", "degraded", "error", "survived")}.get(hazard, ())
+    verdict = next((w for w in worst if w in verdicts), verdicts[0])
+    return _cell(verdict, "; ".join(p for p in parts if p))
+
+
+def hazard_table(meta: RunMeta, records: list[Record]) -> dict[str, Any]:
+    """``{"engines": [...], "rows": [{"hazard", "number", "title", "cells": {engine:
+    {"verdict", "witness", "text"}}}], "keywords": keyword_table}``."""
+    from suites.hazards import HAZARDS, hazard_of
+
+    engines = _engines(meta, records)
+    by: dict[tuple[str, str], list[Record]] = defaultdict(list)
+    for r in records:
+        by[(hazard_of(r["case_id"]), r["engine"])].append(r)
+    selected = set((meta.get("suite") or {}).get("hazards") or HAZARDS)
+    rows = []
+    for hz, (num, title, concerns) in HAZARDS.items():
+        if hz not in selected:
+            continue
+        cells = {}
+        for e in engines:
+            recs = by.get((hz, e), [])
+            if not recs:
+                cells[e] = {"verdict": "not measured", "witness": "no record",
+                            "text": "not measured: not run for this row"}
+            elif hz == "keywords":
+                cells[e] = _keywords_cell(recs)
+            else:
+                cells[e] = _one(recs, hz)
+        rows.append({"hazard": hz, "number": num, "title": title, "concerns": concerns,
+                     "cells": cells})
+    return {"engines": engines, "rows": rows, "keywords": keyword_table(records)}
+
+
+def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
+                  run_dir: Path | None = None) -> str | None:
+    """``summary["hazards"]`` and ``hazards.json``; console text: per hazard, one line per
+    engine (None when the run holds no hazard records)."""
+    if not any(r["case_id"].split("/", 1)[0] in _names() for r in records):
+        return None
+    table = hazard_table(meta, records)
+    summary["hazards"] = table
+    if run_dir is not None:
+        (Path(run_dir) / "hazards.json").write_text(json.dumps(table, indent=1))
+    lines = ["Hazards (one verdict per hazard and engine row, with its witness)"]
+    for row in table["rows"]:
+        lines.append(f"{row['number']}. {row['title']}")
+        for e, c in row["cells"].items():
+            text = c["text"]
+            lines.append(f"   {e:<22} {text if len(text) <= 200 else text[:199] + '…'}")
+    return "\n".join(lines)
+
+
+def _names() -> tuple[str, ...]:
+    from suites.hazards import HAZARDS
+
+    return tuple(HAZARDS)

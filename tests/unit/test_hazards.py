@@ -1,0 +1,173 @@
+"""The hazards suite: each hazard's judgement on real engines and the real Llama-3
+vocabulary, the reference engine as the oracle where one is needed, and one in-process
+run whose table has a verdict or a "not measured: why" in every cell.
+
+Kept small: the keyword probes on the exact reference engine and the null engine (no
+grammar), the whitespace walk and the padded masks on llguidance and xgrammar, and one
+run of three hazards on llguidance (well under a minute in all)."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+import harness
+from engines.bitmask import allocate_bitmask
+from harness.measure.replay import replay
+from harness.registry import adapter_class
+from suites.hazards import keywords, padding, whitespace
+from suites.hazards.summary import hazard_table
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    from engines.vocab import load_vocabulary
+
+    return load_vocabulary("llama3")
+
+
+def _accepts(vocab):
+    bm = allocate_bitmask(vocab.size)
+    return lambda c, t: replay(c.matcher(), vocab.encode(t), bm, vocab.stop_ids).status == "accepted"
+
+
+def test_every_probe_has_instances_its_keyword_alone_decides():
+    for pid, schema in keywords.PROBES.items():
+        occ = keywords.occurrences(schema, root_only=True)
+        assert occ, pid
+        for o in occ:
+            insts = keywords.deciding(o["schema"], o["keyword"])
+            assert insts, (pid, o["keyword"])
+            bare = keywords.without(o["schema"], o["keyword"])
+            for v in insts:  # jsonschema: valid without the keyword, invalid with it
+                assert jsonschema.Draft202012Validator(bare).is_valid(v), (pid, v)
+                assert not jsonschema.Draft202012Validator(
+                    o["schema"], format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+                ).is_valid(v), (pid, v)
+
+
+def test_occurrences_skip_a_subschema_with_a_ref_and_walk_nested_ones():
+    schema = {"type": "object", "properties": {
+        "a": {"type": "string", "maxLength": 3},
+        "b": {"$ref": "#/$defs/x", "minLength": 2}}, "$defs": {"x": {"type": "string"}}}
+    occ = {o["path"]: o for o in keywords.occurrences(schema)}
+    assert occ["/properties/a"]["skip"] is None and occ["/properties/a"]["keyword"] == "maxLength"
+    assert "$ref" in occ["/properties/b"]["skip"]
+
+
+def test_the_exact_reference_engine_never_ignores_a_keyword_and_no_grammar_ignores_all(vocab):
+    accepts = _accepts(vocab)
+    ref = adapter_class("reference")(vocab)
+    null = adapter_class("null")(vocab)
+    for pid in ("maxLength", "minimum", "maxItems", "pattern", "format-date"):
+        (o,) = keywords.occurrences(keywords.PROBES[pid], root_only=True)
+        got = keywords.judge_occurrence(ref.compile, accepts, o)
+        assert got["verdict"] == "kept", (pid, got)
+        # the witness is refused with the keyword and accepted without it
+        w = got["witness"]
+        assert not accepts(ref.compile(json.dumps(o["schema"])), w)
+        assert accepts(ref.compile(json.dumps(keywords.without(o["schema"], o["keyword"]))), w)
+        bad = keywords.judge_occurrence(null.compile, accepts, o)
+        assert bad["verdict"] == "ignored", (pid, bad)
+        assert not jsonschema.Draft202012Validator(
+            o["schema"], format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+        ).is_valid(json.loads(bad["witness"]))
+
+
+def test_padded_width():
+    assert padding.padded_width(128_256, ("multiple", 128)) == 128_384
+    assert padding.padded_width(151_851, ("to", 151_936)) == 151_936
+    assert padding.padded_width(151_000, ("multiple", 64)) == 151_040
+
+
+@pytest.mark.parametrize("engine", ["xgrammar", "llguidance"])
+def test_padded_masks_are_judged_from_what_the_engine_wrote(vocab, engine):
+    a = adapter_class(engine)(vocab)
+    width = padding.padded_width(vocab.size, padding.PADDINGS["llama3"])
+    got = padding.probe(a, width)
+    assert got["verdict"] in ("masked", "narrow", "leaks")
+    assert got["logit_words"] == (width + 31) // 32
+    # inside a string nearly every real token is allowed: the masks were really written
+    assert got["states"]["in_string"]["allowed_below_n"] > vocab.size // 2
+    if got["verdict"] == "masked":
+        assert all(s["leaked"] == 0 for s in got["states"].values())
+    if got["verdict"] == "narrow":  # the ones pre-filled beyond the engine's words remain
+        assert got["engine_words"] < got["logit_words"]
+        assert got["states"]["start"]["leaked"] > 0
+        assert all(s["leaked_written"] == 0 for s in got["states"].values())
+
+
+def test_whitespace_runs_against_the_oracle(vocab):
+    ref = adapter_class("reference")(vocab)
+    oracle = ref.compile(whitespace.SCHEMA)
+    # the reference engine's default caps a gap at 32 characters: bounded, measured
+    own = whitespace.walk(oracle, vocab, oracle)
+    assert own["longest"] == 32 and not own["unbounded"]
+    llg = adapter_class("llguidance")
+    got = whitespace.walk(llg(vocab).compile(whitespace.SCHEMA), vocab, oracle)
+    assert set(got["positions"]) == set(whitespace.POSITIONS)
+    bounded = whitespace.walk(llg(vocab, **llg.whitespace_bound(4)).compile(whitespace.SCHEMA),
+                              vocab, oracle)
+    assert bounded["longest"] <= 4 and not bounded["unbounded"]
+
+
+def test_a_standalone_run_has_a_verdict_or_a_reason_in_every_cell(tmp_path):
+    run = harness.run(harness.RunConfig(suite="hazards", engines=["llguidance", "reference"],
+                                        subsets=["hostile_request", "bad_tool", "reasoning"],
+                                        timeout_s=60, memory_gib=8),
+                      results=tmp_path / "results", reports=tmp_path / "reports")
+    from harness.store.run_store import RunStore
+
+    records = list(RunStore.open_readonly(run.path).records())
+    table = hazard_table(run.meta(), records)
+    assert [r["hazard"] for r in table["rows"]] == ["hostile_request", "bad_tool", "reasoning"]
+    for row in table["rows"]:
+        for eng, cell in row["cells"].items():
+            assert cell["verdict"] and cell["text"], (row["hazard"], eng)
+    cells = {r["hazard"]: r["cells"] for r in table["rows"]}
+    assert cells["hostile_request"]["llguidance"]["text"].startswith("not measured: a server")
+    assert cells["reasoning"]["reference"]["verdict"] == "not measured"
+    assert cells["reasoning"]["llguidance"]["verdict"] in ("enforced", "not_enforced", "leaks",
+                                                          "refused")
+    summary = run.summary()
+    assert summary["hazards"]["rows"] == table["rows"]
+    report = (run.reports / "report.md").read_text()
+    assert "Production hazards" in report and "bad tool" in report
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "benchmarks/results_table.py", str(run.path)],
+                         cwd=root, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "## Production hazards" in out.stdout and "| hazard | llguidance | reference |" \
+        in out.stdout
+    assert "## Runs" not in out.stdout and "## End-to-end runs" not in out.stdout
+
+
+def test_served_hazards_against_the_canned_server(tmp_path):
+    """The canned test server (no model) honours no structural tag and answers every
+    hostile request it can parse: the reasoning hazard must say "not_enforced" with the
+    server's text as witness, and the hostile requests must each get a verdict, the
+    ordinary request after them answered."""
+    run = harness.run(harness.RunConfig(suite="hazards", engines=["canned"],
+                                        subsets=["hostile_request", "reasoning", "whitespace"],
+                                        options={"launch": True, "request_timeout_s": 30}),
+                      results=tmp_path / "results", reports=tmp_path / "reports")
+    from harness.store.run_store import RunStore
+    from suites.hazards.served import hostile_requests
+
+    records = {r["case_id"]: r for r in RunStore.open_readonly(run.path).records()}
+    hostile = records["hostile_request"]["hazard"]
+    assert len(hostile["requests"]) == len(hostile_requests())
+    assert all(q["verdict"] in ("accepted", "refused", "no_answer", "hung", "crashed")
+               for q in hostile["requests"])
+    assert hostile["ordinary"]["verdict"] == "accepted"
+    assert hostile["verdict"] in ("survived", "crashed", "hung", "degraded")
+    reasoning = records["reasoning"]["hazard"]
+    assert reasoning["verdict"] == "not_enforced" and reasoning["witness"]
+    assert records["reasoning"]["outcome"] == "invalidation_error"
+    assert records["whitespace"]["hazard"]["not_measured"].startswith("an engine hazard")
