@@ -173,7 +173,8 @@ class FormatronEngine(EngineAdapter):
     name = "formatron"
     package = "formatron"
     requires = "formatron"
-    install_hint = f"bash setup.sh (extra more-engines) or {_INSTALL}"
+    install_hint = ("bash setup.sh, or pip install -e '.[more-engines]' "
+                    "(pins formatron==0.5.0, kbnf==0.4.2)")
     grammar_dialects = ("regex",)
 
     def __init__(self, vocab: Vocabulary, config: str = "default", **overrides: Any):

@@ -83,7 +83,8 @@ LMFE_DEFAULTS: dict[str, Any] = {
 #: Hugging Face's ``clean_up_tokenization_spaces`` in the decoder.
 _ADAPTER_OPTIONS = {"use_bitmask": False, "hf_cleanup": False}
 
-_INSTALL = "pip install lm-format-enforcer==0.11.3 interegular (or: pip install -e '.[more-engines]')"
+_INSTALL = ("pip install lm-format-enforcer==0.11.3 interegular "
+            "(or: pip install -e '.[more-engines]')")
 
 
 def _import_lmfe():
@@ -208,7 +209,8 @@ class LMFEEngine(EngineAdapter):
     name = "lm-format-enforcer"
     package = "lm-format-enforcer"
     requires = "lmformatenforcer"
-    install_hint = f"bash setup.sh (extra more-engines) or {_INSTALL}"
+    install_hint = ("bash setup.sh, or pip install -e '.[more-engines]' "
+                    "(pins lm-format-enforcer==0.11.3)")
     configs = {
         "default": {**LMFE_DEFAULTS, **_ADAPTER_OPTIONS},
         # LMFE's own bitmask (use_bitmask=True), same language

@@ -31,6 +31,8 @@ constructor takes. Quirks absorbed here (checked against 0.2.7):
 - **EOS** is allowed where some parser stack is empty (the mask's answer, used for
   ``eos_allowed``). ``AcceptState.can_stop()``, which a commit of EOS consults, looks at
   the first stack in set order only; the adapter never forwards a stop id.
+- **Special ids** map to no bytes, which the recognizer accepts anywhere without a
+  change of state: the adapter refuses them outright.
 - **Commit**: ``_update_state_with_token_id`` (what the processor calls for each new
   token) returns a new ``AcceptState``; no stacks left means the token is refused (the
   matcher is then dead). Tokens are bytes: a partial UTF-8 character is carried in the
@@ -143,7 +145,7 @@ class TransformersCfgMatcher(TemplateMatcher):
     __slots__ = ("_c", "_states")
 
     def __init__(self, compiled: "TransformersCfgCompiled") -> None:
-        super().__init__(compiled._words, compiled._stop)
+        super().__init__(compiled._words, compiled._stop, compiled._nontext)
         self._c = compiled
         self._states = [compiled._initial()]
 
@@ -186,6 +188,7 @@ class TransformersCfgCompiled(CompiledGrammar):
         self.grammar = grammar
         self.warnings: list[str] = []
         self._stop = engine._stop
+        self._nontext = engine._nontext
         self._words = engine._words
         self._size = engine.vocab.size
         self._device = engine._device
@@ -206,7 +209,8 @@ class TransformersCfgEngine(EngineAdapter):
     name = "transformers-cfg"
     package = "transformers-cfg"
     requires = "transformers_cfg"
-    install_hint = f"bash setup.sh (extra more-engines) or {_INSTALL}"
+    install_hint = ("bash setup.sh, or pip install -e '.[more-engines]' "
+                    "(pins transformers-cfg==0.2.7)")
     grammar_dialects = ("gbnf",)
 
     def __init__(self, vocab: Vocabulary, config: str = "default", **overrides: Any):
@@ -217,6 +221,8 @@ class TransformersCfgEngine(EngineAdapter):
         m = _import_tcfg()
         self._m = m
         self._stop = frozenset(vocab.stop_ids)
+        # special ids map to no bytes, which the recognizer would accept anywhere
+        self._nontext = self._stop | vocab.special_ids
         self._words = bitmask_words(vocab.size)
         self._extra_stop = tuple(token_bit(i) for i in vocab.stop_ids if i != vocab.eos_id)
         self._device = m["torch"].device("cpu")
