@@ -220,6 +220,9 @@ class LMFEEngine(EngineAdapter):
         # properties in the order of `required` (LMFE_STRICT_JSON_FIELD_ORDER)
         "field_order": {**LMFE_DEFAULTS, **_ADAPTER_OPTIONS, "force_json_field_order": True},
     }
+    hidden = True
+    hidden_reason = ("slow masks (a Python walk of its token prefix tree per step: seconds "
+                     "per instance, timeouts on large schemas): ask for it by name")
     grammar_dialects = ("regex",)
 
     def __init__(self, vocab: Vocabulary, config: str = "default", **overrides: Any):

@@ -211,6 +211,9 @@ class TransformersCfgEngine(EngineAdapter):
     requires = "transformers_cfg"
     install_hint = ("bash setup.sh, or pip install -e '.[more-engines]' "
                     "(pins transformers-cfg==0.2.7)")
+    hidden = True
+    hidden_reason = ("slow masks (a Python walk of the byte trie per parser stack: seconds "
+                     "per instance): ask for it by name")
     grammar_dialects = ("gbnf",)
 
     def __init__(self, vocab: Vocabulary, config: str = "default", **overrides: Any):
