@@ -207,15 +207,16 @@ class FormatronEngine(EngineAdapter):
             schema = json.loads(schema_text)
             if not isinstance(schema, dict):
                 raise ValueError("formatron takes a schema object, not a boolean schema")
-            schema.setdefault("$id", PLACEHOLDER_ID)
-            schema.setdefault("$schema", DRAFT_2020_12)
+            warnings = _as_2020_12(schema)
             f = self._builder()
             f.append_str(f"{f.json(self._json_schema.create_schema(schema))}")
         except MemoryError:
             raise
         except Exception as e:  # ValueError, AssertionError, jsonschema / referencing errors
             raise CompileError(one_line(e)) from None
-        return self._build(f)
+        out = self._build(f)
+        out.warnings = warnings
+        return out
 
     def compile_grammar(self, dialect: str, text: str) -> FormatronCompiled:
         """``regex`` only: ``FormatterBuilder.regex`` (a KBNF regex terminal)."""
@@ -241,6 +242,29 @@ class FormatronEngine(EngineAdapter):
         except BaseException as e:  # a Rust panic is a BaseException (pyo3)
             raise CompileError(one_line(e)) from None
         return FormatronCompiled(formatter._engine, formatter.grammar_str, self)
+
+
+#: ``$schema`` values formatron's reading (draft 2020-12) keeps as they are.
+_KEPT_DRAFTS = ("https://json-schema.org/draft/2020-12/schema",
+                "https://json-schema.org/draft/2019-09/schema")
+
+
+def _as_2020_12(schema: dict) -> list[str]:
+    """Give ``schema`` what ``create_schema`` requires, in place: a ``$id`` when it has
+    none, and ``$schema`` draft 2020-12 when it names no draft or an older one (formatron
+    reads 2020-12 only; an older draft's resource would have no internal id for
+    ``referencing``: ``id`` in draft 4, ``$id`` ignored beside ``$ref`` up to draft 7).
+    Returns the warnings to record."""
+    out = []
+    if "$id" not in schema:
+        schema["$id"] = PLACEHOLDER_ID
+    draft = schema.get("$schema")
+    if not isinstance(draft, str) or draft.rstrip("#") not in _KEPT_DRAFTS:
+        if draft is not None:
+            out.append(f"$schema {str(draft)[:80]} read as draft 2020-12 "
+                       "(formatron reads no other)")
+        schema["$schema"] = DRAFT_2020_12
+    return out
 
 
 def _no_decode(ids: list[int]) -> str:
