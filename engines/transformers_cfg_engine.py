@@ -39,6 +39,9 @@ constructor takes. Quirks absorbed here (checked against 0.2.7):
   state (``PartialUTF8``). An ASCII grammar's mask walks the trie byte by byte, comparing
   each byte with the grammar's character ranges as if it were a code point; a grammar
   with non-ASCII characters walks by decoded code points.
+- **Packaging**: the 0.2.7 wheel installs a top-level ``tests`` package beside
+  ``transformers_cfg``, which shadows any project's ``tests`` namespace package
+  (``tests/conftest.py`` binds the name to this project's folder).
 - **Rollback**: states are values, so the adapter keeps one per committed token (exact,
   unbounded). No batch API (the processor loops over the batch; the default thread pool
   is used here).
