@@ -45,7 +45,7 @@ _built: dict[str, object] = {}
 
 def build(vocab, name: str, config: str = "default"):
     if not registry.is_installed(name):
-        pytest.skip(f"{name} is not installed (bash setup.sh installs the extra more-engines: "
+        pytest.skip(f"{name} is not installed (the extra more-engines; install: "
                     f"{registry.adapter_class(name).how_to_install()})")
     key = f"{name}:{config}"
     if key not in _built:
