@@ -19,7 +19,8 @@ constructor takes. Quirks absorbed here (checked against 0.2.7):
   copy (``llama_cpp/llama_grammar.py``: ``json_schema_to_gbnf``, ``allow_fetch=False``),
   loaded from its file without importing ``llama_cpp`` (no shared library is loaded), so
   the JSON language is that converter's: whitespace a single optional space (``" "?``)
-  between tokens, properties in declared order, undeclared properties allowed unless
+  between tokens, string characters ``[^"\\]`` (raw control characters included: not
+  JSON), properties in declared order, undeclared properties allowed unless
   ``additionalProperties`` is false, string ``format``s it does not know ignored. Without
   llama-cpp-python installed, a schema is a :class:`CompileError` saying so.
 - **The allowed set is a boolean torch tensor** over the vocabulary
