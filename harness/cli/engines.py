@@ -32,7 +32,8 @@ def cmd_engines(args) -> int:
         rows.append((n, "yes" if inst else "NO", spec.version() or "-", hidden,
                      "" if inst else (spec.how_to_install() or ""), cfgs, cls.environment))
     w = max([14, *(len(r[0]) for r in rows)])  # the engine column fits the longest name
-    print(f"{'engine':<{w}} {'installed':<10} {'version':<18} {'in --engine all':<16} configurations")
+    print(f"{'engine':<{w}} {'installed':<10} {'version':<18} {'in --engine all':<16} "
+          "configurations")
     for n, inst, version, hidden, hint, cfgs, env in rows:
         print(f"{n:<{w}} {inst:<10} {version:<18} {'yes' if hidden == '-' else 'no':<16} {cfgs}")
         if hidden != "-":

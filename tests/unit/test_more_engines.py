@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -72,13 +73,19 @@ def bits(bm: np.ndarray) -> set[int]:
 
 
 def test_rows_listed_with_how_to_install():
-    """Each row is registered, names its package and says how to install it."""
+    """Each row is registered, out of ``--engine all`` with a reason, names its package,
+    says how to install it, and its package is pinned in the extra ``more-engines``."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    extra = tomllib.loads((root / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]["more-engines"]
     for name in MORE:
         cls = registry.adapter_class(name)
-        assert cls.name == name and cls.package and cls.requires
+        assert cls.name == name and cls.requires
+        assert cls.hidden and cls.hidden_reason and name not in registry.registered()
         assert "more-engines" in cls.how_to_install()
-        assert "more-engines" in open(registry.__file__.replace("harness/registry.py",
-                                                                "pyproject.toml")).read()
+        assert any(pin.startswith(f"{cls.package}==") for pin in extra), cls.package
 
 
 def test_valid_instance_replays(adapter, person, vocab):
