@@ -319,3 +319,17 @@ def test_engine_unavailable(monkeypatch, vocab, module, cls, pkg):
         monkeypatch.setitem(sys.modules, name, None)  # makes `import pkg(.sub)` fail
     with pytest.raises(EngineUnavailable, match="pip install"):
         getattr(mod, cls)(vocab)
+
+
+def test_lmfe_hf_cleanup_reads_text_the_output_does_not_hold(vocab):
+    """With Hugging Face's clean_up_tokenization_spaces in the decoder (configuration
+    ``hf_cleanup``), the token " ." reads as "." to LMFE's parser: ``1 .5`` passes as a
+    number, which the output's bytes are not."""
+    schema = json.dumps({"type": "object", "properties": {"n": {"type": "number"}},
+                         "required": ["n"]})
+    text = '{"n": 1 .5}'
+    assert " ." in [vocab.tokens[t].decode() for t in vocab.encode(text)]
+    plain = build(vocab, "lm-format-enforcer")
+    cleaned = build(vocab, "lm-format-enforcer", "hf_cleanup")
+    assert not _accepts(plain, plain.compile(schema), vocab, text)
+    assert _accepts(cleaned, cleaned.compile(schema), vocab, text)
