@@ -21,9 +21,10 @@ absorbed here (checked against formatron 0.5.0 / kbnf 0.4.2):
   formatron reads draft 2020-12 only (it validates every schema against the 2020-12
   meta-schema), so a schema that names no draft or an older one is given draft 2020-12
   (recorded in the compiled grammar's ``warnings``; under draft 4 to 7 ``referencing``
-  finds no internal id: ``id`` in draft 4, ``$id`` ignored beside ``$ref``). The root must be of type ``object`` or ``array`` (else a
-  :class:`~engines.protocol.CompileError`), ``anyOf`` may sit beside nothing but
-  ``$id``/``$schema``, and keywords formatron does not know are ignored.
+  finds no internal id: ``id`` in draft 4, ``$id`` ignored beside ``$ref``). The root
+  must be of type ``object`` or ``array`` (else a :class:`~engines.protocol.CompileError`),
+  ``anyOf`` may sit beside nothing but ``$id``/``$schema``, and keywords formatron does
+  not know are ignored.
 - **Defaults that change the language**: ``additionalProperties`` is always taken as
   false; properties come in declared order; whitespace ``[ \\t\\n]*`` before every JSON
   token (no ``\\r``, none after the root value). An optional property's *key* is always
@@ -34,8 +35,9 @@ absorbed here (checked against formatron 0.5.0 / kbnf 0.4.2):
   (KBNF is its own EBNF form).
 - **End of output**: kbnf knows no EOS token. kbnf reports ``is_finished()`` as soon as
   the start rule *can* end and then allows nothing more (``[0-9]+`` is finished after the
-  token ``123``: a following ``4`` is refused); the integrations then allow EOS only. The adapter does the same:
-  stop ids are allowed exactly when ``is_finished()``, nothing else then.
+  token ``123``: a following ``4`` is refused); the integrations then allow EOS only.
+  The adapter does the same: stop ids are allowed exactly when ``is_finished()``,
+  nothing else then.
 - **Mask**: ``compute_allowed_token_ids()`` then ``fill_torch_bitmask(ptr)``, which writes
   kbnf's allowed set into a bitmask of the harness's layout (int32 words, bit ``i % 32``
   of word ``i // 32``) but only sets bits: the adapter zeroes the words first. No
