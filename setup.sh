@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up the harness in ./.venv: torch pinned first (the CPU build on this machine's disk;
 # an unpinned torch pulls a multi-GB CUDA build), then the harness, the three engines,
-# the optional vocabularies and the test tools; then vLLM in its own ./.venv-vllm.
+# the optional vocabularies and the test tools, then three more engines (optional);
+# then vLLM in its own ./.venv-vllm.
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
@@ -9,6 +10,15 @@ PY=${PYTHON:-python3}
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -e ".[engines,tekken,qwen2,test,ray]"
+# Three more engines (the extra more-engines: lm-format-enforcer, formatron + kbnf,
+# transformers-cfg). Optional: the extra at once, else each of its pins alone, so that
+# one engine that will not install (no network, no wheel) leaves only that engine out;
+# `harness engines` and every run then report it as not run, with how to install it.
+if ! .venv/bin/python -m pip install -q -e ".[more-engines]"; then
+  for pin in $(.venv/bin/python -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["more-engines"]))'); do
+    .venv/bin/python -m pip install -q "$pin" || echo "setup: $pin not installed (optional: its engine row is reported as not run)" >&2
+  done
+fi
 # Optional runtime of the e2e suite: llama-cpp-python built once from source (~4+ min on 2
 # cores) and cached under ~/.cache/grammar-harness/wheels; later runs install it in seconds.
 # HARNESS_NO_LLAMACPP=1 skips it; outside CI a failed build only leaves the runtime out.

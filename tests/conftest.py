@@ -17,6 +17,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+# `tests` is a namespace package: any installed wheel that ships a top-level `tests`
+# package (transformers-cfg 0.2.7 does, from the extra more-engines) would win over it
+# wherever it sits on sys.path, and `from tests.… import …` would fail. Bind the name to
+# this folder before any test module imports it.
+if list(getattr(sys.modules.get("tests"), "__path__", [])) != [str(ROOT / "tests")]:
+    import types
+
+    _tests = types.ModuleType("tests")
+    _tests.__path__ = [str(ROOT / "tests")]
+    sys.modules["tests"] = _tests
 
 from suites.jsonschemabench import resolve_data_dir  # noqa: E402
 

@@ -31,15 +31,17 @@ def cmd_engines(args) -> int:
         hidden = (cls.hidden_reason or "hidden") if cls.hidden else "-"
         rows.append((n, "yes" if inst else "NO", spec.version() or "-", hidden,
                      "" if inst else (spec.how_to_install() or ""), cfgs, cls.environment))
-    print(f"{'engine':<14} {'installed':<10} {'version':<18} {'in --engine all':<16} configurations")
+    w = max([14, *(len(r[0]) for r in rows)])  # the engine column fits the longest name
+    print(f"{'engine':<{w}} {'installed':<10} {'version':<18} {'in --engine all':<16} "
+          "configurations")
     for n, inst, version, hidden, hint, cfgs, env in rows:
-        print(f"{n:<14} {inst:<10} {version:<18} {'yes' if hidden == '-' else 'no':<16} {cfgs}")
+        print(f"{n:<{w}} {inst:<10} {version:<18} {'yes' if hidden == '-' else 'no':<16} {cfgs}")
         if hidden != "-":
-            print(f"{'':<14} hidden: {hidden}")
+            print(f"{'':<{w}} hidden: {hidden}")
         if hint:
-            print(f"{'':<14} install: {hint}")
+            print(f"{'':<{w}} install: {hint}")
         if env:
-            print(f"{'':<14} runs in: environment {env} ({environment(env).python()})")
+            print(f"{'':<{w}} runs in: environment {env} ({environment(env).python()})")
     # the environments beside the harness's own: what each holds (a row NAME@ENV runs
     # the engine NAME from there, e.g. xgrammar@vllm)
     for env in ENVIRONMENTS.values():
