@@ -15,7 +15,8 @@
 # runs.tar.gz (each run folder's run.json, records.jsonl and summary.json: every figure can be
 # recomputed from them), report.tar.gz (report.md, report.html and plots), kit.env. On a GPU, when
 # time is left, a short second run with --no-graphs (batch 1, 2 schemas, xgrammar) follows,
-# in the same table (E2E_COMPARE= turns it off).
+# in the same table (E2E_COMPARE= turns it off); then the batch suite on the host cores,
+# against the measured step (E2E_BATCH_SUITE= turns it off).
 #
 # Env knobs: OUT, PY (python3; --smoke: the interpreter that built the kit if python3 lacks
 # torch), SITE (KIT/site), E2E_ENGINES (xgrammar,llguidance), E2E_BATCH, E2E_SAMPLE (12),
@@ -127,6 +128,10 @@ rm -rf "$RES"; mkdir -p "$RES"
 # main one: the floor line of each shows what the captured graph buys
 COMPARE=${E2E_COMPARE-$([ -z "$SMOKE" ] && echo 1)}
 RESERVE=$([ -n "$COMPARE" ] && echo 80 || echo 0)
+# then the batch suite on the machine's host cores (threads 1, 2, 4, ... up to them), its
+# budget the decode step the e2e run measured (E2E_BATCH_SUITE= turns it off)
+BATCH_SUITE=${E2E_BATCH_SUITE-1}
+[ -n "$BATCH_SUITE" ] && [ -z "$SMOKE" ] && RESERVE=$(( RESERVE + 100 ))
 E2E_T=$(( $(left) - 40 - RESERVE ))
 step "e2e: $MODEL on $DEVICE, batch $BATCH, $ENGINES, $SAMPLE schemas, $MAXTOK tokens, $BLOCKS rounds of AB blocks (limit ${E2E_T} s)"
 E2E_RC=1
@@ -159,6 +164,18 @@ if [ -n "$COMPARE" ] && [ $E2E_RC -eq 0 ] && [ $CMP_T -ge 60 ]; then
     --timeout "$JOB_TIMEOUT" --jobs 1 --no-progress --results "$RES" --reports "$RES/reports" \
     | sed -n '/^end to end/,/^SM clock/p'
   echo "comparison rc ${PIPESTATUS[0]}"
+fi
+
+BATCH_T=$(( $(left) - 30 ))
+if [ -n "$BATCH_SUITE" ] && [ $IMPORTS -eq 0 ] && [ $BATCH_T -ge 45 ]; then
+  if [ -n "$SMOKE" ]; then BARGS=(--batch 1,4 --threads 1,2 --sample 2 --batch-steps 10)
+  else BARGS=(--batch 1,8,32,128,512 --sample 8 --batch-steps 50); fi
+  STEP=(); [ -n "$RUN" ] && [ -f "$RUN/summary.json" ] && STEP=(--step-ms "$RUN")
+  step "batch: grammar time per step against batch size and host threads (limit ${BATCH_T} s)"
+  timeout -k 10 "$BATCH_T" "$PY" -m harness.cli run --suite batch --engine xgrammar,llguidance \
+    "${BARGS[@]}" "${STEP[@]}" --data "$KIT/data" --memory "$MEMORY" --timeout "$JOB_TIMEOUT" \
+    --no-progress --results "$RES" --reports "$RES/reports" | sed -n '/^Largest batch/,/^$/p'
+  echo "batch rc ${PIPESTATUS[0]}"
 fi
 
 step "results"

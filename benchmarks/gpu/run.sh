@@ -22,10 +22,12 @@ H=.venv/bin/harness
 
 if [ -n "$SMOKE" ]; then
   MODEL=micro; SAMPLE=4; RATES=2,inf; MAXTOK=16; DEVICE=cpu; BATCHES=1,8; E2E_SAMPLE=2
+  GRAMMAR_BATCHES=1,8; THREADS=1,2; BATCH_SAMPLE=2; BATCH_STEPS=20
   BACKENDS="vllm:xgrammar,vllm:guidance,vllm:outlines,vllm:default"
   [ -x .venv/bin/harness ] && [ -x .venv-vllm/bin/python ] || { echo "run.sh --smoke: run bash setup.sh first" >&2; exit 2; }
 else
   MODEL=8b; SAMPLE=40; RATES=4,16; MAXTOK=128; DEVICE=cuda; BATCHES=1,8,32; E2E_SAMPLE=40
+  GRAMMAR_BATCHES=1,8,32,128,512; THREADS=""; BATCH_SAMPLE=16; BATCH_STEPS=200
   BACKENDS="vllm:xgrammar,vllm:guidance,vllm:outlines,vllm:default"
   command -v nvidia-smi >/dev/null || { echo "run.sh: no nvidia-smi: this is the GPU run (use --smoke on a CPU machine)" >&2; exit 2; }
   export HARNESS_NO_LLAMACPP=1 HARNESS_VLLM_PACKAGE=${HARNESS_VLLM_PACKAGE:-vllm==0.32.0}
@@ -58,6 +60,16 @@ $H run --suite e2e --runtime torch --device $DEVICE --model $MODEL --overlap --b
   --engine xgrammar,llguidance,outlines --sample $E2E_SAMPLE --max-tokens $MAXTOK --no-progress \
   --results "$OUT" --reports "$OUT/reports" >"$OUT/e2e.log" 2>&1 \
   || { echo "run.sh: the torch step failed, see $OUT/e2e.log" >&2; FAILED="$FAILED torch"; }
+# the batch suite on this machine's host cores (threads 1, 2, 4, ... up to them), against
+# the decode step the torch step just measured (its unconstrained TPOT) as the budget
+E2E_RUN=$(ls -d "$OUT"/*-e2e 2>/dev/null | tail -1)
+STEP=(); [ -n "$E2E_RUN" ] && [ -f "$E2E_RUN/summary.json" ] && STEP=(--step-ms "$E2E_RUN")
+THR=(); [ -n "$THREADS" ] && THR=(--threads "$THREADS")
+step "batch: grammar time per step, batch $GRAMMAR_BATCHES, host threads ${THREADS:-1..cores}"
+$H run --suite batch --engine xgrammar,llguidance,outlines --batch $GRAMMAR_BATCHES "${THR[@]}" \
+  --sample $BATCH_SAMPLE --batch-steps $BATCH_STEPS "${STEP[@]}" --no-progress \
+  --results "$OUT" --reports "$OUT/reports" >"$OUT/batch.log" 2>&1 \
+  || { echo "run.sh: the batch step failed, see $OUT/batch.log" >&2; FAILED="$FAILED batch"; }
 step "table"
 .venv/bin/python benchmarks/gpu/table.py "$OUT" | tee "$OUT/table.txt"
 echo "run folder: $OUT ($(( $(date +%s) - T0 )) s)"

@@ -3,7 +3,8 @@ backend, stream and mode: throughput, TTFT / TPOT / ITL p50 and p99, invalid out
 runaways, refusals) and the e2e suite's figures per engine and batch (TPOT, the interleaved
 ratio with its interval or "not resolved", interference, the harness's share, the forward's
 share; then the floor, the warm-ups, the clock, the components and the mask-apply
-microbenchmark); rows that did not run say why.
+microbenchmark); the batch suite's largest batch hidden in the step, per engine and host
+threads; rows that did not run say why.
 
     python benchmarks/gpu/table.py results/gpu-<stamp>
 """
@@ -107,6 +108,13 @@ def main(folder: str) -> int:
         if summary.get("serve"):
             out += [f"\n{run.name}: serving benchmark (times in ms)",
                     text_table(HEADER, rows(summary["serve"]))]
+        if summary.get("batch"):  # the batch suite: the largest batch hidden in the step
+            from suites.batch.summary import HIDDEN_HEADER, _text_table, hidden_rows
+
+            b = summary["batch"]
+            out += [f"\n{run.name}: largest batch whose p99 grammar time per step stays "
+                    f"within {b['step_ms']:g} ms (from {b.get('step_source') or 'the default'})",
+                    *_text_table(HIDDEN_HEADER, hidden_rows(b["hidden"]))]
         e2e = [(k, v["e2e"]) for k, v in summary.get("engines", {}).items()
                if isinstance(v, dict) and v.get("e2e")]
         if e2e:

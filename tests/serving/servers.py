@@ -1,5 +1,5 @@
 """vLLM servers shared by the serving tier (:class:`VllmServers`, the fixture
-``vllm_servers`` in this folder's conftest)."""
+``vllm_servers`` in tests/conftest.py)."""
 
 from __future__ import annotations
 
