@@ -39,7 +39,11 @@ else
 fi
 # the harness itself (its workers run here), without the engines extra: the engines in this
 # environment are the ones vLLM bundles
-$V/bin/python -m pip install -q -e .
+# one editable install of this folder at a time (setup.sh makes ./.venv meanwhile): each
+# writes its egg-info here
+if command -v flock >/dev/null; then flock pyproject.toml $V/bin/python -m pip install -q -e .
+else $V/bin/python -m pip install -q -e .
+fi
 $V/bin/python - <<'PYEOF'
 from importlib.metadata import PackageNotFoundError, version
 found = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import importlib.util
 import io
 import json
 import os
@@ -135,3 +136,23 @@ def pytest_collection_modifyitems(items):
         return 2 if "gpu_smoke" in item.nodeid else 1
 
     items.sort(key=rank)  # stable: file order within a rank
+
+
+if importlib.util.find_spec("xdist") is not None:  # the extra `test` holds pytest-xdist
+    @pytest.hookimpl(tryfirst=True)  # before xdist's own (the hook takes the first answer)
+    def pytest_xdist_make_scheduler(config, log):
+        """Under ``pytest -n 2`` (what .ci/run runs; ``--dist load``, the default): tests go
+        one at a time to whichever worker is free, except the serving tier, one unit of work
+        sent first and run in collection order by one worker. So its servers (four shared
+        ones peak at ~17 GiB) never live beside another vLLM start, and its ~7 minutes
+        overlap the rest instead of ending the session. (xdist's own ``--dist loadgroup``
+        cannot do this under pytest 9.2: its group marks no longer reach the node ids.)"""
+        if config.getvalue("dist") != "load":
+            return None
+        from xdist.scheduler import LoadScopeScheduling
+
+        class ServingTierTogether(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                return "tests/serving" if nodeid.startswith("tests/serving/") else nodeid
+
+        return ServingTierTogether(config, log)

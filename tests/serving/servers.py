@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -27,40 +28,55 @@ class VllmServers:
         self.started: dict[str, Any] = {}
 
     def __getitem__(self, backend: str):
-        if backend not in self.started:
-            from engines.vllm_engine import VllmEngine
-            from engines.vocab import load_vocabulary
-            from engines.vocab.gguf import cache_root
-            from harness.measure.serving.launcher import HOST, ServerProcess
-            from harness.measure.serving.vllm_offline import write_hf_model
+        self.start([backend])
+        return self.started[backend]
 
-            env = need_vllm()
-            model = str(write_hf_model("micro", load_vocabulary("llama3"),
-                                       cache_root() / "models"))
+    def start(self, backends: list[str]) -> None:
+        """Start the servers of ``backends`` not yet started, side by side (a start is
+        mostly one process's imports: two overlap on 2 cores), and wait until each is
+        ready. Spawned from this thread: a server is tied to the thread that spawns it."""
+        todo = [b for b in dict.fromkeys(backends) if b not in self.started]
+        if not todo:
+            return
+        from engines.vllm_engine import VllmEngine
+        from engines.vocab import load_vocabulary
+        from engines.vocab.gguf import cache_root
+        from harness.measure.serving.launcher import HOST, ServerProcess
+        from harness.measure.serving.vllm_offline import write_hf_model
+
+        env = need_vllm()
+        model = str(write_hf_model("micro", load_vocabulary("llama3"), cache_root() / "models"))
+
+        def command_for(backend: str):
             def command(port: int):
                 argv, extra = VllmEngine.server_command(str(env.python()), model,
                                                         {"backend": backend}, HOST, port)
                 if "VLLM_CPU_KVCACHE_SPACE" in extra:  # micro's KV fits in 1 GiB; four live
                     extra = {**extra, "VLLM_CPU_KVCACHE_SPACE": "1"}
                 return argv, extra
+            return command
 
-            sp = ServerProcess(command,
-                self.logs / f"vllm-{backend}.log", ready_timeout_s=600,
-                label=f"vllm:{backend}")
-            sp.start()
-            self.started[backend] = sp
-        return self.started[backend]
+        for backend in todo:
+            sp = ServerProcess(command_for(backend), self.logs / f"vllm-{backend}.log",
+                               ready_timeout_s=600, label=f"vllm:{backend}")
+            sp.spawn()
+            self.started[backend] = sp  # stopped with the rest even if never ready
+        for backend in todo:
+            self.started[backend].wait_ready()
 
     def spec(self, rows: list[str]) -> str:
         """The ``--server`` value naming one started server per engine row of vLLM (its
         configurations: ``xgrammar``, ``default``, …): ``vllm:ROW=vllm+URL,…``."""
         from engines.vllm_engine import VllmEngine
 
+        self.start([VllmEngine.configs[r]["backend"] for r in rows])
         return ",".join(f"vllm:{r}=vllm+{self[VllmEngine.configs[r]['backend']].url}"
                         for r in rows)
 
     def stop(self) -> list[int]:
+        """Stop every started server (side by side: each waits out vLLM's shutdown) and
+        return their PIDs."""
         pids = [sp.pid for sp in self.started.values()]
-        for sp in self.started.values():
-            sp.stop()
+        with ThreadPoolExecutor(max(1, len(self.started))) as pool:
+            list(pool.map(lambda sp: sp.stop(), self.started.values()))
         return pids

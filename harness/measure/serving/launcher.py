@@ -71,6 +71,7 @@ class ServerProcess:
         self.pid: int | None = None  # the server's own PID (its process group's id)
         self.starts = 0
         self.ready_s: float | None = None
+        self._t0 = 0.0  # when the last spawn began (monotonic s)
         self.model: str | None = None
 
     @property
@@ -78,13 +79,21 @@ class ServerProcess:
         return f"http://{HOST}:{self.port}"
 
     def start(self) -> None:
-        """Start the server and wait until it is ready.
+        """Start the server and wait until it is ready (:meth:`spawn`, then
+        :meth:`wait_ready`).
 
         Raises
         ------
         ServerNotReady
             When it exits first or is not ready within ``ready_timeout_s`` (it is stopped);
             the message names its log."""
+        self.spawn()
+        self.wait_ready()
+
+    def spawn(self) -> None:
+        """Start the server's process on a free port and return at once: several servers
+        then start side by side. Call it from a thread that outlives the server (the
+        process is tied to the thread that spawns it, which ends it on exit)."""
         self.port = free_port()
         argv, extra_env = self.command(self.port)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -100,6 +109,16 @@ class ServerProcess:
         line = self.guard.stdout.readline().strip()
         self.pid = int(line) if line.isdigit() else None
         self.starts += 1
+        self._t0 = t0
+
+    def wait_ready(self) -> None:
+        """Wait until the spawned server answers ``/health`` and ``/v1/models``.
+
+        Raises
+        ------
+        ServerNotReady
+            As :meth:`start`."""
+        t0 = self._t0
         deadline = t0 + self.ready_timeout_s
         while True:
             if self.guard.poll() is not None:
