@@ -133,6 +133,18 @@ def test_server_never_ready_names_its_log(tmp_path):
     assert _gone(sp.pid)
 
 
+def test_a_stopped_server_is_not_waited_out_for_the_grace_period():
+    """The guard stops a group whose leader exits on SIGTERM at once: the leader's zombie is
+    reaped, not counted as a live member until the grace period (10 s) ends in a SIGKILL."""
+    from harness.measure.serving import guard
+
+    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    t0 = time.monotonic()
+    guard._kill_group(proc, grace_s=60.0)
+    assert proc.returncode == -signal.SIGTERM  # ended by the SIGTERM, not the SIGKILL
+    assert time.monotonic() - t0 < 30.0
+
+
 def test_killing_the_harness_leaves_no_server(tmp_path):
     """The guard stops the server's whole group when its parent dies, even by SIGKILL."""
     code = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"

@@ -22,13 +22,15 @@ import time
 GRACE_S = 10.0
 
 
-def _kill_group(pgid: int, grace_s: float = GRACE_S) -> None:
+def _kill_group(proc: subprocess.Popen, grace_s: float = GRACE_S) -> None:
+    pgid = proc.pid
     try:
         os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
         return
     end = time.monotonic() + grace_s
     while time.monotonic() < end:
+        proc.poll()  # reap the leader: a zombie still counts as a member of its group
         try:
             os.killpg(pgid, 0)
         except ProcessLookupError:
@@ -60,10 +62,10 @@ def main(argv: list[str]) -> int:
     while True:
         code = proc.poll()
         if code is not None:
-            _kill_group(proc.pid, grace_s=2.0)  # children it left behind
+            _kill_group(proc, grace_s=2.0)  # children it left behind
             return code if code >= 0 else 128 - code
         if stop["asked"] or os.getppid() != parent:
-            _kill_group(proc.pid)
+            _kill_group(proc)
             proc.wait()
             return 0
         time.sleep(0.2)
