@@ -109,12 +109,12 @@ def main(folder: str) -> int:
             out += [f"\n{run.name}: serving benchmark (times in ms)",
                     text_table(HEADER, rows(summary["serve"]))]
         if summary.get("batch"):  # the batch suite: the largest batch hidden in the step
-            from suites.batch.summary import HIDDEN_HEADER, _text_table, hidden_rows
+            from suites.batch.summary import HIDDEN_HEADER, hidden_rows
 
             b = summary["batch"]
             out += [f"\n{run.name}: largest batch whose p99 grammar time per step stays "
                     f"within {b['step_ms']:g} ms (from {b.get('step_source') or 'the default'})",
-                    *_text_table(HIDDEN_HEADER, hidden_rows(b["hidden"]))]
+                    text_table(HIDDEN_HEADER, hidden_rows(b["hidden"]))]
         e2e = [(k, v["e2e"]) for k, v in summary.get("engines", {}).items()
                if isinstance(v, dict) and v.get("e2e")]
         if e2e:

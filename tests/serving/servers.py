@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -74,9 +73,8 @@ class VllmServers:
                         for r in rows)
 
     def stop(self) -> list[int]:
-        """Stop every started server (side by side: each waits out vLLM's shutdown) and
-        return their PIDs."""
+        """Stop every started server and return their PIDs."""
         pids = [sp.pid for sp in self.started.values()]
-        with ThreadPoolExecutor(max(1, len(self.started))) as pool:
-            list(pool.map(lambda sp: sp.stop(), self.started.values()))
+        for sp in self.started.values():
+            sp.stop()
         return pids
