@@ -131,6 +131,7 @@ class Record(TypedDict, total=False):
     finished_at: float   # Unix time, s
     worker: int
     tokens: int          # TBM steps of the primary serialisation
+    preempted: int       # involuntary context switches during those steps' replays (Linux)
     accepts_invalid: bool  # a unit judged otherwise than by its instances accepted one
     instances: list[InstanceRecord]
     serve: dict[str, Any]

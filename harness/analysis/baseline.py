@@ -186,12 +186,13 @@ def usable(entry: dict[str, Any], key: str) -> bool:
 
 def headline_figures(h: dict[str, Any]) -> dict[str, Any]:
     """The headline's value of each gated statistic (:data:`STATS` keys; None where not
-    measured or censored) and the TTFM censoring, from one engine of
-    ``summary["headline"]["engines"]``."""
+    measured or censored), the TTFM censoring and the TBM steps with the worker's
+    preemptions over them, from one engine of ``summary["headline"]["engines"]``."""
     t, f = h.get("tbm_us") or {}, h.get("ttfm_ms") or {}
     return {"tbm_p50_us": t.get("p50"), "tbm_p99_us": t.get("p99"),
             "ttfm_p50_ms": f.get("p50"),
-            "ttfm_censored": f.get("censored", 0), "ttfm_limit_ms": f.get("limit")}
+            "ttfm_censored": f.get("censored", 0), "ttfm_limit_ms": f.get("limit"),
+            "tbm_steps": t.get("steps"), "tbm_preempted": t.get("preempted")}
 
 
 def quantile_of(key: str) -> float:

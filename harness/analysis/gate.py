@@ -17,7 +17,9 @@ Latency, per engine, over the schemas both sides have timings for: TBM p50, TBM 
 TTFM p50 (estimated from per-schema sketches, see :mod:`harness.analysis.baseline`), the ratio
 run / baseline and its bootstrap confidence interval from resampling schemas (paired:
 the same resample on both sides; seeded). A check fails only when the whole interval
-lies above ``1 + threshold``, so noise does not flap the gate. ``latency="warn"`` reports
+lies above ``1 + threshold``, so noise does not flap the gate. A TBM percentile that the
+worker's preemptions may have made on either side (a loaded machine,
+:func:`harness.measure.figures.preemption`) is not compared, and says so. ``latency="warn"`` reports
 such a check without failing; ``"off"`` skips latency.
 
 Exit codes (:mod:`harness.cli.gate`): 0 pass, 1 regression, 2 usage or input error.
@@ -33,9 +35,10 @@ from xml.etree import ElementTree as ET
 import numpy as np
 
 from harness.measure import outcomes as O
-from harness.analysis.baseline import (STATS, bootstrap_stat, headline_figures, resample_counts,
-                                       schema_latency, usable)
+from harness.analysis.baseline import (STATS, bootstrap_stat, headline_figures, quantile_of,
+                                       resample_counts, schema_latency, usable)
 from harness.analysis.verdict import headline, unit_outcomes
+from harness.measure import figures
 from harness.measure.figures import number
 from harness.records import Headline, Record, RunMeta
 
@@ -188,6 +191,17 @@ def check_latency(baseline: dict[str, Any], records: list[Record], primary: str,
                 result.checks.append(Check("latency", eng, label, "skip",
                                            f"the {side}'s {label} is {why}: no ratio"))
                 continue
+            if key.startswith("tbm"):
+                busy = [(side, why) for side, fig in (("run", r_fig), ("baseline", b_fig))
+                        if (why := figures.preemption(
+                            {"steps": fig.get("tbm_steps"), "preempted": fig.get("tbm_preempted")},
+                            100 * quantile_of(key)))]
+                if busy:
+                    side, why = busy[0]
+                    result.checks.append(Check(
+                        "latency", eng, label, "skip",
+                        f"in the {side}, {why}: not compared (measure it on a quiet machine)"))
+                    continue
             # paired over schemas (the same resample on both sides), independent within
             counts = resample_counts(len(common), result.n_boot, result.seed)
             bv = bootstrap_stat([b_schemas[s] for s in common], key, counts,
@@ -312,15 +326,17 @@ def render_text(result: GateResult, refresh: str, head: list[str], max_lines: in
             f"{round(result.confidence * 100)}% bootstrap CI ({result.n_boot} resamples of the schemas, and for "
             f"TBM of each schema's token steps; "
             f"seed {result.seed}); {mode} only when the whole CI is above ×{1 + result.threshold:.2f}")
-        by_key = {(c.engine, c.name): c for c in result.checks if c.suite == "latency"}
-        for lr in result.latency:
-            st = by_key[(lr.engine, lr.label)].status
-            verdict = {"pass": "ok", "fail": "REGRESSION", "warn": "WARNING (not failing)"}[st]
+        compared = {(lr.engine, lr.label): lr for lr in result.latency}
+        for c in result.checks:  # in the order checked: per engine, per statistic
+            if c.suite != "latency":
+                continue
+            lr = compared.get((c.engine, c.name))
+            if lr is None:
+                lines.append(f"  {c.engine:<12} {c.name:<9} skipped: {c.message}")
+                continue
+            verdict = {"pass": "ok", "fail": "REGRESSION", "warn": "WARNING (not failing)"}[c.status]
             lines.append(f"  {lr.engine:<12} {lr.label:<9} {_num(lr.baseline):>8} → {_num(lr.run):>8} {lr.unit:<2}"
                          f"  ×{lr.ratio:.2f} [{lr.lo:.2f}, {lr.hi:.2f}]  n={lr.schemas:<4} {verdict}")
-        for c in result.checks:
-            if c.suite == "latency" and c.status == "skip":
-                lines.append(f"  {c.engine:<12} {c.name:<9} skipped: {c.message}")
     n_lat = result.count("latency", "fail")
     if result.failed:
         parts = []

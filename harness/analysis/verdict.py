@@ -24,8 +24,11 @@ Per engine row (``headline["engines"][label]``, or ``{"status": "not_run", "reas
                      ones by kind (:mod:`harness.analysis.rejects`: the engine cannot write
                      the text, or refused this tokenisation of it but accepts another);
                      None when the suite replays no instances
-``tbm_us``           ``{"p50", "p99", "over_1ms_share", "steps"}``: time between masks, µs
-                     per token, over the replayed tokens; None without any
+``tbm_us``           ``{"p50", "p99", "over_1ms_share", "steps", "preempted"}``: time between
+                     masks, µs per token, over the replayed tokens; ``preempted``: the
+                     worker's involuntary context switches over those steps (None where
+                     not counted; :func:`harness.measure.figures.preemption`); None
+                     without any step
 ``ttfm_ms``          ``{"p50", "p90", ...}`` with censoring (:mod:`harness.measure.figures`):
                      time to first mask, ms per unit; None without any
 ``alerts``           lines the verdict must print (e.g. ``NOT ENFORCED: …``)
@@ -162,8 +165,11 @@ def _tbm(units: list[Record], primary: str) -> dict[str, Any] | None:
         return None
     us = np.concatenate(steps) / 1000.0
     p50, p99 = np.percentile(us, [50, 99])
+    # counted by the worker over these very steps; unknown (None) if a record lacks it
+    counted = [r.get("preempted") for r in units if r.get("tokens")]
     return {"p50": float(p50), "p99": float(p99),
-            "over_1ms_share": float((us > 1000.0).mean()), "steps": int(us.size)}
+            "over_1ms_share": float((us > 1000.0).mean()), "steps": int(us.size),
+            "preempted": (int(sum(counted)) if counted and None not in counted else None)}
 
 
 def _engine_headline(units: list[Record], model, primary: str,

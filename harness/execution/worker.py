@@ -22,7 +22,7 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
 
 from harness.measure import outcomes  # noqa: E402
 from harness.measure.groundtruth import GroundTruth, parse_instance_text  # noqa: E402
-from harness.measure.replay import ACCEPTED, SERIALIZATIONS, replay  # noqa: E402
+from harness.measure.replay import ACCEPTED, SERIALIZATIONS, preemptions, replay  # noqa: E402
 from harness.measure import adapters, reachability  # noqa: E402
 from harness.execution.executor import (BOARD_JOB, BOARD_LIMIT_FROM, BOARD_PHASE,  # noqa: E402
                                         BOARD_TTFM, PHASES, pack_timings)
@@ -104,6 +104,7 @@ def run_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     n_seg = int(job.get("segmentations") or 0)
     stop_ids = vocab.stop_ids
     budget = reachability.Budget()
+    preempted = 0 if preemptions() is not None else None
     for inst, item in zip(instances, case["instances"]):
         data = item["data"]
         exact = item.get("text")
@@ -120,7 +121,11 @@ def run_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
                 continue
             seen[text] = ser
             tokens = vocab.encode(text)
+            timed = ser == primary or exact is not None  # the steps TBM is made of
+            c0 = preemptions() if timed and preempted is not None else None
             r = replay(grammar.matcher(), tokens, bitmask, stop_ids)
+            if c0 is not None:
+                preempted += preemptions() - c0
             results[ser] = r.to_json()
             if (ser == primary or exact is not None) and inst["expected"] is True \
                     and r.status != ACCEPTED:
@@ -141,6 +146,8 @@ def run_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     record["tokens"] = sum(len(i["results"].get(primary, i["results"].get("text", {}))
                                .get("mask_ns", ()))
                            for i in instances if "results" in i)
+    if preempted is not None:
+        record["preempted"] = preempted
     # Optional engine statistics (e.g. the reference engine's mask-cache memory).
     stats = getattr(grammar, "stats", None)
     if callable(stats):

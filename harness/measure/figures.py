@@ -12,6 +12,13 @@ Two rules hold for every number the harness shows:
 - **A ratio needs two measured sides.** :func:`ratio` returns a value only when both sides
   have enough samples and lie above the resolution of the clock that measured them;
   otherwise ``None`` and the reason, which reports print as ``–`` with a footnote.
+- **A tail the scheduler made is not the engine's.** A step during which the worker thread
+  was preempted (an involuntary context switch: another process took the CPU) lasts a
+  scheduler slice longer, milliseconds against microseconds. The worker counts those
+  switches over its timed steps (``preempted``); once they reach a tenth
+  (:data:`PREEMPTED_TAIL_SHARE`) of the steps above a percentile, that percentile may be the
+  machine's: :func:`preemption` says why, :func:`show` marks it ``(preempted)`` and
+  ``harness gate`` does not compare it.
 """
 
 from __future__ import annotations
@@ -20,10 +27,14 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["censored_distribution", "number", "ratio", "show", "MIN_RATIO_SAMPLES"]
+__all__ = ["censored_distribution", "number", "preemption", "ratio", "show",
+           "MIN_RATIO_SAMPLES", "PREEMPTED_TAIL_SHARE"]
 
 #: Fewest samples on each side of a ratio (fewer: no ratio, and the reason says so).
 MIN_RATIO_SAMPLES = 3
+#: A step-time percentile ``p`` is the scheduler's once the preempted steps reach this share
+#: of the steps above it (``(1 - p/100) * steps``): each one lifts the rank ``p`` lands on.
+PREEMPTED_TAIL_SHARE = 0.1
 
 
 def _key(p: float) -> str:
@@ -61,9 +72,26 @@ def censored_distribution(measured: Iterable[float], censored: int = 0,
     return out
 
 
+def preemption(dist: dict[str, Any] | None, p: float) -> str | None:
+    """Why percentile ``p`` (0–100) of a step-time distribution may be the scheduler's and
+    not the engine's, or None when it is not (or nothing was counted). ``dist`` carries
+    ``steps`` and ``preempted`` (involuntary context switches over those steps, see
+    :data:`PREEMPTED_TAIL_SHARE`)."""
+    if not dist or dist.get("preempted") is None or not dist.get("steps"):
+        return None
+    k, n = int(dist["preempted"]), int(dist["steps"])
+    tail = round((100.0 - p) * n / 100.0, 9)  # steps above p (rounded: 1 - 0.99 is not 0.01)
+    if k == 0 or k < PREEMPTED_TAIL_SHARE * tail:
+        return None
+    return (f"the worker was preempted {k:,} time(s) over {n:,} timed steps ({100 * k / n:.2g}%), "
+            f"against {tail:,.1f} step(s) above p{p:g}: that percentile may be the "
+            "scheduler's, not the engine's")
+
+
 def show(dist: dict[str, Any] | None, key: str, unit: str = "", digits: int = 1) -> str:
     """One figure of a distribution as text: the number; ``≥ LIMIT UNIT (why)`` when it
-    falls among censored values; ``–`` when there is none."""
+    falls among censored values; ``NUMBER (preempted)`` when :func:`preemption` says the
+    scheduler may have made it; ``–`` when there is none."""
     if not dist:
         return "–"
     v = dist.get(key)
@@ -72,6 +100,9 @@ def show(dist: dict[str, Any] | None, key: str, unit: str = "", digits: int = 1)
             return f"≥ {number(dist['limit'], digits)}{(' ' + unit) if unit else ''} " \
                    f"({dist.get('censored_why') or 'limit'})"
         return "–"
+    if key.startswith("p") and key[1:].replace(".", "", 1).isdigit() \
+            and preemption(dist, float(key[1:])):
+        return f"{number(v, digits)} (preempted)"
     return number(v, digits)
 
 

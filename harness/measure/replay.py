@@ -9,6 +9,7 @@ is what ``benchmarks/overhead.py`` measures as the harness's own per-token cost.
 from __future__ import annotations
 
 import json
+import resource
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -105,3 +106,16 @@ def replay(matcher: Matcher, tokens: list[int], bitmask: np.ndarray,
         out.status = ERROR
         out.error = " ".join(f"{type(e).__name__}: {e}".split())[:300]
     return out
+
+
+def preemptions() -> int | None:
+    """Involuntary context switches of the calling thread so far (Linux; None elsewhere).
+
+    A switch while a timed step runs stretches that step by the time the thread waits for
+    a CPU (a scheduler slice, milliseconds): the machine's time, not the engine's. Read
+    before and after a job's timed replays (never inside the loop: it is a system call),
+    the difference bounds how many of their steps hold such a wait; a record keeps it as
+    ``preempted`` and :func:`harness.measure.figures.preemption` judges a percentile by it.
+    """
+    who = getattr(resource, "RUSAGE_THREAD", None)
+    return None if who is None else resource.getrusage(who).ru_nivcsw

@@ -35,7 +35,7 @@ from typing import Any
 
 from harness.measure import adapters, outcomes, reachability
 from harness.measure.dialect import ConstructProbe
-from harness.measure.replay import ACCEPTED, replay
+from harness.measure.replay import ACCEPTED, preemptions, replay
 from harness.records import InstanceRecord, JobPayload, Record
 
 __all__ = ["run_grammar_job"]
@@ -107,8 +107,13 @@ def run_grammar_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     sensitive = g.get("dialect_sensitive")
     budget = reachability.Budget()
     probe = ConstructProbe(adapter, target, vocab, bitmask, budget) if sensitive else None
+    preempted = 0
     for inst in instances:
-        r = replay(grammar.matcher(), vocab.encode(inst["text"]), bitmask, vocab.stop_ids)
+        tokens = vocab.encode(inst["text"])
+        c0 = preemptions()
+        r = replay(grammar.matcher(), tokens, bitmask, vocab.stop_ids)
+        if c0 is not None:  # every timed replay, the kept ones among them: an upper bound
+            preempted += preemptions() - c0
         res = r.to_json()
         inst["results"] = {"text": res}
         accepted = r.status == ACCEPTED
@@ -139,6 +144,8 @@ def run_grammar_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
         record["dialect"] = dialect
     record["outcome"] = outcomes.classify(kept, "text")
     record["tokens"] = sum(len(i["results"]["text"].get("mask_ns", ())) for i in kept)
+    if preemptions() is not None:
+        record["preempted"] = preempted
     stats = getattr(grammar, "stats", None)
     if callable(stats):
         record["engine_stats"] = stats()

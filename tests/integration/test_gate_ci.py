@@ -101,6 +101,9 @@ def test_ci_sample_passes_the_gate(tmp_path):
     assert "GATE PASSED" in gate.stdout
     for engine in CI_ENGINES.split(","):
         for stat in ("TBM p50", "TBM p99", "TTFM p50"):
-            assert any(line.split()[:3] == [engine, *stat.split()] and "×" in line
-                       for line in gate.stdout.splitlines()), (engine, stat, gate.stdout)
+            line = next(l for l in gate.stdout.splitlines() if l.split()[:3] == [engine, *stat.split()])
+            # compared, or (a TBM percentile on a loaded machine: the other test worker took
+            # the CPU) not compared, and why
+            assert "×" in line or (stat.startswith("TBM") and "the worker was preempted" in line
+                                   and "not compared" in line), (engine, stat, gate.stdout)
     assert junit.read_text().count("<testcase ") == 3 * len(CI_SCHEMAS) + 9

@@ -123,6 +123,32 @@ def test_a_ratio_needs_two_measured_sides():
     assert v is None and "2 sample(s)" in why
 
 
+def test_a_tail_the_scheduler_made_is_marked_not_read_as_the_engines():
+    from harness.measure.figures import preemption, show
+
+    # 1,000 timed steps: 10 lie above p99, 500 above p50; a tenth of those is the bar
+    quiet = {"p50": 14.0, "p99": 290.0, "steps": 1000, "preempted": 0}
+    assert preemption(quiet, 99) is None and show(quiet, "p99") == "290"
+    one = {**quiet, "preempted": 1}  # one stretched step: p99 still lands on a clean step
+    assert preemption(one, 99) is not None  # …but on a higher one: 1 ≥ a tenth of 10
+    busy = {**quiet, "p99": 2676.0, "preempted": 20}
+    why = preemption(busy, 99)
+    assert "preempted 20 time(s) over 1,000 timed steps (2%)" in why and "p99" in why
+    assert show(busy, "p99") == "2,676 (preempted)"
+    assert preemption(busy, 50) is None and show(busy, "p50") == "14.0"  # 20 < 50
+    assert preemption({**quiet, "preempted": None}, 99) is None  # not counted: no claim
+    assert preemption({"steps": 0, "preempted": 3}, 99) is None
+
+
+def test_the_headline_counts_the_preemptions_of_its_own_steps():
+    recs = [{**_record(f"c{i}", [_inst(0, True, ["accepted", "accepted"])], "passing"),
+             "tokens": 1, "preempted": i} for i in range(3)]
+    t = build_summary(_meta(), recs)["headline"]["engines"]["e"]["tbm_us"]
+    assert (t["steps"], t["preempted"]) == (3, 3)
+    del recs[0]["preempted"]  # a record that did not count: the total is unknown
+    assert build_summary(_meta(), recs)["headline"]["engines"]["e"]["tbm_us"]["preempted"] is None
+
+
 def _served(i, itl, verdict="ok", mode="c", status=200):
     return {"engine": "vllm", "case_id": f"w/rinf/{mode}/{i:04d}", "outcome": "passing",
             "serve": {"stream": "w/rinf", "mode": mode, "constrained": mode == "c",
