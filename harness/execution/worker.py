@@ -127,8 +127,7 @@ def run_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
             if c0 is not None:
                 preempted += preemptions() - c0
             results[ser] = r.to_json()
-            if (ser == primary or exact is not None) and inst["expected"] is True \
-                    and r.status != ACCEPTED:
+            if timed and inst["expected"] is True and r.status != ACCEPTED:
                 # a false reject of the primary (or exact) text: can any tokenisation
                 # write it? (after the timed replay; harness.measure.reachability)
                 reachability.classify(results[ser], grammar, vocab, text, bitmask, budget)
