@@ -122,7 +122,8 @@ class Record(TypedDict, total=False):
     error: str           # one line, for a compile error, a death or bad input
     phase: str           # where a job that died was
     engine_version: str
-    setup_ns: int        # building the worker's vocabulary and adapter (first job only)
+    setup_ns: int        # building the worker's vocabulary and adapter (first job only);
+                         # a job that died: the time before its own limit began
     compile_ns: int      # schema text → compiled grammar
     ttfm_ns: int         # schema text → first mask filled
     busy_ns: int         # the worker's time on the job

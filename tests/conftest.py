@@ -127,10 +127,22 @@ def vllm_servers(tmp_path_factory):
     assert all(_gone(p) for p in pids), pids
 
 
+#: Tests that must not meet a vLLM server's start: a local Ray instance gives its raylet 30 s
+#: (Ray's own constant) to register, and its dashboard agent, a Python process on that
+#: path, is starved past it while a server starts beside it (the CI failure on 77c9f30).
+#: They run in the serving tier's unit of work, before its servers start (ranked first).
+AWAY_FROM_SERVERS = (
+    "tests/integration/test_executor.py::test_ray_resumes_a_local_run_to_the_same_records",
+)
+
+
 def pytest_collection_modifyitems(items):
-    """Tests that start their own server first, then those on the shared xgrammar server,
-    then the GPU smoke run (all four shared servers): at most four servers live at once."""
+    """The tests kept away from the servers first, then tests that start their own server,
+    then those on the shared xgrammar server, then the GPU smoke run (all four shared
+    servers): at most four servers live at once."""
     def rank(item) -> int:
+        if item.nodeid in AWAY_FROM_SERVERS:
+            return -1
         if "vllm_servers" not in getattr(item, "fixturenames", ()):
             return 0
         return 2 if "gpu_smoke" in item.nodeid else 1
@@ -145,14 +157,17 @@ if importlib.util.find_spec("xdist") is not None:  # the extra `test` holds pyte
         one at a time to whichever worker is free, except the serving tier, one unit of work
         sent first and run in collection order by one worker. So its servers (four shared
         ones peak at ~17 GiB) never live beside another vLLM start, and its ~7 minutes
-        overlap the rest instead of ending the session. (xdist's own ``--dist loadgroup``
-        cannot do this under pytest 9.2: its group marks no longer reach the node ids.)"""
+        overlap the rest instead of ending the session. The tests of
+        :data:`AWAY_FROM_SERVERS` join that unit, ahead of its servers. (xdist's own
+        ``--dist loadgroup`` cannot do this under pytest 9.2: its group marks no longer
+        reach the node ids.)"""
         if config.getvalue("dist") != "load":
             return None
         from xdist.scheduler import LoadScopeScheduling
 
         class ServingTierTogether(LoadScopeScheduling):
             def _split_scope(self, nodeid: str) -> str:
-                return "tests/serving" if nodeid.startswith("tests/serving/") else nodeid
+                return ("tests/serving" if nodeid.startswith("tests/serving/")
+                        or nodeid in AWAY_FROM_SERVERS else nodeid)
 
         return ServingTierTogether(config, log)

@@ -45,12 +45,19 @@ def summarize_run(meta: RunMeta, records: list[Record],
 
 
 def finalize(store: RunStore, echo: Callable[[str], Any] | None = print) -> dict[str, Any]:
-    """Write summary.json and the Parquet tables; hand the suite blocks' console text to
-    ``echo`` (None: drop it); return the summary."""
+    """Write summary.json and the Parquet tables (a published run folder: summary.json
+    alone); hand the suite blocks' console text to ``echo`` (None: drop it); return the
+    summary."""
     meta = store.read_meta()
     records = list(store.records())
-    summary, texts = summarize_run(meta, records, store.path)
+    # a published folder keeps run.json, summary.json and its records only: its summary is
+    # rebuilt in place, what else a run derives is not written there
+    summary, texts = summarize_run(meta, records, None if store.published else store.path)
     (store.path / "summary.json").write_text(json.dumps(summary, indent=2))
+    if store.published:
+        for text in texts if echo is not None else ():
+            echo(text + "\n")
+        return summary
     sdf = metrics.schema_frame(records)
     if len(sdf):
         sdf.to_parquet(store.path / "records.parquet", index=False)

@@ -60,8 +60,9 @@ class _Slot:
     log_offset: int = 0
     ttfm_ns: int | None = None
     started_at: float = 0.0
-    #: the job's own time limit has begun (setup is over)
+    #: the job's own time limit has begun (setup is over), and when (monotonic s)
     limit_begun: bool = False
+    limit_from: float = 0.0
     #: the Python environment the slot's worker runs in (None: the harness's own)
     env: str | None = None
 
@@ -184,7 +185,7 @@ class LocalExecutor:
             slot.phase = PHASES[code]
         if b[BOARD_LIMIT_FROM] > 0:  # its own limit runs from groundtruth
             slot.deadline = b[BOARD_LIMIT_FROM] + self.timeout_s
-            slot.limit_begun = True
+            slot.limit_begun, slot.limit_from = True, float(b[BOARD_LIMIT_FROM])
         if b[BOARD_TTFM] >= 0:
             slot.ttfm_ns = int(b[BOARD_TTFM])
 
@@ -201,6 +202,11 @@ class LocalExecutor:
         rec["worker"] = slot.index
         if death and slot.ttfm_ns is not None:
             rec["ttfm_ns"] = slot.ttfm_ns  # compiled before it died
+        if death and slot.limit_begun and "setup_ns" not in rec:
+            # the time before the job's own limit began (a fresh worker's set-up, which on
+            # a loaded machine can take longer than the limit): wall_ns - setup_ns is the
+            # time the job spent under its limit
+            rec["setup_ns"] = max(0, int((slot.limit_from - slot.started) * 1e9))
         stderr = self._log_tail(slot)
         if stderr:
             rec["stderr"] = stderr

@@ -15,7 +15,8 @@ from typing import Any, Callable, Iterator
 
 from harness.config import RunConfig
 from harness.execution.executor import EXECUTORS, Executor, ExecutorError, Job
-from harness.store.run_store import RunStore, StoreError, git_commit, machine_info, new_run_id
+from harness.store.run_store import (RunStore, StoreError, command_line, git_commit,
+                                     machine_info, new_run_id)
 from engines.vocab import load_vocabulary
 from harness.registry import (SUITES, EngineSpec, build_suite, load_target, parse_engines,
                               suite_class)
@@ -166,7 +167,7 @@ def run(config: RunConfig | None, results_root: Path, resume: Path | None = None
         meta = {
             "run_id": run_id,
             "created_at": time.time(),
-            "command": argv if argv is not None else sys.argv,
+            "command": command_line(argv if argv is not None else sys.argv),
             "config": config.to_dict(),  # the one place the configuration becomes JSON
             "suite": suite.describe(),
             "engines": statuses,
@@ -181,7 +182,8 @@ def run(config: RunConfig | None, results_root: Path, resume: Path | None = None
     runnable = [s for s, st in zip(specs, statuses) if st["status"] == "run"]
     finished = store.finished()
     total = sum(1 for s in runnable for cid in suite.case_ids() if (s.label, cid) not in finished)
-    session = {"started_at": time.time(), "jobs": config.jobs, "argv": argv or sys.argv,
+    session = {"started_at": time.time(), "jobs": config.jobs,
+               "argv": command_line(argv or sys.argv),
                "executor": executor}
     if ray_address:
         session["ray_address"] = ray_address

@@ -8,6 +8,10 @@
   ``records.parquet``, ``summary.json``  derived at the end (see :mod:`harness.analysis.metrics`)
   ``workers/``       each worker's stderr (engine warnings, native crash messages)
 
+A published run folder (``results/published/<run-id>/``, what docs/results.md is built
+from) keeps ``run.json``, ``summary.json`` and its records compressed as
+``records.jsonl.gz``: it is read in place and never resumed.
+
 Writes are single-writer (the runner process) and one ``write`` per line, so a run
 killed at any moment leaves at most one torn last line; :meth:`RunStore.open` skips it
 with a warning and truncates it away before appending again.
@@ -23,6 +27,7 @@ read as ``case_id``.
 from __future__ import annotations
 
 import datetime as _dt
+import gzip
 import json
 import os
 import platform
@@ -41,6 +46,10 @@ __all__ = ["RECORD_FORMAT", "RUN_FORMAT", "SUMMARY_FORMAT", "Record", "RunStore"
            "check_format", "upgrade_record"]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+#: The records of a published run folder (``results/published/<run-id>/``): gzip-compressed
+#: ``records.jsonl``, read in place by :meth:`RunStore.open_readonly`.
+PUBLISHED_RECORDS = "records.jsonl.gz"
 
 class StoreError(Exception):
     """A run folder that cannot be created, read or written (one-line message)."""
@@ -68,6 +77,36 @@ def upgrade_record(record: Record, path: Path | str = "records.jsonl") -> Record
 def new_run_id(suite: str) -> str:
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     return f"{stamp}-{re.sub(r'[^A-Za-z0-9_.-]', '_', suite)}"
+
+
+#: How the harness's own entry points appear as ``argv[0]``: the console script, ``python -m
+#: harness.cli`` (its ``__main__.py``) and an in-process ``-c`` launcher.
+_HARNESS_PROGRAMS = ("harness", "__main__.py", "-c")
+
+
+def command_line(argv: list[str], cwd: Path | None = None) -> list[str]:
+    """``argv`` as the user typed it, for ``run.json``: the program as ``harness`` when it
+    is one of the harness's own entry points (the console script by any path,
+    ``python -m harness.cli``, an in-process ``-c`` launcher), and every absolute path
+    below ``cwd`` (default: the current folder) made relative to it, so that no machine's
+    folders reach a record or a published document."""
+    here = Path(cwd or os.getcwd()).resolve()
+
+    def rel(arg: str) -> str:
+        name, eq, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
+        if not value.startswith("/"):
+            return arg
+        try:
+            value = str(Path(value).resolve().relative_to(here)) or "."
+        except (ValueError, OSError):
+            return arg
+        return f"{name}{eq}{value}"
+
+    if not argv:
+        return []
+    prog = str(argv[0])
+    head = ["harness"] if Path(prog).name in _HARNESS_PROGRAMS else [rel(prog)]
+    return head + [rel(str(a)) for a in argv[1:]]
 
 
 def machine_info() -> dict[str, Any]:
@@ -115,6 +154,9 @@ class RunStore:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.records_path = self.path / "records.jsonl"
+        if not self.records_path.exists() and (self.path / PUBLISHED_RECORDS).is_file():
+            # a published run folder (results/published/): its records compressed, read only
+            self.records_path = self.path / PUBLISHED_RECORDS
         self.meta_path = self.path / "run.json"
         self._fh = None
         self._synced_at = 0.0
@@ -133,10 +175,19 @@ class RunStore:
         store.records_path.touch()
         return store
 
+    @property
+    def published(self) -> bool:
+        """True when the records are the compressed ``records.jsonl.gz`` of a published run
+        folder, which is read only (never resumed or repaired)."""
+        return self.records_path.name == PUBLISHED_RECORDS
+
     @classmethod
     def open(cls, path: Path) -> "RunStore":
         """Open a run folder to continue it: a torn tail is repaired (see :meth:`repair`)."""
         store = cls.open_readonly(path)
+        if store.published:
+            raise StoreError(f"{store.records_path}: a published run folder is read only: "
+                             "copy it out and decompress records.jsonl.gz to continue it")
         (store.path / "workers").mkdir(exist_ok=True)
         store.repair()
         return store
@@ -213,7 +264,8 @@ class RunStore:
         """All complete records, in the order they finished, in the current format
         (version 1 records read as version 2). Raises :class:`StoreError` on a record of a
         format version this harness does not know."""
-        with open(self.records_path, "rb") as f:
+        opener = gzip.open if self.published else open
+        with opener(self.records_path, "rb") as f:
             for line in f:
                 if line.endswith(b"\n"):
                     try:

@@ -81,8 +81,11 @@ def test_ray_resumes_a_local_run_to_the_same_records(corpus, tmp_path):
         assert _view(got[key]) == _view(want[key]), key
     hang = got[("faulty", "Faulty---gil_hang.json")]
     if ("faulty", "Faulty---gil_hang.json") in ran_on_ray:
-        # the actor's runner SIGKILLed it at the limit (setup excluded), the run went on
-        assert TIMEOUT_S <= hang["wall_ns"] / 1e9 < TIMEOUT_S + 60
+        # the actor's runner SIGKILLed it at its own limit, the run went on. The limit
+        # begins after the fresh worker's set-up, which a loaded machine stretches past a
+        # minute (94 s under two busy loops): the time under the limit is what is bounded
+        under_limit = (hang["wall_ns"] - hang["setup_ns"]) / 1e9
+        assert TIMEOUT_S <= under_limit < TIMEOUT_S + 30, (hang["wall_ns"], hang["setup_ns"])
     meta = json.loads((cut / "run.json").read_text())
     assert [s["executor"] for s in meta["sessions"]] == ["local", "ray"]
     assert meta["sessions"][-1]["completed"] is True
