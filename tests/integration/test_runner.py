@@ -70,7 +70,9 @@ def test_hang_is_ended_at_the_limit(faulty_run):
     out, results, elapsed = faulty_run
     _, recs = read_records(results)
     hang = next(r for r in recs if r["case_id"] == "Faulty---hang.json")
-    assert 3.0 <= hang["wall_ns"] / 1e9 < 20.0
+    # bounded from where its own limit began: the worker's set-up before it is not the
+    # job's, and a loaded machine stretches it
+    assert 3.0 <= (hang["wall_ns"] - hang["setup_ns"]) / 1e9 < 20.0, hang
     assert elapsed < 120
 
 
