@@ -1,9 +1,22 @@
 """Write docs/results.md: one generated, dated table of measured results from run folders.
 
-    python benchmarks/results_table.py RUN_DIR [RUN_DIR ...] [-o docs/results.md]
+    python benchmarks/results_table.py            # docs/results.md from results/published/
+    python benchmarks/results_table.py --check    # exit 0 when docs/results.md is exactly that
+    python benchmarks/results_table.py RUN_DIR [RUN_DIR ...] [-o FILE]   # any run folders
 
-Reads each run folder's ``run.json`` and ``summary.json`` as plain JSON (no harness import,
-so it works on any checkout that has the run folders) and writes one row per (run, engine):
+The published runs are the folders under ``results/published/`` named, in order and each
+with a sentence saying what it was, by ``results/published/index.toml``; each keeps its
+``run.json``, ``summary.json`` and ``records.jsonl.gz`` (the records, compressed), so every
+figure of the document can be recomputed from what is committed: the table from the
+summaries here, the summaries from the records by ``harness summary`` (the report is
+regenerated, not stored). The document is a pure function of those files (its date is the
+newest run's, not today's), which is what ``--check`` relies on: it exits 0 when the
+document is exactly what they generate, and 1 with the first differing line otherwise.
+
+Reads each run folder's ``run.json`` and ``summary.json`` and writes, with the harness's one
+number formatter (:mod:`harness.measure.figures`: a value cut off by a limit shows as
+``≥ LIMIT (why)``, a percentile the scheduler may have made as ``(preempted)``), one row per
+(run, engine):
 the run's date, commit, suite and selection, and per engine its version, schemas, outcome
 counts, TBM average / p50 / p99 (µs), the share of masks over 1 ms and TTFM p50 / p90 (ms).
 Runs of the serve suite go to a second table, one row per (server row, stream, mode):
@@ -14,12 +27,10 @@ grammars suite to a fourth, one row per (family, engine): coverage, the forms en
 given, false rejects / accepts, dialect differences, TBM p50 / p99 (µs), TTFM p50 (ms), and
 compile time against the size of an injected alternation; runs of the suites with their own
 figures (tools, churn, jump-forward, drafts, batch: :data:`OWN_TABLES`) to one table each;
-runs of the hazards suite to one hazard × engine table each. Below the tables,
-each run's command, machine and tokenizer.
-
-A section headed ``## Whole-corpus runs (recorded)`` in the existing output file is carried
-over unchanged: figures transcribed from runs whose folders are not kept. Without ``-o`` the
-Markdown goes to stdout.
+runs of the hazards suite to one hazard × engine table each. Below the tables, each run's
+sentence, command (as the user typed it, paths relative to the project), machine and
+tokenizer; runs marked ``gpu = true`` in the index make the GPU section, which otherwise
+says that no GPU run is published.
 """
 
 from __future__ import annotations
@@ -27,14 +38,26 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import shlex
 import sys
+import tomllib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-from harness.records import RunMeta, Summary
+from typing import TYPE_CHECKING, Any
 
-RECORDED_HEADING = "## Whole-corpus runs (recorded)"
+from harness.measure.figures import number, show
+
+if TYPE_CHECKING:
+    from harness.records import RunMeta, Summary
+
 SCRIPT = "benchmarks/results_table.py"
+ROOT = Path(__file__).resolve().parents[1]
+PUBLISHED = Path("results/published")
+INDEX = PUBLISHED / "index.toml"
+DOCUMENT = Path("docs/results.md")
+#: The records of a published folder (what ``harness summary`` recomputes the summary from).
+RECORDS = "records.jsonl.gz"
 
 
 class RunFolderError(Exception):
@@ -62,17 +85,39 @@ def _utc(ts: Any) -> str:
 
 
 def _num(v: Any, digits: int = 1) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, bool):
-        return str(v)
-    if isinstance(v, int):
-        return f"{v:,}"
-    if isinstance(v, float):
-        if abs(v) >= 100:
-            return f"{v:,.0f}"
-        return f"{v:,.{digits}f}"
-    return str(v)
+    return number(v, digits)
+
+
+#: ``argv[0]`` of the harness's own entry points (console script, ``-m harness.cli``, ``-c``)
+_HARNESS_PROGRAMS = ("harness", "__main__.py", "-c")
+#: options that only say where a run wrote its folders: machine paths, not the measurement
+_OUTPUT_OPTIONS = ("--results", "--reports")
+
+
+def typed_command(command: Any) -> str:
+    """A run's command line as the user typed it: the harness's own entry point as
+    ``harness``, the options that only place its output folders left out, and every path
+    below the project relative to it (no machine's folders in the document)."""
+    if not isinstance(command, list) or not command:
+        return str(command or "–")
+    args = [str(a) for a in command]
+    head = "harness" if Path(args[0]).name in _HARNESS_PROGRAMS else _relative(args[0])
+    out, i = [head], 1
+    while i < len(args):
+        a = args[i]
+        if a.split("=", 1)[0] in _OUTPUT_OPTIONS:
+            i += 1 if "=" in a else 2
+            continue
+        out.append(_relative(a))
+        i += 1
+    return shlex.join(out)
+
+
+def _relative(arg: str) -> str:
+    name, eq, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
+    if value.startswith("/") and os.path.commonpath([value, str(ROOT.parent)]) != "/":
+        value = os.path.relpath(value, ROOT)  # below the project, or beside it (../shared)
+    return f"{name}{eq}{value}"
 
 
 def _commit(meta: RunMeta) -> str:
@@ -163,6 +208,8 @@ def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
     summary = _load(run_dir / "summary.json")
     versions = {e.get("engine"): e.get("version") for e in meta.get("engines", [])}
     date, commit, selection = _utc(meta.get("created_at")), _commit(meta), _selection(meta)
+    if not any((run_dir / n).is_file() for n in (RECORDS, "records.jsonl")):
+        selection += ", summary.json only"  # its records are not at hand: see the notes
     rows = []
     engines = summary.get("engines", {})
     if not engines and not summary.get("serve"):
@@ -178,15 +225,22 @@ def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
             rows.append(head + ["not run"] + ["–"] * 11)
             continue
         o = e.get("outcomes", {})
-        tbm, ttfm = e.get("tbm_us", {}), e.get("ttfm_ms", {})
+        # the headline's TBM carries the timed steps and the worker's preemptions over them,
+        # by which show() marks a percentile the scheduler may have made; TTFM carries the
+        # jobs cut off by the limit, which show() prints as "≥ LIMIT (timeout)"
+        head_tbm = ((summary.get("headline") or {}).get("engines") or {}).get(label, {}) \
+            .get("tbm_us") or {}
+        tbm = {**e.get("tbm_us", {}), **{k: head_tbm[k] for k in ("steps", "preempted")
+                                          if k in head_tbm}}
+        ttfm = e.get("ttfm_ms", {})
         died = sum(int(o.get(k, 0)) for k in ("timeout", "oom", "crash"))
         share = tbm.get("over_1ms_share")
         rows.append(head + [
             _num(e.get("schemas")), _num(o.get("passing")), _num(o.get("compile_error")),
             _num(died), _with_all(o, e, "validation_error"), _with_all(o, e, "invalidation_error"),
-            _num(tbm.get("avg")), _num(tbm.get("p50")), _num(tbm.get("p99")),
+            show(tbm, "avg"), show(tbm, "p50"), show(tbm, "p99"),
             f"{100 * share:.2f}%" if isinstance(share, (int, float)) else "–",
-            _num(ttfm.get("p50")), _num(ttfm.get("p90")),
+            show(ttfm, "p50"), show(ttfm, "p90"),
         ])
     machine = meta.get("machine", {})
     tok = meta.get("tokenizer", {})
@@ -195,7 +249,8 @@ def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
         "run_id": meta.get("run_id") or run_dir.name,
         "date": date,
         "commit": meta.get("git_commit") or "–",
-        "command": shlex.join(command) if isinstance(command, list) else str(command or "–"),
+        "command": typed_command(command),
+        "records": next((n for n in (RECORDS, "records.jsonl") if (run_dir / n).is_file()), None),
         "machine": ", ".join(str(x) for x in (
             machine.get("cpu_model") or machine.get("processor"),
             f"{machine['cpus']} CPUs" if machine.get("cpus") else None,
@@ -399,26 +454,83 @@ def _md_row(cells: list[str]) -> str:
     return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
 
-def render(run_dirs: list[Path], recorded: str | None, today: str) -> str:
+@dataclass(frozen=True)
+class Published:
+    """One run folder of the document and the sentence that says what it was."""
+
+    path: Path
+    about: str = ""
+    gpu: bool = False
+
+
+def read_index(root: Path = ROOT) -> list[Published]:
+    """The published runs, in the order of ``results/published/index.toml``: a list of
+    ``[[run]]`` tables with ``folder`` (a folder name under ``results/published/``),
+    ``about`` (what the run was, one or two sentences) and optionally ``gpu = true``.
+    Raises :class:`RunFolderError` naming the file and the problem."""
+    path = root / INDEX
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunFolderError(f"{INDEX}: missing: it lists the published run folders") from None
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise RunFolderError(f"{INDEX}: cannot read: {e}") from None
+    runs = data.get("run")
+    if not isinstance(runs, list) or not runs:
+        raise RunFolderError(f"{INDEX}: no [[run]] entries")
+    out = []
+    for n, r in enumerate(runs, 1):
+        folder, about = r.get("folder"), r.get("about")
+        if not isinstance(folder, str) or "/" in folder or folder.startswith("."):
+            raise RunFolderError(f"{INDEX}: run {n}: 'folder' must name a folder under "
+                                 f"{PUBLISHED}")
+        if not isinstance(about, str) or not about.strip():
+            raise RunFolderError(f"{INDEX}: run {n} ({folder}): 'about' must say what the run was")
+        out.append(Published(root / PUBLISHED / folder, " ".join(about.split()),
+                             bool(r.get("gpu", False))))
+    listed = {p.path.name for p in out}
+    loose = sorted(d.name for d in (root / PUBLISHED).iterdir() if d.is_dir()) if (
+        root / PUBLISHED).is_dir() else []
+    unlisted = [d for d in loose if d not in listed]
+    if unlisted:
+        raise RunFolderError(f"{INDEX}: {PUBLISHED / unlisted[0]} is not listed: list it "
+                             "with what it was, or remove the folder")
+    return out
+
+
+def render(runs: list[Published], published: bool = True) -> str:
+    """The document for ``runs``. With ``published`` the header names
+    ``results/published/`` and the GPU section says when no GPU run is among them."""
     rows: list[list[str]] = []
     notes: list[dict[str, Any]] = []
-    for d in run_dirs:
-        r, det = run_rows(d)
+    for run in runs:
+        r, det = run_rows(run.path)
         rows += r
-        notes.append(det)
-    args = " ".join(shlex.quote(str(d)) for d in run_dirs)
+        notes.append({**det, "about": run.about, "gpu": run.gpu})
+    dates = sorted(n["date"] for n in notes if n["date"] != "–")
+    if published:
+        source = (f"from the run folders in `{PUBLISHED}/` (what each run was: below the "
+                  f"tables), newest run {dates[-1] if dates else '–'}; do not edit by hand. "
+                  "Regenerate with")
+        command = f"python {SCRIPT}"
+    else:
+        source = "from the run folders listed below; do not edit by hand. Regenerate with"
+        command = f"python {SCRIPT} " + " ".join(shlex.quote(_relative(str(r.path)))
+                                                  for r in runs)
     out = [
         "<!-- Generated by benchmarks/results_table.py; do not edit by hand. -->",
         "# Measured results",
         "",
-        f"Generated by `{SCRIPT}` on {today} from the run folders listed below; do not edit "
-        "by hand. Regenerate with",
+        f"Generated by `{SCRIPT}` {source}",
         "",
         "```",
-        f"python {SCRIPT} {args} -o docs/results.md",
+        command,
         "```",
         "",
-        "Definitions of every column: [metrics.md](metrics.md). Outcomes are counted in "
+        "Every figure below is read from a run folder's `summary.json`, which `harness "
+        "summary` recomputes from the folder's records (`records.jsonl.gz`); `harness report "
+        "RUN_FOLDER` renders a run's full report. Definitions of every column: "
+        "[metrics.md](metrics.md). Outcomes are counted in "
         "schemas, each under the first that applies, over the instances where jsonschema "
         "and the corpus label agree (in parentheses: by jsonschema on every instance, where "
         "that differs); TBM is per token over the primary "
@@ -427,7 +539,7 @@ def render(run_dirs: list[Path], recorded: str | None, today: str) -> str:
         "",
     ]
     if rows:
-        out += ["## Runs", "", _md_row(HEADER),
+        out += ["## Replay runs", "", _md_row(HEADER),
                 "|:--|:--|:--|:--|:--|" + "--:|" * (len(HEADER) - 5),
                 *(_md_row(r) for r in rows), ""]
     serve = [r for n in notes for r in n["serve"]]
@@ -465,62 +577,145 @@ def render(run_dirs: list[Path], recorded: str | None, today: str) -> str:
                 "The hazards suite ([suites/hazards/README.md](../suites/hazards/README.md)): "
                 "one row per hazard, one column per engine row (standalone engines and served "
                 "backends); each cell a verdict with its witness, or \"not measured: why\" "
-                "(full witnesses: hazards.json in the run folder).", ""]
+                "(full witnesses: the `hazards` block of the run's summary.json).", ""]
         for h in hazard_runs:
             out += [f"Run `{h['run_id']}` ({h['date']}):", "", _md_row(h["header"]),
                     "|" + ":--|" * len(h["header"]), *(_md_row(r) for r in h["rows"]), ""]
-    e2e = [r for n in notes for r in n["e2e"]]
+    e2e = [r for n in notes for r in n["e2e"] if not n["gpu"]]
     if e2e:
         out += ["## End-to-end runs", "",
-                "The e2e suite: TTFT and TPOT of a constrained decode and of the same decode "
-                "unconstrained (for vLLM's offline rows: a one-token request's wall time, and "
-                "the rest of the request per token).", "",
+                "The e2e suite on this machine's CPU: TTFT and TPOT of a constrained decode "
+                "and of the same decode unconstrained (for vLLM's offline rows: a one-token "
+                "request's wall time, and the rest of the request per token).", "",
                 _md_row(E2E_HEADER), "|" + ":--|" * 6 + "--:|" * (len(E2E_HEADER) - 6),
                 *(_md_row(r) for r in e2e), ""]
+    if published:
+        gpu = [r for n in notes for r in n["e2e"] if n["gpu"]]
+        out += ["## GPU runs", ""]
+        if gpu:
+            out += ["The offline GPU kit (`benchmarks/gpu/`), run on an accelerator machine "
+                    "and its run folders brought back:", "", _md_row(E2E_HEADER),
+                    "|" + ":--|" * 6 + "--:|" * (len(E2E_HEADER) - 6),
+                    *(_md_row(r) for r in gpu), ""]
+        else:
+            out += ["No GPU run is published: no run folder of the offline GPU kit "
+                    "(`benchmarks/gpu/`, run on an accelerator machine) is in "
+                    f"`{PUBLISHED}/`, so no GPU figure is quoted here.", ""]
+    out += ["## The runs", ""]
     for n in notes:
         lim = n["limits"]
+        records = (f"records `{n['records']}`" if n["records"] else
+                   "**summary.json only** (its records are not published: over the size "
+                   "budget of `results/published/`)")
+        about = f"{n['about']} " if n["about"] else ""
         out += [
-            f"- `{n['run_id']}` ({n['date']}, commit `{n['commit']}`): `{n['command']}`; "
+            f"- `{n['run_id']}` ({n['date']}, commit `{n['commit']}`): {about}"
+            f"Command: `{n['command']}`; "
             f"{n['machine']}; tokenizer {n['tokenizer']}; primary serialisation "
             f"{n['primary']}; limits {_num(lim.get('timeout_s'))} s and "
             f"{_num(lim.get('memory_gib'))} GiB per job, `--jobs {lim.get('jobs', '–')}`; "
-            f"wall time {_num(n['wall_s'])} s.",
+            f"wall time {_num(n['wall_s'])} s; {records}.",
         ]
     out.append("")
-    text = "\n".join(out)
-    if recorded:
-        text += "\n" + recorded.rstrip() + "\n"
-    return text
+    return "\n".join(out)
 
 
-def recorded_section(path: Path) -> str | None:
-    """The ``Whole-corpus runs (recorded)`` section of an existing output file, if any."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
+def publish(run_dir: Path, root: Path = ROOT) -> Path:
+    """Copy a run folder's ``run.json``, ``summary.json`` and records (gzip-compressed, with
+    no timestamp in the gzip header, so the same records give the same bytes) into
+    ``results/published/<run-id>/``; return that folder. Raises :class:`RunFolderError`."""
+    import gzip
+
+    meta = _load(run_dir / "run.json")
+    _load(run_dir / "summary.json")
+    records = run_dir / "records.jsonl"
+    if not records.is_file():
+        raise RunFolderError(f"{records}: missing: not a finished run folder")
+    dest = root / PUBLISHED / str(meta.get("run_id") or run_dir.name)
+    if dest.exists():
+        raise RunFolderError(f"{dest}: already published")
+    dest.mkdir(parents=True)
+    # run.json, summary.json and the facts a run recorded outside its records that its
+    # summary reads (harness.analysis.finalize.PUBLISHED_INPUTS: a serve run's servers)
+    for name in ("run.json", "summary.json", "servers/servers.json"):
+        if (run_dir / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            (dest / name).write_bytes((run_dir / name).read_bytes())
+    with open(dest / RECORDS, "wb") as raw, \
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=9, mtime=0) as gz:
+        gz.write(records.read_bytes())
+    return dest
+
+
+def first_difference(want: str, got: str) -> str | None:
+    """``LINE: expected ...; found ...`` for the first line where ``got`` differs from
+    ``want`` (1-based), or None when they are equal."""
+    if want == got:
         return None
-    i = text.find(RECORDED_HEADING)
-    return text[i:] if i >= 0 else None
+    a, b = want.splitlines(), got.splitlines()
+    for i in range(max(len(a), len(b))):
+        x = a[i] if i < len(a) else "(end of file)"
+        y = b[i] if i < len(b) else "(end of file)"
+        if x != y:
+            cut = lambda t: t if len(t) <= 160 else t[:159] + "…"  # noqa: E731
+            return f"line {i + 1}: expected {cut(x)!r}; found {cut(y)!r}"
+    return "line endings or the final newline differ"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="results_table.py",
         description="Write the generated table of measured results (docs/results.md) from "
-                    "run folders (their run.json and summary.json).")
-    ap.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folder, e.g. results/<run-id>")
+                    "the published run folders (results/published/, listed in its "
+                    "index.toml), or from the run folders given.")
+    ap.add_argument("runs", nargs="*", metavar="RUN_DIR",
+                    help="run folders, e.g. results/<run-id> (default: the published runs; "
+                         "with run folders the document goes to stdout unless -o is given)")
     ap.add_argument("-o", "--output", metavar="FILE",
-                    help="write here (e.g. docs/results.md) instead of stdout; its "
-                         f"'{RECORDED_HEADING[3:]}' section is kept")
+                    help=f"the document (default {DOCUMENT} for the published runs)")
+    ap.add_argument("--publish", metavar="RUN_DIR",
+                    help="copy a run folder's run.json, summary.json and records (compressed) "
+                         f"into {PUBLISHED}/ and print the entry to add to {INDEX}")
+    ap.add_argument("--check", action="store_true",
+                    help="write nothing: exit 0 when the document is exactly what the run "
+                         "folders generate, 1 (with the first differing line) otherwise")
     args = ap.parse_args(argv)
-    out = Path(args.output) if args.output else None
-    today = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+    if args.publish:
+        try:
+            dest = publish(Path(args.publish))
+        except (RunFolderError, OSError) as e:
+            print(f"results_table.py: error: {e}", file=sys.stderr)
+            return 2
+        size = sum(f.stat().st_size for f in dest.iterdir())
+        print(f"published {_relative(str(dest))} ({size / 2**20:.1f} MiB); add to {INDEX}:\n\n"
+              f"[[run]]\nfolder = \"{dest.name}\"\nabout = \"\"\"What the run was.\"\"\"\n")
+        return 0
+    published = not args.runs
+    out = Path(args.output) if args.output else (ROOT / DOCUMENT if published else None)
     try:
-        text = render([Path(r) for r in args.runs],
-                      recorded_section(out) if out else None, today)
+        runs = read_index() if published else [Published(Path(r)) for r in args.runs]
+        text = render(runs, published)
     except RunFolderError as e:
         print(f"results_table.py: error: {e}", file=sys.stderr)
         return 2
+    if args.check:
+        if out is None:
+            print("results_table.py: error: --check with run folders needs -o FILE",
+                  file=sys.stderr)
+            return 2
+        try:
+            have = out.read_text(encoding="utf-8")
+        except OSError as e:
+            print(f"results_table.py: error: {out}: cannot read: {e.strerror or e}",
+                  file=sys.stderr)
+            return 2
+        diff = first_difference(text, have)
+        if diff is None:
+            print(f"{_relative(str(out))}: up to date ({len(runs)} run folder(s))")
+            return 0
+        print(f"{_relative(str(out))}: not what the run folders generate: {diff}; regenerate "
+              f"with `python {SCRIPT}`", file=sys.stderr)
+        return 1
     if out is None:
         sys.stdout.write(text)
         return 0
@@ -530,7 +725,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"results_table.py: error: {out}: cannot write: {e.strerror or e}", file=sys.stderr)
         return 2
-    print(f"wrote {out} ({len(text.encode())} bytes, {len(args.runs)} run(s))")
+    print(f"wrote {_relative(str(out))} ({len(text.encode())} bytes, {len(runs)} run(s))")
     return 0
 
 

@@ -19,7 +19,7 @@ from harness.registry import load_target, suite_class
 from harness.store.run_store import RunStore
 from harness.records import Record, RunMeta
 
-__all__ = ["finalize", "summarize_run"]
+__all__ = ["PUBLISHED_INPUTS", "finalize", "summarize_published", "summarize_run"]
 
 
 def summarize_run(meta: RunMeta, records: list[Record],
@@ -44,20 +44,46 @@ def summarize_run(meta: RunMeta, records: list[Record],
     return summary, texts
 
 
+#: What a published run folder keeps beside run.json, summary.json and its records: the
+#: facts a run recorded outside its records that its summary reads (the serve suite's
+#: servers: engine, version, start count, ready time).
+PUBLISHED_INPUTS = ("servers/servers.json",)
+
+
+def summarize_published(store: RunStore, records: list[Record] | None = None
+                        ) -> tuple[dict[str, Any], list[str]]:
+    """:func:`summarize_run` of a published run folder (``results/published/<run-id>/``),
+    writing nothing into it: the suite blocks get a scratch folder holding the folder's
+    :data:`PUBLISHED_INPUTS`, and what they write there is dropped."""
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="harness-published-") as scratch:
+        for name in PUBLISHED_INPUTS:
+            if (store.path / name).is_file():
+                (Path(scratch) / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(store.path / name, Path(scratch) / name)
+        return summarize_run(store.read_meta(),
+                             list(store.records()) if records is None else records,
+                             Path(scratch))
+
+
 def finalize(store: RunStore, echo: Callable[[str], Any] | None = print) -> dict[str, Any]:
     """Write summary.json and the Parquet tables (a published run folder: summary.json
     alone); hand the suite blocks' console text to ``echo`` (None: drop it); return the
     summary."""
     meta = store.read_meta()
     records = list(store.records())
-    # a published folder keeps run.json, summary.json and its records only: its summary is
-    # rebuilt in place, what else a run derives is not written there
-    summary, texts = summarize_run(meta, records, None if store.published else store.path)
-    (store.path / "summary.json").write_text(json.dumps(summary, indent=2))
     if store.published:
+        # a published folder keeps what it was published with: its summary is rebuilt in
+        # place, what else a run derives is not written there
+        summary, texts = summarize_published(store, records)
+        (store.path / "summary.json").write_text(json.dumps(summary, indent=2))
         for text in texts if echo is not None else ():
             echo(text + "\n")
         return summary
+    summary, texts = summarize_run(meta, records, store.path)
+    (store.path / "summary.json").write_text(json.dumps(summary, indent=2))
     sdf = metrics.schema_frame(records)
     if len(sdf):
         sdf.to_parquet(store.path / "records.parquet", index=False)

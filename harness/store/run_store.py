@@ -10,7 +10,8 @@
 
 A published run folder (``results/published/<run-id>/``, what docs/results.md is built
 from) keeps ``run.json``, ``summary.json`` and its records compressed as
-``records.jsonl.gz``: it is read in place and never resumed.
+``records.jsonl.gz`` (and what its summary reads beside them:
+:data:`harness.analysis.finalize.PUBLISHED_INPUTS`): it is read in place and never resumed.
 
 Writes are single-writer (the runner process) and one ``write`` per line, so a run
 killed at any moment leaves at most one torn last line; :meth:`RunStore.open` skips it

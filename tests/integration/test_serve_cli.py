@@ -74,7 +74,7 @@ def test_serve_run_against_a_launched_canned_server(tmp_path):
     table = subprocess.run([sys.executable, "benchmarks/results_table.py", str(run_dir)],
                            cwd=ROOT, capture_output=True, text=True)
     assert table.returncode == 0, table.stderr
-    assert "## Serving runs" in table.stdout and "## Runs" not in table.stdout
+    assert "## Serving runs" in table.stdout and "## Replay runs" not in table.stdout
     assert sum(1 for x in table.stdout.splitlines() if x.startswith("| ") and "| canned |" in x) == 4
 
 

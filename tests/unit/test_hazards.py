@@ -145,7 +145,7 @@ def test_a_standalone_run_has_a_verdict_or_a_reason_in_every_cell(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "## Production hazards" in out.stdout and "| hazard | llguidance | reference |" \
         in out.stdout
-    assert "## Runs" not in out.stdout and "## End-to-end runs" not in out.stdout
+    assert "## Replay runs" not in out.stdout and "## End-to-end runs" not in out.stdout
 
 
 def test_served_hazards_against_the_canned_server(tmp_path):
