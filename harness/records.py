@@ -133,6 +133,7 @@ class Record(TypedDict, total=False):
     worker: int
     tokens: int          # TBM steps of the primary serialisation
     preempted: int       # involuntary context switches during those steps' replays (Linux)
+    ttfm_preempted: int  # involuntary context switches between compile start and first mask
     accepts_invalid: bool  # a unit judged otherwise than by its instances accepted one
     instances: list[InstanceRecord]
     serve: dict[str, Any]

@@ -186,13 +186,15 @@ def usable(entry: dict[str, Any], key: str) -> bool:
 
 def headline_figures(h: dict[str, Any]) -> dict[str, Any]:
     """The headline's value of each gated statistic (:data:`STATS` keys; None where not
-    measured or censored), the TTFM censoring and the TBM steps with the worker's
-    preemptions over them, from one engine of ``summary["headline"]["engines"]``."""
+    measured or censored), the TTFM censoring, the TBM steps with the worker's
+    preemptions over them and the TTFM schemas with those preempted during their TTFM, from
+    one engine of ``summary["headline"]["engines"]``."""
     t, f = h.get("tbm_us") or {}, h.get("ttfm_ms") or {}
     return {"tbm_p50_us": t.get("p50"), "tbm_p99_us": t.get("p99"),
             "ttfm_p50_ms": f.get("p50"),
             "ttfm_censored": f.get("censored", 0), "ttfm_limit_ms": f.get("limit"),
-            "tbm_steps": t.get("steps"), "tbm_preempted": t.get("preempted")}
+            "tbm_steps": t.get("steps"), "tbm_preempted": t.get("preempted"),
+            "ttfm_steps": f.get("steps"), "ttfm_preempted": f.get("preempted")}
 
 
 def quantile_of(key: str) -> float:

@@ -191,11 +191,13 @@ def check_latency(baseline: dict[str, Any], records: list[Record], primary: str,
                 result.checks.append(Check("latency", eng, label, "skip",
                                            f"the {side}'s {label} is {why}: no ratio"))
                 continue
-            if key.startswith("tbm"):
+            if key.startswith(("tbm", "ttfm")):
+                kind = "tbm" if key.startswith("tbm") else "ttfm"
                 busy = [(side, why) for side, fig in (("run", r_fig), ("baseline", b_fig))
                         if (why := figures.preemption(
-                            {"steps": fig.get("tbm_steps"), "preempted": fig.get("tbm_preempted")},
-                            100 * quantile_of(key)))]
+                            {"steps": fig.get(f"{kind}_steps"),
+                             "preempted": fig.get(f"{kind}_preempted")},
+                            100 * quantile_of(key), "TTFM" if kind == "ttfm" else None))]
                 if busy:
                     side, why = busy[0]
                     result.checks.append(Check(

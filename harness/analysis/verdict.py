@@ -29,8 +29,11 @@ Per engine row (``headline["engines"][label]``, or ``{"status": "not_run", "reas
                      worker's involuntary context switches over those steps (None where
                      not counted; :func:`harness.measure.figures.preemption`); None
                      without any step
-``ttfm_ms``          ``{"p50", "p90", ...}`` with censoring (:mod:`harness.measure.figures`):
-                     time to first mask, ms per unit; None without any
+``ttfm_ms``          ``{"p50", "p90", ..., "steps", "preempted"}`` with censoring
+                     (:mod:`harness.measure.figures`): time to first mask, ms per unit;
+                     ``steps``: the units timed, ``preempted``: how many of them the worker
+                     was preempted during (both absent if a record did not count); None
+                     without any
 ``alerts``           lines the verdict must print (e.g. ``NOT ENFORCED: …``)
 
 At the top: ``unit``, ``units``, ``truth``, ``label_split``, ``primary`` (serialisation)
@@ -147,9 +150,17 @@ def _ttfm(units: list[Record], timeout_s: float | None) -> dict[str, Any] | None
                    and r.get("ttfm_ns") is None)
     if not measured and not (censored and timeout_s):
         return None
-    return figures.censored_distribution(
+    dist = figures.censored_distribution(
         measured, censored if timeout_s else 0, timeout_s * 1000.0 if timeout_s else None,
         TTFM_PERCENTILES)
+    # the schemas timed and how many the worker was preempted during (left out when a
+    # record did not count, as records made before the count did not): figures.preemption
+    # judges a percentile by them
+    counted = [r.get("ttfm_preempted") for r in units if r.get("ttfm_ns") is not None]
+    if counted and None not in counted:
+        dist["steps"] = len(counted)
+        dist["preempted"] = sum(1 for k in counted if k)
+    return dist
 
 
 def _tbm(units: list[Record], primary: str) -> dict[str, Any] | None:

@@ -75,6 +75,7 @@ def run_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
 
     phase("compile")
     gc.collect()  # the previous job's garbage is collected here, not inside our timings
+    c_ttfm = preemptions()  # the scheduler's share of TTFM, as of the replays' steps
     t0 = time.perf_counter_ns()
     try:
         # a corpus that is the specification (labels as ground truth) is read as the
@@ -95,6 +96,8 @@ def run_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
         return record
     record.update(compile_ns=t1 - t0, matcher_ns=t2 - t1, first_mask_ns=t3 - t2,
                   ttfm_ns=t3 - t0)
+    if c_ttfm is not None:
+        record["ttfm_preempted"] = preemptions() - c_ttfm
 
     phase("replay", record["ttfm_ns"])
     primary = job["primary"]

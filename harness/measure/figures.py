@@ -75,17 +75,22 @@ def censored_distribution(measured: Iterable[float], censored: int = 0,
     return out
 
 
-def preemption(dist: dict[str, Any] | None, p: float) -> str | None:
-    """Why percentile ``p`` (0–100) of a step-time distribution may be the scheduler's and
-    not the engine's, or None when it is not (or nothing was counted). ``dist`` carries
-    ``steps`` and ``preempted`` (involuntary context switches over those steps, see
-    :data:`PREEMPTED_TAIL_SHARE`)."""
+def preemption(dist: dict[str, Any] | None, p: float, what: str | None = None) -> str | None:
+    """Why percentile ``p`` (0–100) of a timed distribution may be the scheduler's and not
+    the engine's, or None when it is not (or nothing was counted). ``dist`` carries
+    ``steps`` and ``preempted``: for step times, the involuntary context switches over
+    those steps; for a time per schema (``what``, e.g. ``"TTFM"``), the schemas timed and
+    how many of them saw a switch (see :data:`PREEMPTED_TAIL_SHARE`)."""
     if not dist or dist.get("preempted") is None or not dist.get("steps"):
         return None
     k, n = int(dist["preempted"]), int(dist["steps"])
     tail = round((100.0 - p) * n / 100.0, 9)  # steps above p (rounded: 1 - 0.99 is not 0.01)
     if k == 0 or k < PREEMPTED_TAIL_SHARE * tail:
         return None
+    if what:
+        return (f"the worker was preempted during the {what} of {k:,} of {n:,} schemas "
+                f"({100 * k / n:.2g}%), against {tail:,.1f} schema(s) above p{p:g}: that "
+                "percentile may be the scheduler's, not the engine's")
     return (f"the worker was preempted {k:,} time(s) over {n:,} timed steps ({100 * k / n:.2g}%), "
             f"against {tail:,.1f} step(s) above p{p:g}: that percentile may be the "
             "scheduler's, not the engine's")

@@ -61,6 +61,29 @@ def copy_run(src: Path, dst: Path, edit) -> Path:
     return dst
 
 
+def quiet(rec: dict) -> dict:
+    """A record as a quiet machine would have counted it: no preemption over its timed
+    steps or its TTFM (run a is made under the test session's own load)."""
+    if rec.get("tokens"):
+        rec["preempted"] = 0
+    if rec.get("ttfm_ns") is not None:
+        rec["ttfm_preempted"] = 0
+    return rec
+
+
+@pytest.fixture(scope="module")
+def quiet_a(two_runs, tmp_path_factory):
+    """Run a's records counted as on a quiet machine, and a baseline of them: what a
+    planted slowdown is gated against, so that the test session's load never decides it."""
+    run_a, _, _ = two_runs
+    base = tmp_path_factory.mktemp("quiet")
+    run = copy_run(run_a, base / run_a.name, quiet)
+    baseline = base / "baseline.json"
+    out = harness("baseline", str(run), "-o", str(baseline))
+    assert out.returncode == 0, out.stderr
+    return run, baseline
+
+
 def slower(rec: dict) -> dict:
     """A record three times slower: compile, TTFM and every replayed step."""
     for k in ("compile_ns", "ttfm_ns"):
@@ -90,13 +113,18 @@ def test_same_engine_twice_does_not_fire(two_runs, tmp_path):
     assert [l.split()[1] + " " + l.split()[2] for l in lat] == ["TBM p50", "TBM p99", "TTFM p50"]
     from harness.measure.figures import number, preemption
 
-    tbm = {r: json.loads((r / "summary.json").read_text())["headline"]["engines"][ENGINE]["tbm_us"]
-           for r in (run_a, run_b)}
+    heads = {r: json.loads((r / "summary.json").read_text())["headline"]["engines"][ENGINE]
+             for r in (run_a, run_b)}
+    tbm = {r: h["tbm_us"] for r, h in heads.items()}
     for line in lat:  # ratio with its interval, and the verdict
-        q = {"TBM p50": 50, "TBM p99": 99}.get(" ".join(line.split()[1:3]))
-        if q and any(preemption(t, q) for t in tbm.values()):
-            # the other test worker took the CPU while a run replayed: its tail is the
-            # scheduler's, and the gate says so instead of comparing it
+        stat = " ".join(line.split()[1:3])
+        q, key = {"TBM p50": (50, "tbm_us"), "TBM p99": (99, "tbm_us"),
+                  "TTFM p50": (50, "ttfm_ms")}[stat]
+        assert all(h[key]["steps"] and h[key]["preempted"] is not None
+                   for h in heads.values()), heads  # both runs counted
+        if any(preemption(h[key], q) for h in heads.values()):
+            # the other test worker took the CPU while a run replayed or compiled: that
+            # percentile is the scheduler's, and the gate says so instead of comparing it
             assert "skipped: in the " in line and "preempted" in line and "not compared" in line
             continue
         assert "×" in line and "[" in line and line.rstrip().endswith("ok"), line
@@ -113,14 +141,14 @@ def test_same_engine_twice_does_not_fire(two_runs, tmp_path):
             assert f"{a} → {b}" in " ".join(line.split()), line
 
 
-def test_a_tail_the_scheduler_made_is_not_compared(two_runs, tmp_path):
+def test_a_tail_the_scheduler_made_is_not_compared(quiet_a, tmp_path):
     """Run a's records, three times slower, with its worker preempted on 2% of the timed
     steps: the medians still fire the gate, the p99 (where those steps may sit) is not
     compared and says why."""
-    run_a, _, baseline = two_runs
+    run_a, baseline = quiet_a
 
     def slower_and_preempted(rec):
-        rec = slower(rec)
+        rec = slower(quiet(rec))
         if rec.get("tokens"):
             rec["preempted"] = -(-rec["tokens"] // 50)  # 2%, rounded up
         return rec
@@ -135,6 +163,23 @@ def test_a_tail_the_scheduler_made_is_not_compared(two_runs, tmp_path):
     p99 = lines[f"{ENGINE} TBM p99"]
     assert "skipped: in the " in p99 and "the worker was preempted" in p99 and "not compared" in p99
     assert "2 latency regression(s)" in out.stdout
+
+    # the same run with its worker preempted during the TTFM of every schema: its
+    # TTFM median may be the scheduler's, and is not compared either
+    def ttfm_preempted(rec):
+        rec = slower_and_preempted(rec)
+        if rec.get("ttfm_ns") is not None:
+            rec["ttfm_preempted"] = 1
+        return rec
+
+    busier = copy_run(run_a, tmp_path / "busier", ttfm_preempted)
+    out = harness("gate", "--baseline", str(baseline), str(busier))
+    lines = {" ".join(l.split()[:3]): l for l in out.stdout.splitlines()
+             if l.strip().startswith(ENGINE)}
+    ttfm = lines[f"{ENGINE} TTFM p50"]
+    assert "skipped: in the run, the worker was preempted during the TTFM of" in ttfm, ttfm
+    assert lines[f"{ENGINE} TBM p50"].rstrip().endswith("REGRESSION")
+    assert out.returncode == 1 and "1 latency regression(s)" in out.stdout, out.stdout
 
 
 def _plant(rec: dict, sids: dict[str, str]) -> dict | None:
@@ -212,8 +257,8 @@ def test_improvement_is_not_a_failure(two_runs, planted, tmp_path):
     assert f"refresh it with: harness baseline {run_b} -o {worse}" in text
 
 
-def test_planted_slowdown_fires_the_latency_gate(two_runs, tmp_path):
-    run_a, run_b, baseline = two_runs
+def test_planted_slowdown_fires_the_latency_gate(quiet_a, tmp_path):
+    run_a, baseline = quiet_a
     slow = copy_run(run_a, tmp_path / "slow", slower)
     out = harness("gate", "--baseline", str(baseline), str(slow))
     assert out.returncode == 1, out.stdout + out.stderr

@@ -150,6 +150,22 @@ def test_the_headline_counts_the_preemptions_of_its_own_steps():
     assert build_summary(_meta(), recs)["headline"]["engines"]["e"]["tbm_us"]["preempted"] is None
 
 
+def test_the_headline_counts_the_schemas_preempted_during_their_ttfm():
+    from harness.measure.figures import preemption, show
+
+    recs = [{**_record(f"c{i}", [_inst(0, True, ["accepted", "accepted"])], "passing"),
+             "ttfm_ns": (i + 1) * 1_000_000, "ttfm_preempted": int(i >= 1)} for i in range(4)]
+    f = build_summary(_meta(), recs)["headline"]["engines"]["e"]["ttfm_ms"]
+    assert (f["steps"], f["preempted"]) == (4, 3)  # schemas, not switches
+    # 2 schemas lie above p50: 3 preempted reach half of them, so p50 may be the machine's
+    why = preemption(f, 50, "TTFM")
+    assert "during the TTFM of 3 of 4 schemas" in why
+    assert show(f, "p50").endswith("(preempted)")
+    del recs[0]["ttfm_preempted"]  # a record that did not count: no claim either way
+    f = build_summary(_meta(), recs)["headline"]["engines"]["e"]["ttfm_ms"]
+    assert "preempted" not in f and preemption(f, 50) is None
+
+
 def _served(i, itl, verdict="ok", mode="c", status=200):
     return {"engine": "vllm", "case_id": f"w/rinf/{mode}/{i:04d}", "outcome": "passing",
             "serve": {"stream": "w/rinf", "mode": mode, "constrained": mode == "c",
