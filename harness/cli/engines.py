@@ -15,7 +15,7 @@ def add_parser(sub) -> None:
 
 
 def cmd_engines(args) -> int:
-    from harness.environments import ENVIRONMENTS, environment
+    from harness.registry.environments import ENVIRONMENTS, environment
     from harness.registry import EngineSpec, RegistryError, adapter_class, registered
 
     rows = []

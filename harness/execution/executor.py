@@ -52,7 +52,7 @@ class Job:
     subset: str
     payload: JobPayload | None  # None: bad input, recorded without running
     load_error: str | None = None
-    #: the Python environment its worker runs in (:mod:`harness.environments`); None = ours
+    #: the Python environment its worker runs in (:mod:`harness.registry.environments`); None = ours
     env: str | None = None
 
 

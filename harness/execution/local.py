@@ -98,7 +98,7 @@ class LocalExecutor:
 
     # -- worker lifecycle -----------------------------------------------------------
     def _start(self, slot: _Slot, env: str | None = None) -> None:
-        from harness.environments import spawn_in
+        from harness.registry.environments import spawn_in
         from harness.execution.worker import worker_main
 
         parent, child = self._ctx.Pipe()

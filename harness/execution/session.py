@@ -52,7 +52,7 @@ def engine_status(spec: EngineSpec) -> dict[str, Any]:
         "options": cls.configs[spec.config], "version": spec.version(),
     }
     if spec.environment:
-        from harness.environments import environment
+        from harness.registry.environments import environment
 
         info["environment"] = environment(spec.environment).describe()
     if spec.installed():

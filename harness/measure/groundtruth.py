@@ -16,7 +16,7 @@ import referencing
 import referencing.exceptions
 from jsonschema.validators import validator_for
 
-from harness.jsontext import parse_instance_text  # noqa: F401  (re-exported: the strict parse)
+from harness.measure.jsontext import parse_instance_text  # noqa: F401  (re-exported: the strict parse)
 from harness.records import CasePayload
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from harness.jsontext import parse_instance_text
+from harness.measure.jsontext import parse_instance_text
 
 
 def detokenize(tokens: Sequence[bytes], ids: Sequence[int]) -> bytes:

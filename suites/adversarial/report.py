@@ -18,10 +18,10 @@ from __future__ import annotations
 from typing import Any
 
 from suites.adversarial.summary import CLASSES, MEASURED, class_counts, rows_from
-from harness.measure import outcomes
-from harness.report.model import Para, ReportContext, RunData, Section, Table
-from harness.report.plots import figure_png, pyplot
-from harness.report.text import plot_text
+from harness.suite import outcomes
+from harness.suite.report import Para, ReportContext, RunData, Section, Table
+from harness.suite.report import figure_png, pyplot
+from harness.suite.report import plot_text
 
 def rows(run: RunData) -> list[dict[str, Any]]:
     """:func:`rows_from` of a loaded run."""

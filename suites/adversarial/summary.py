@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.measure import outcomes
-from harness.records import Record, RunMeta, Summary
+from harness.suite import outcomes
+from harness.suite import Record, RunMeta, Summary
 
 SUITE = "adversarial"
 MEASURED = "measured"

@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 from typing import Any, Iterator, Mapping, Sequence
 
-from harness.options import merged
+from harness.suite.options import merged
 from harness.suite import Case, SuiteError, VerdictModel
 from suites.jsonschemabench import JsonSchemaBenchView
 

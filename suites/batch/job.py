@@ -53,8 +53,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.measure import outcomes
-from harness.records import JobPayload, Record
+from harness.suite import outcomes
+from harness.suite import JobPayload, Record
 
 __all__ = ["run_batch_job", "slot_member", "slot_instance", "start_offset", "WARMUP"]
 
@@ -116,7 +116,7 @@ def _members(job: JobPayload, adapter, vocab, n_instances: int, primary: str,
     """(usable members, refused ones): each usable one with its compiled grammar,
     ``compile_ns`` and its instances' token lists (stop token appended)."""
     from engines.protocol import CompileError, one_line
-    from harness.measure.target import SchemaTarget
+    from harness.suite.measure import SchemaTarget
     from suites.mask_diff.job import _pick_instances
 
     usable, refused = [], []
@@ -285,9 +285,9 @@ def _run_point(members: list[dict[str, Any]], filler, batch: int, steps: int, se
 
 
 def run_batch_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
-    from engines.bitmask import bitmask_words
-    from harness.measure import adapters
-    from harness.options import merged
+    from harness.suite.engines import bitmask_words
+    from harness.suite.measure import adapters
+    from harness.suite.options import merged
     from suites.batch import cores
     from suites.batch.options import DEFAULTS
 

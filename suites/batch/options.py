@@ -1,6 +1,6 @@
 """``harness run`` options of the batch suite (its ``SuiteBase.run_options``).
 
-``--batch`` is shared with the e2e suite (:func:`harness.options.add_flag`: one flag, one
+``--batch`` is shared with the e2e suite (:func:`harness.suite.options.add_flag`: one flag, one
 value); ``--step-ms`` takes a number of milliseconds or an e2e run folder, whose measured
 unconstrained step (``tpot_unconstrained_ms`` in its ``summary.json``) becomes the budget.
 """
@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from harness.options import add_flag, batch_sizes, config_from, ints, positive_int
+from harness.suite.options import add_flag, batch_sizes, config_from, ints, positive_int
 
 #: configuration key → default
 DEFAULTS: dict[str, Any] = {

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from harness.report.model import Figure, Para, ReportContext, Section, Table
-from harness.report.plots import figure_png, pyplot
+from harness.suite.report import Figure, Para, ReportContext, Section, Table
+from harness.suite.report import figure_png, pyplot
 from suites.batch.summary import HEADER, HIDDEN_HEADER, hidden_rows, table_rows
 
 

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.records import Record, RunMeta, Summary
+from harness.suite import Record, RunMeta, Summary
 
 __all__ = ["HEADER", "HIDDEN_HEADER", "headline_extra", "hidden", "point_rows", "summary_block"]
 

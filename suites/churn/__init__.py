@@ -24,7 +24,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from harness.options import merged
+from harness.suite.options import merged
 from harness.suite import Case, SuiteError, VerdictModel
 from suites.jsonschemabench import JsonSchemaBenchView
 

@@ -16,14 +16,15 @@ import gc
 import time
 from typing import Any
 
-from harness.measure import adapters, outcomes
-from harness.records import JobPayload, Record
+from harness.suite.measure import adapters
+from harness.suite import outcomes
+from harness.suite import JobPayload, Record
 
 __all__ = ["run_churn_job"]
 
 
 def run_churn_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
-    from engines.bitmask import allocate_bitmask
+    from harness.suite.engines import allocate_bitmask
     from engines.protocol import CompileError, one_line
 
     case = job["case"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.options import config_from, floats
+from harness.suite.options import config_from, floats
 
 #: configuration key → default
 DEFAULTS: dict[str, Any] = {

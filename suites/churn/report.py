@@ -8,8 +8,8 @@ from collections import defaultdict
 from typing import Any
 
 from suites.churn.summary import HEADER, table_rows
-from harness.report.model import Figure, Para, ReportContext, Section, Table
-from harness.report.plots import figure_png, pyplot
+from harness.suite.report import Figure, Para, ReportContext, Section, Table
+from harness.suite.report import figure_png, pyplot
 
 
 def crossover_figure(rows: list[dict[str, Any]]) -> Figure:

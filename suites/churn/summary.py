@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from harness.records import Record, RunMeta, Summary
+from harness.suite import Record, RunMeta, Summary
 
 __all__ = ["HEADER", "churn_rows", "summary_block"]
 

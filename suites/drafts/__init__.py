@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from harness.options import merged
+from harness.suite.options import merged
 from harness.suite import SuiteError, VerdictModel
 from suites.jsonschemabench import JsonSchemaBenchView
 

@@ -50,8 +50,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.measure import outcomes
-from harness.records import InstanceRecord, JobPayload, Record
+from harness.suite import outcomes
+from harness.suite import InstanceRecord, JobPayload, Record
 
 __all__ = ["plan_drafts", "run_drafts_job", "REPEATS"]
 
@@ -230,15 +230,15 @@ def _check_draft(row: dict[str, Any], grammar, tokens: list[int], ref: list[np.n
 
 
 def run_drafts_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
-    from engines.bitmask import allocate_bitmask
+    from harness.suite.engines import allocate_bitmask
     from engines.protocol import CompileError, one_line
-    from harness.measure import adapters
-    from harness.measure.target import target_for
+    from harness.suite.measure import adapters
+    from harness.suite.measure import target_for
     from suites.mask_diff.job import _pick_instances
 
     case = job["case"]
     from suites.drafts.options import DEFAULTS
-    from harness.options import merged
+    from harness.suite.options import merged
 
     o = merged(DEFAULTS, job.get("options"))
     ks = [int(k) for k in o["draft_k"]]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.options import config_from, ints, positive_int
+from harness.suite.options import config_from, ints, positive_int
 
 #: configuration key → default
 DEFAULTS: dict[str, Any] = {

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from suites.drafts.summary import table_header, table_rows
-from harness.report.model import Para, ReportContext, Section, Table
+from harness.suite.report import Para, ReportContext, Section, Table
 
 #: failing drafts listed per engine (the table's counts are exact)
 MAX_LISTED = 10

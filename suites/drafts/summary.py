@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.measure import figures, outcomes
-from harness.records import Record, RunMeta, Summary
+from harness.suite import figures, outcomes
+from harness.suite import Record, RunMeta, Summary
 
 #: the records' block (and summary.json's) this module reads and writes
 KEY = "drafts"

@@ -18,7 +18,7 @@ import fnmatch
 import json
 from typing import Any, Iterator, Sequence
 
-from harness.jsontext import parse_instance_text
+from harness.suite.measure import parse_instance_text
 from harness.suite import Case, Instance, SuiteBase, SuiteError, VerdictModel, round_robin
 from suites.drift.probes import AXES, GROUPS
 

@@ -29,9 +29,9 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any, Iterable
 
-from harness.measure import outcomes
-from harness.report.text import md_cell
-from harness.records import InstanceRecord, Record, RunMeta, Summary
+from harness.suite import outcomes
+from harness.suite.report import md_cell
+from harness.suite import InstanceRecord, Record, RunMeta, Summary
 
 #: The suite whose records these views read (a report may hold runs of other suites).
 DRIFT_SUITE = "drift"

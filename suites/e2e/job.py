@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.measure import outcomes
-from harness.records import JobPayload, Record
+from harness.suite import outcomes
+from harness.suite import JobPayload, Record
 
 E2E_DEFAULTS: dict[str, Any] = {
     "runtime": "auto",  # llamacpp where installed (CPU), else torch
@@ -141,10 +141,10 @@ def _warm(rt, prompt: list[int], max_new: int) -> dict[str, Any]:
 
 def run_e2e_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     from engines.protocol import CompileError, one_line
-    from harness.measure.serving.prompt import build_prompt
+    from harness.suite.serving import build_prompt
     from suites.e2e.runtime_cache import get_runtime
-    from harness.measure.groundtruth import GroundTruth
-    from harness.measure import adapters
+    from harness.suite.measure import GroundTruth
+    from harness.suite.measure import adapters
 
     case, eng = job["case"], job["engine"]
     o = resolve_options(job.get("options"))
@@ -152,7 +152,7 @@ def run_e2e_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
         from suites.e2e.server_job import run_server_job
 
         return run_server_job(job, o, phase)
-    from harness.registry import adapter_class
+    from harness.suite import adapter_class
 
     if adapter_class(eng["name"]).serving_engine:
         from suites.e2e.vllm_job import run_vllm_job
@@ -276,7 +276,7 @@ def run_e2e_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
 
     phase("validate")
     outputs, invalid, unknown = [], 0, 0
-    from harness.measure.validate import check_output, detokenize
+    from harness.suite.measure import check_output, detokenize
 
     for s in res.sequences:
         out: dict[str, Any] = {"stop": s.stop, "n_tokens": len(s.tokens),
@@ -391,7 +391,7 @@ def _kernel_timings(bench: dict[str, Any] | None, batch: int) -> dict[str, float
 
 def _constrained(rt, run_decode, prompt, vocab, matchers, engine_name, o,
                  adapter=None, timings: dict[str, float | None] | None = None) -> dict[str, Any]:
-    from engines.batch import default_fill_threads
+    from harness.suite.engines import default_fill_threads
     from suites.e2e.sampling import Bitmask, Sampler, apply_kernel
 
     kernel, apply = apply_kernel(engine_name, o["apply"], rt.device, timings)
@@ -446,7 +446,7 @@ def _unconstrained(rt, run_decode, prompt, vocab, o):
 
 def _invalid_of(res, vocab, truth) -> tuple[int, str | None]:
     """(invalid outputs among a decode's EOS-ended sequences, the first one's reason)."""
-    from harness.measure.validate import check_output, detokenize
+    from harness.suite.measure import check_output, detokenize
 
     whys = [chk["why"] for s in res.sequences if s.stop == "eos"
             for chk in [check_output(detokenize(vocab.tokens, s.tokens), truth)]

@@ -164,7 +164,7 @@ def decode(runtime, prompt: Sequence[int], *, stop_ids: Sequence[int], max_token
 
     own_filler = False
     if constrained and B > 1 and filler is None:
-        from engines.batch import BatchFiller, default_fill_threads
+        from harness.suite.engines import BatchFiller, default_fill_threads
 
         filler, own_filler = BatchFiller(default_fill_threads(B)), True
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.options import add_flag, batch_sizes
+from harness.suite.options import add_flag, batch_sizes
 from suites.e2e.job import E2E_DEFAULTS
 
 __all__ = ["DEFAULTS", "KEYS", "add_run_arguments", "batch_sizes", "config_from_args",
@@ -55,7 +55,7 @@ def add_run_arguments(p) -> None:
     g.add_argument("--runtime", choices=("auto", "torch", "llamacpp", "llamacpp:eval"), help="llamacpp (logits_processor), llamacpp:eval (the harness's "
                                      "loop over llama.cpp), torch; default: llamacpp where "
                                      "installed, else torch")
-    # shared with the batch suite (harness.options.add_flag: one flag, one value)
+    # shared with the batch suite (harness.suite.options.add_flag: one flag, one value)
     add_flag(g, "--batch", type=batch_sizes,
              help="sequences decoded together (torch runtime; default 1); a list such as "
                   "1,4,8 decodes every schema at each size and the report plots TPOT "

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.report.model import Figure, Para, ReportContext, Section, Table
-from harness.report.plots import figure_png, pyplot
+from harness.suite.report import Figure, Para, ReportContext, Section, Table
+from harness.suite.report import figure_png, pyplot
 
 
 def sec_e2e(ctx: ReportContext) -> Section | None:

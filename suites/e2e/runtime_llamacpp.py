@@ -28,9 +28,9 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from engines.vocab.gguf import ensure_gguf
+from harness.suite.engines import ensure_gguf
 from suites.e2e.loop import LoopResult, Sequence_
-from engines.vocab.models import shape
+from harness.suite.engines import shape
 from suites.e2e.runtime import RuntimeUnavailable
 
 _now = time.perf_counter_ns

@@ -32,7 +32,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from engines.vocab.models import BOS_ID, EOS_ID, shape
+from harness.suite.engines import BOS_ID, EOS_ID, shape
 
 _DTYPES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "float32": torch.float32,
            "fp32": torch.float32, "f32": torch.float32, "fp16": torch.float16,

@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from engines.bitmask import bitmask_words
+from harness.suite.engines import bitmask_words
 
 APPLY_MODES = ("auto", "engine", "shared")
 
@@ -87,7 +87,7 @@ def apply_words(logits: torch.Tensor, words: torch.Tensor, one_bit: torch.Tensor
 def engine_kernel(engine_name: str) -> Callable | None:
     """The engine's own kernel (:meth:`engines.protocol.EngineAdapter.mask_kernel`) over a
     :class:`Bitmask`, or None."""
-    from harness.registry import RegistryError, adapter_class
+    from harness.suite import RegistryError, adapter_class
 
     try:
         kernel = adapter_class(engine_name).mask_kernel()
@@ -124,7 +124,7 @@ def apply_kernel(engine_name: str, mode: str = "auto", device: str = "cpu",
         if mine is not None and shared is not None:
             own = mine < shared
         else:
-            from harness.registry import RegistryError, adapter_class
+            from harness.suite import RegistryError, adapter_class
 
             try:
                 own = adapter_class(engine_name).prefer_own_kernel_on_gpu

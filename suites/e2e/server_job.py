@@ -13,16 +13,15 @@ import json
 import time
 from typing import Any
 
-from harness.measure import outcomes
-from harness.records import JobPayload, Record
+from harness.suite import outcomes
+from harness.suite import JobPayload, Record
 
 
 def run_server_job(job: JobPayload, o: dict[str, Any], phase) -> Record:
-    from harness.measure.serving.openai_client import (OpenAIClient, server_for,
-                                                        split_server, takes_seeds, verdict)
-    from harness.measure.serving.prompt import ASK, SYSTEM, schema_excerpt
-    from engines.vocab import load_vocabulary
-    from harness.measure.target import SchemaTarget
+    from harness.suite.serving import OpenAIClient, server_for, split_server, takes_seeds, verdict
+    from harness.suite.serving import ASK, SYSTEM, schema_excerpt
+    from harness.suite.engines import load_vocabulary
+    from harness.suite.measure import SchemaTarget
 
     case, eng = job["case"], job["engine"]
     record: Record = {"engine": eng["label"], "case_id": case["case_id"],

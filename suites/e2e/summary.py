@@ -44,7 +44,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 import numpy as np
-from harness.records import Record, RunMeta, Summary
+from harness.suite import Record, RunMeta, Summary
 
 BOOTSTRAP = 2000  # resamples of the pairs
 RESOLVED = 0.03  # the 95% interval must lie within ±3% of the ratio

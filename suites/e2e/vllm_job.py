@@ -9,19 +9,19 @@ import json
 import time
 from typing import Any
 
-from harness.measure import outcomes
-from harness.records import JobPayload, Record
+from harness.suite import outcomes
+from harness.suite import JobPayload, Record
 
 _LLM: dict[tuple, Any] = {}
 
 
 def run_vllm_job(job: JobPayload, o: dict[str, Any], phase) -> Record:
-    from harness.registry import adapter_class
-    from harness.measure.serving.vllm_offline import write_hf_model
-    from engines.vocab.gguf import cache_root
-    from harness.measure.serving.prompt import ASK, SYSTEM, schema_excerpt
-    from harness.measure.validate import check_output
-    from harness.measure.groundtruth import GroundTruth
+    from harness.suite import adapter_class
+    from harness.suite.serving import write_hf_model
+    from harness.suite.engines import cache_root
+    from harness.suite.serving import ASK, SYSTEM, schema_excerpt
+    from harness.suite.measure import check_output
+    from harness.suite.measure import GroundTruth
 
     case, eng = job["case"], job["engine"]
     backend = adapter_class(eng["name"]).configs[eng["config"]]["backend"]
@@ -29,7 +29,7 @@ def run_vllm_job(job: JobPayload, o: dict[str, Any], phase) -> Record:
                               "suite": case["suite"], "subset": case["subset"]}
     t_busy = time.perf_counter_ns()
     phase("setup")
-    from engines.vocab import load_vocabulary
+    from harness.suite.engines import load_vocabulary
 
     vocab = load_vocabulary(job["tokenizer"])
     key = (o["model"], o["seed"], backend)

@@ -26,18 +26,18 @@ from typing import Any
 
 import numpy as np
 
-from harness.measure import outcomes
-from harness.measure.tokens.maskops import seed_for, token_classes
+from harness.suite import outcomes
+from harness.suite.measure import seed_for, token_classes
 from suites.fuzz.options import resolve
-from harness.records import JobPayload, Record
+from harness.suite import JobPayload, Record
 
 
 def run_fuzz_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
-    from engines.bitmask import allocate_bitmask
+    from harness.suite.engines import allocate_bitmask
     from engines.protocol import CompileError, one_line
-    from harness.measure.target import target_for
-    from harness.measure.tokens.policy import DONE, RUNAWAY, walk
-    from harness.measure import adapters
+    from harness.suite.measure import target_for
+    from harness.suite.measure import DONE, RUNAWAY, walk
+    from harness.suite.measure import adapters
 
     case, eng = job["case"], job["engine"]
     o = resolve(job.get("options"))
@@ -91,10 +91,9 @@ def run_fuzz_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
                 # a construct whose meaning differs between dialects: a dialect difference
                 # (reported, not an error) only when the construct alone explains the output
                 if probe is None:
-                    from harness.measure.dialect import ConstructProbe
-                    from harness.measure.reachability import Budget
+                    from harness.suite.measure import ConstructProbe, reachability
 
-                    probe = ConstructProbe(adapter, target, vocab, bm, Budget())
+                    probe = ConstructProbe(adapter, target, vocab, bm, reachability.Budget())
                 why = probe.explain(text, True)
                 if why["explained"]:
                     res.update(status="dialect", construct=why["construct"], probe=why)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.options import config_from, merged, positive_int
+from harness.suite.options import config_from, merged, positive_int
 from suites.mask_diff.options import add_shared_flags
 
 #: configuration key → default

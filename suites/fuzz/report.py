@@ -4,7 +4,7 @@ them, and the confirmed false accepts with their outputs. Numbers come from
 
 from __future__ import annotations
 
-from harness.report.model import Para, ReportContext, Section, Table
+from harness.suite.report import Para, ReportContext, Section, Table
 from suites.fuzz.summary import fuzz_block
 from suites.mask_diff.report import _findings_table, _vocab
 

@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
-from harness.records import Record, RunMeta, Summary
+from harness.suite import Record, RunMeta, Summary
 
 
 def fuzz_block(recs: list[Record]) -> dict[str, Any]:

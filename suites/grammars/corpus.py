@@ -50,7 +50,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
-from harness.records import RunMeta
+from harness.suite import RunMeta
 
 __all__ = ["CASES_DIR", "FAMILIES", "GrammarCase", "CorpusError", "case_files", "gbnf_literal",
            "lark_literal", "load_file", "regex_escape"]

@@ -33,20 +33,21 @@ import gc
 import time
 from typing import Any
 
-from harness.measure import adapters, outcomes, reachability
-from harness.measure.dialect import ConstructProbe
-from harness.measure.replay import ACCEPTED, preemptions, replay
-from harness.records import InstanceRecord, JobPayload, Record
+from harness.suite.measure import adapters, reachability
+from harness.suite import outcomes
+from harness.suite.measure import ConstructProbe
+from harness.suite.measure import ACCEPTED, preemptions, replay
+from harness.suite import InstanceRecord, JobPayload, Record
 
 __all__ = ["run_grammar_job"]
 
 
 def run_grammar_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     """Run one (grammar case, engine) job to its record."""
-    from engines.bitmask import allocate_bitmask
+    from harness.suite.engines import allocate_bitmask
     from engines.protocol import CompileError, one_line
-    from harness.measure.languages import ReaderError
-    from harness.measure.target import GrammarTarget
+    from harness.suite.measure import ReaderError
+    from harness.suite.measure import GrammarTarget
 
     case, eng = job["case"], job["engine"]
     g = case["grammar"]

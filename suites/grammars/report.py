@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 
-from harness.analysis import rejects
+from harness.suite import rejects
 from suites.grammars.summary import (KINDS_NOTE, TABLE_HEADER, construct_alone,
                                       table_rows)
-from harness.report.model import Bullets, Para, ReportContext, Section, Table
+from harness.suite.report import Bullets, Para, ReportContext, Section, Table
 
 
 def _q(text: str, n: int = 80) -> str:

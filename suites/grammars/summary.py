@@ -26,9 +26,9 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from harness.analysis import rejects
-from harness.measure import outcomes
-from harness.records import Record, RunMeta, Summary
+from harness.suite import rejects
+from harness.suite import outcomes
+from harness.suite import Record, RunMeta, Summary
 
 __all__ = ["construct_alone", "dialect_findings", "dialect_not_explained", "false_accepts",
            "false_rejects", "family_table", "reject_kinds_by_engine", "size_series",

@@ -33,7 +33,7 @@ import json
 import logging
 from typing import Any, Iterator, Mapping, Sequence
 
-from harness.options import merged
+from harness.suite.options import merged
 from harness.suite import Case, SuiteBase, SuiteError, VerdictModel
 
 NAME = "hazards"

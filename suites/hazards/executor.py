@@ -18,11 +18,11 @@ import logging
 import time
 from typing import Callable, Iterable
 
-from harness.config import RunConfig
-from harness.execution.executor import Job
-from harness.measure import outcomes
-from harness.records import Record
-from harness.store.run_store import RunStore
+from harness.suite import RunConfig
+from harness.suite import Job
+from harness.suite import outcomes
+from harness.suite import Record
+from harness.suite import RunStore
 
 log = logging.getLogger("harness")
 
@@ -32,7 +32,7 @@ SERVED = ("hostile_request", "bad_tool", "reasoning")
 
 def is_served(engine_name: str) -> bool:
     """True for a serving engine's row (its requests go to a server)."""
-    from harness.registry import adapter_class
+    from harness.suite import adapter_class
 
     return bool(getattr(adapter_class(engine_name), "serving_engine", False))
 
@@ -84,7 +84,7 @@ class HazardsExecutor:
             else:
                 local.append(job)
         if local:
-            from harness.execution.session import make_executor
+            from harness.suite import make_executor
 
             make_executor("local", self.store, jobs=self.config.jobs,
                           timeout_s=self.config.timeout_s, memory_gib=self.config.memory_gib,
@@ -98,7 +98,7 @@ class HazardsExecutor:
         from suites.hazards.served import run_served
         from suites.serve.executor import ServeExecutor
 
-        from harness.execution.executor import ExecutorError
+        from harness.suite import ExecutorError
 
         serve = ServeExecutor(self.store, self.config, on_record=self.on_record)
         try:

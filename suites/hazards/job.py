@@ -17,15 +17,16 @@ import json
 import time
 from typing import Any
 
-from harness.measure import adapters, outcomes
-from harness.records import JobPayload, Record
+from harness.suite.measure import adapters
+from harness.suite import outcomes
+from harness.suite import JobPayload, Record
 
 __all__ = ["run_hazard_job"]
 
 
 def _accepts(vocab):
-    from engines.bitmask import allocate_bitmask
-    from harness.measure.replay import replay
+    from harness.suite.engines import allocate_bitmask
+    from harness.suite.measure import replay
 
     bm = allocate_bitmask(vocab.size)
 
@@ -57,7 +58,7 @@ def _keywords(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
 
 
 def _padded(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
-    from engines.vocab import load_vocabulary
+    from harness.suite.engines import load_vocabulary
     from suites.hazards.padding import PADDINGS, padded_width, probe
 
     if adapter.padded_vocab_api is None:
@@ -72,7 +73,7 @@ def _padded(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
 
 
 def _whitespace(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
-    from engines import ORACLE
+    from harness.suite.engines import ORACLE
     from engines.protocol import CompileError, one_line
     from suites.hazards.whitespace import BOUND, SCHEMA, describe, walk
 

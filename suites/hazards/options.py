@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.options import add_flag, config_from, positive_float
+from harness.suite.options import add_flag, config_from, positive_float
 
 #: configuration key → default
 DEFAULTS: dict[str, Any] = {
@@ -34,7 +34,7 @@ def config_from_args(args) -> dict[str, Any]:
     out = config_from(args, ("request_timeout_s",))
     if getattr(args, "suite", None) == "hazards" and getattr(args, "server", None) \
             and not getattr(args, "engines", None) and not getattr(args, "launch", None):
-        from engines import EXTERNAL_SERVER
+        from harness.suite.engines import EXTERNAL_SERVER
 
         out["engines"] = EXTERNAL_SERVER  # --server URL alone: the row of that server
     return out

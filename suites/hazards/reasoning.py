@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from engines.reasoning import ReasoningSpec
+    from harness.suite.engines import ReasoningSpec
 
 __all__ = ["ANSWER_INVALID", "ANSWER_VALID", "SCHEMA", "measure", "spec"]
 
@@ -51,14 +51,14 @@ TOO_LONG = ("lorem ipsum dolor sit amet " * 40).strip()
 
 def spec() -> "ReasoningSpec":
     """The request every engine gets (:class:`engines.reasoning.ReasoningSpec`)."""
-    from engines.reasoning import ReasoningSpec
+    from harness.suite.engines import ReasoningSpec
 
     return ReasoningSpec(json.dumps(SCHEMA), OPEN, CLOSE, MAX_CHARS, MAX_TOKENS)
 
 
 def _replay(compiled, vocab, pieces: list[str]):
-    from engines.bitmask import allocate_bitmask
-    from harness.measure.replay import replay
+    from harness.suite.engines import allocate_bitmask
+    from harness.suite.measure import replay
 
     toks: list[int] = []
     for p in pieces:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.report.model import Para, ReportContext, Section, Table
+from harness.suite.report import Para, ReportContext, Section, Table
 
 __all__ = ["markdown_table", "sec_hazards"]
 

@@ -38,7 +38,7 @@ import json
 import time
 from typing import Any
 
-from harness.measure import outcomes
+from harness.suite import outcomes
 
 __all__ = ["hostile_requests", "run_served"]
 
@@ -362,7 +362,7 @@ def _judge_reasoning(row: dict[str, Any], opened: bool) -> tuple[str, str, str]:
     makes the output open with ``<think>``."""
     import jsonschema
 
-    from harness.jsontext import json_prefix_error
+    from harness.suite.measure import json_prefix_error
     from suites.hazards.reasoning import CLOSE, OPEN, SCHEMA
 
     text = row.get("text", "")
@@ -399,7 +399,7 @@ def _reasoning(serve, target, o) -> tuple[dict[str, Any], str]:
     the ``<think>`` tag and the schema); where the server refuses that format, again in the
     older one (``structures`` + ``triggers``: free text until ``</think>``, then the
     schema), whose output may end inside the reasoning: the hazard itself."""
-    from engines.reasoning import ReasoningSpec, xgrammar_structural_tag
+    from harness.suite.engines import ReasoningSpec, xgrammar_structural_tag
     from suites.hazards.reasoning import CLOSE, OPEN, SCHEMA
 
     spec = ReasoningSpec(json.dumps(SCHEMA), OPEN, CLOSE, max_chars=16, max_tokens=None)

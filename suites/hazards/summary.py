@@ -30,8 +30,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from harness.measure import outcomes
-from harness.records import Record, RunMeta, Summary
+from harness.suite import outcomes
+from harness.suite import Record, RunMeta, Summary
 
 __all__ = ["hazard_table", "is_verdict_unit", "keyword_table", "summary_block"]
 

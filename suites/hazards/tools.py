@@ -69,10 +69,10 @@ def pick_bad(adapter) -> tuple[dict[str, Any], str, str, str | None]:
 def judge(adapter, vocab) -> dict[str, Any]:
     """The verdict of the module docstring, with ``witness``, ``alone`` (the bad schema's
     own refusal) and the request's size."""
-    from engines.bitmask import allocate_bitmask
+    from harness.suite.engines import allocate_bitmask
     from engines.protocol import CompileError, one_line
-    from engines.tool_calls import FORMATS, ToolSpec
-    from harness.measure.replay import replay
+    from harness.suite.engines import FORMATS, ToolSpec
+    from harness.suite.measure import replay
 
     schema, bad_args, ok_args, alone = pick_bad(adapter)
     tools = good_tools()

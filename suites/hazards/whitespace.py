@@ -46,7 +46,7 @@ def _bit(bm: np.ndarray, tid: int) -> bool:
 def run_at(compiled, vocab, prefix: str, cap: int = CAP) -> dict[str, Any]:
     """The longest whitespace run the engine allows after ``prefix``: ``{"run": n,
     "capped": bool}``; ``{"error": …}`` when the prefix itself is refused."""
-    from engines.bitmask import allocate_bitmask
+    from harness.suite.engines import allocate_bitmask
 
     ws_ids = []
     for ch in CHARS:

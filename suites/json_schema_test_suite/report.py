@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from harness.report.model import Para, ReportContext, Section, Table
+from harness.suite.report import Para, ReportContext, Section, Table
 from suites.json_schema_test_suite import summary as conformance
 
 

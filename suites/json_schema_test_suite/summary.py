@@ -15,9 +15,9 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from harness.measure import outcomes
-from harness.report.text import md_cell
-from harness.records import InstanceRecord, Record, RunMeta, Summary
+from harness.suite import outcomes
+from harness.suite.report import md_cell
+from harness.suite import InstanceRecord, Record, RunMeta, Summary
 
 #: The suite whose records these views read (a report may hold runs of other suites).
 JSTS_SUITE = "json-schema-test-suite"
@@ -174,7 +174,7 @@ def case_sizes(meta: RunMeta | None) -> dict[str, int] | None:
     if not meta:
         return None
     try:
-        from harness.registry import build_suite
+        from harness.suite import build_suite
 
         cfg = meta["config"]
         suite = build_suite(cfg["suite"], data=cfg.get("data"), subsets=cfg.get("subsets"),

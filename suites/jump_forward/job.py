@@ -44,8 +44,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from harness.measure import outcomes
-from harness.records import JobPayload, Record
+from harness.suite import outcomes
+from harness.suite import JobPayload, Record
 
 __all__ = ["CLASSES", "classify_step", "conflicts_with", "noncanonical", "run_jump_forward_job",
            "simulate"]
@@ -89,7 +89,7 @@ def classify_step(offered: bytes, oracle: bytes | None,
 
 def noncanonical(vocab, tokens: list[int]) -> bool:
     """True when ``tokens`` are not the canonical tokenisation of their own bytes."""
-    from engines.token_bytes import encode_exact
+    from harness.suite.engines import encode_exact
 
     return bool(tokens) and encode_exact(vocab, b"".join(vocab.tokens[t] for t in tokens)) != tokens
 
@@ -126,7 +126,7 @@ def simulate(matcher, forced: Callable[[int], list[int]], text: bytes, vocab) ->
     ``share`` = ``free / (free + passes)``, the share of output tokens (EOS not counted)
     that needed no forward pass; None for an empty text.
     """
-    from engines.token_bytes import encode_exact
+    from harness.suite.engines import encode_exact
 
     toks = vocab.tokens
     pos = free = passes = jumps = diverged = 0
@@ -185,7 +185,7 @@ class _Oracle:
         self._bm = None
 
     def run(self, fn, where: str):
-        from harness.measure.tokens.oracle import OracleTimeout
+        from harness.suite.measure import OracleTimeout
 
         if not self.ok:
             return None
@@ -203,8 +203,8 @@ class _Oracle:
         the byte's single-byte token must be in the (exact) mask, and is then committed;
         the commits are rolled back. None when the budget runs out (or the oracle refuses
         a byte its own mask allows: its bug, recorded)."""
-        from engines.bitmask import allocate_bitmask
-        from engines.token_bytes import byte_token_ids
+        from harness.suite.engines import allocate_bitmask
+        from harness.suite.engines import byte_token_ids
 
         ids = byte_token_ids(self.vocab)
         if self._bm is None:
@@ -237,12 +237,12 @@ class _Oracle:
 
 
 def run_jump_forward_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
-    from engines.bitmask import allocate_bitmask
+    from harness.suite.engines import allocate_bitmask
     from engines.protocol import CompileError, one_line
-    from harness.measure import adapters
-    from harness.measure.target import target_for
+    from harness.suite.measure import adapters
+    from harness.suite.measure import target_for
     from suites.mask_diff.job import _pick_instances
-    from harness.measure.tokens.oracle import ORACLE_LABEL, ORACLE_OPTIONS, Budget, oracle_adapter
+    from harness.suite.measure import ORACLE_LABEL, ORACLE_OPTIONS, Budget, oracle_adapter
     from suites.jump_forward.options import resolve
 
     case = job["case"]
@@ -329,7 +329,7 @@ def _ids(fc: tuple[bytes, list[int]] | None) -> list[int]:
 
 def _steps(m, oracle: "_Oracle", tokens: list[int], bm: np.ndarray, vocab, first: np.ndarray,
            ocache: dict[int, tuple[bytes, list[int]]]) -> dict[str, Any]:
-    from harness.measure.tokens.maskops import as_bool
+    from harness.suite.measure import as_bool
 
     clock = time.perf_counter_ns
     toks = vocab.tokens
@@ -390,7 +390,7 @@ def _steps(m, oracle: "_Oracle", tokens: list[int], bm: np.ndarray, vocab, first
                 keep("token_mismatch", tokens=[_text(toks[t]) for t in et])
             elif noncanonical(vocab, et):
                 n_ev["noncanonical"] += 1
-                from engines.token_bytes import encode_exact
+                from harness.suite.engines import encode_exact
 
                 keep("noncanonical", tokens=[_text(toks[t]) for t in et],
                      canonical=[_text(toks[t]) for t in encode_exact(vocab, tb)])

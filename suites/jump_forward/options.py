@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.options import config_from, merged, positive_float, positive_int
+from harness.suite.options import config_from, merged, positive_float, positive_int
 
 #: configuration key → default
 DEFAULTS: dict[str, Any] = {

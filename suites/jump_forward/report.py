@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from suites.jump_forward.summary import ALL, HEADER, notes, table_rows
-from harness.report.model import Bullets, Figure, Para, ReportContext, Section, Table
-from harness.report.plots import figure_png, pyplot
-from harness.report.text import plot_text
+from harness.suite.report import Bullets, Figure, Para, ReportContext, Section, Table
+from harness.suite.report import figure_png, pyplot
+from harness.suite.report import plot_text
 
 
 def _pct(x: float | None) -> str:

@@ -44,7 +44,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
-from harness.records import Record, RunMeta, Summary
+from harness.suite import Record, RunMeta, Summary
 
 __all__ = ["HEADER", "NOT_MEASURED", "jump_forward_rows", "summary_block", "table_rows"]
 

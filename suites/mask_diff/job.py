@@ -45,11 +45,12 @@ from typing import Any
 
 import numpy as np
 
-from harness.measure import outcomes, reachability
-from harness.measure.tokens.maskops import digest, has_bit, raw_digest, seed_for, token_classes
-from harness.measure.tokens.rollback import rollback_checks
+from harness.suite import outcomes
+from harness.suite.measure import reachability
+from harness.suite.measure import digest, has_bit, raw_digest, seed_for, token_classes
+from harness.suite.measure import rollback_checks
 from suites.mask_diff.options import resolve
-from harness.records import CasePayload, JobPayload, Record
+from harness.suite import CasePayload, JobPayload, Record
 
 MAX_IDS = 8           # ids kept per diff side (the counts are exact)
 MAX_DIFFS = 200       # diff steps kept per instance (``diffs_total``, ``counts``: all)
@@ -73,7 +74,7 @@ def _complete(raw: bytes, target) -> tuple[bool | None, str | None]:
 def _pick_instances(case: CasePayload, target, primary: str, k: int) -> list[dict[str, Any]]:
     """The first ``k`` instances the ground truth calls valid, with the text to replay
     (a grammar case's instances are texts; a schema's, values serialised as ``primary``)."""
-    from harness.measure.replay import SERIALIZATIONS
+    from harness.suite.measure import SERIALIZATIONS
 
     out = []
     for item in case["instances"]:
@@ -84,7 +85,7 @@ def _pick_instances(case: CasePayload, target, primary: str, k: int) -> list[dic
                 continue
         else:
             if exact is not None:
-                from harness.measure.groundtruth import parse_instance_text
+                from harness.suite.measure import parse_instance_text
 
                 data, why = parse_instance_text(exact)
                 if why:
@@ -104,11 +105,12 @@ def _pick_instances(case: CasePayload, target, primary: str, k: int) -> list[dic
 
 
 def run_mask_diff_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
-    from engines.bitmask import allocate_bitmask
+    from harness.suite.engines import allocate_bitmask
     from engines.protocol import CompileError, one_line
-    from harness.measure.target import target_for
-    from harness.measure.tokens.oracle import ORACLE_LABEL, ORACLE_OPTIONS, Budget, OracleTimeout, oracle_adapter
-    from harness.measure import adapters
+    from harness.suite.measure import target_for
+    from harness.suite.measure import (ORACLE_LABEL, ORACLE_OPTIONS, Budget, OracleTimeout,
+        oracle_adapter)
+    from harness.suite.measure import adapters
 
     case, eng = job["case"], job["engine"]
     o = resolve(job.get("options"))
@@ -203,7 +205,7 @@ def _ids(mask: np.ndarray) -> list[int]:
 def _lockstep(m, om, tokens: list[int], bm: np.ndarray, obm: np.ndarray, tc, target,
               budget, oracle: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Replay ``tokens`` through engine matcher ``m`` and oracle matcher ``om`` (or None)."""
-    from harness.measure.tokens.oracle import OracleTimeout
+    from harness.suite.measure import OracleTimeout
 
     vocab = tc.vocab
     clock = time.perf_counter_ns
@@ -317,7 +319,7 @@ def _witness(grammar, tokens: list[int], step: int, cands: np.ndarray, bm: np.nd
     ``grammar``, complete the document under its own mask (the length-aware policy), judge
     it with the case's ground truth (strict JSON and jsonschema, or the grammar's parser). Up to :data:`WITNESS_TRIES` draws until the verdict
     is ``goal`` (False: an invalid document, True: a valid one)."""
-    from harness.measure.tokens.policy import DONE, walk
+    from harness.suite.measure import DONE, walk
 
     vocab = tc.vocab
     w: dict[str, Any] = {"step": step, "verdict": None}
@@ -355,7 +357,7 @@ def _witnesses(grammar, ogrammar, md: dict[str, Any], tokens: list[int], bm: np.
     (whitespace-only ones left out) completed under the *oracle's* mask, ``valid`` when the
     document is valid (the spec allows what the engine cannot produce; ``invalid`` would be
     an oracle error). Over-witnesses spend the oracle's time budget."""
-    from harness.measure.tokens.oracle import OracleTimeout
+    from harness.suite.measure import OracleTimeout
 
     names = target.names(tc)
     under_w: list[dict[str, Any]] = []

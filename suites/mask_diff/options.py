@@ -2,14 +2,14 @@
 
 The values live in the run's configuration (run.json) and reach each job as
 ``payload["options"]``, so ``--resume`` continues with the same settings. ``--corpus`` and
-``--walk-tokens`` are shared with the ``fuzz`` suite (:func:`harness.options.add_flag`).
+``--walk-tokens`` are shared with the ``fuzz`` suite (:func:`harness.suite.options.add_flag`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.options import add_flag, config_from, merged, positive_float, positive_int
+from harness.suite.options import add_flag, config_from, merged, positive_float, positive_int
 
 #: configuration key → default
 DEFAULTS: dict[str, Any] = {

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from harness.report.model import Figure, Para, ReportContext, Section, Table
-from harness.report.plots import figure_png, pyplot
+from harness.suite.report import Figure, Para, ReportContext, Section, Table
+from harness.suite.report import figure_png, pyplot
 from suites.mask_diff import summary as tsum
-from harness.measure.tokens.findings import run_findings
-from harness.records import Record
+from harness.suite.measure import run_findings
+from harness.suite import Record
 
 #: findings listed per run in the report, at most PER_KIND per (engine, kind); all are in
 #: the records and ``harness explain RUN CASE --list`` lists them
@@ -31,7 +31,7 @@ def _pct(x: float | None) -> str:
 def _vocab(run):
     """The run's tokenizer, for token bytes (None when it cannot be loaded here)."""
     try:
-        from engines.vocab import load_vocabulary
+        from harness.suite.engines import load_vocabulary
 
         return load_vocabulary((run.meta.get("config") or {}).get("tokenizer", "llama3"))
     except Exception:  # the report still shows ids

@@ -43,12 +43,11 @@ from typing import Any, Iterable
 
 import numpy as np
 
-import engines
-from harness.measure import outcomes
+from harness.suite import outcomes
+from harness.suite.engines import ORACLE
 from suites.mask_diff.options import DEFAULTS
-from harness.records import Record, RunMeta, Summary
+from harness.suite import Record, RunMeta, Summary
 
-ORACLE = engines.ORACLE
 
 
 def _md_records(records: Iterable[Record]) -> list[dict[str, Any]]:

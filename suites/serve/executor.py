@@ -25,11 +25,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from harness.config import RunConfig
-from harness.execution.executor import ExecutorError, Job
-from harness.measure import outcomes
-from harness.store.run_store import RunStore
-from harness.records import Record
+from harness.suite import RunConfig
+from harness.suite import ExecutorError, Job
+from harness.suite import outcomes
+from harness.suite import RunStore
+from harness.suite import Record
 
 log = logging.getLogger("harness")
 
@@ -125,8 +125,7 @@ class ServeExecutor:
 
     # -- servers ------------------------------------------------------------------------
     def _open(self, engine: dict[str, Any]) -> _Target:
-        from harness.measure.serving.openai_client import (OpenAIClient, server_for,
-                                                            split_server, takes_seeds)
+        from harness.suite.serving import OpenAIClient, server_for, split_server, takes_seeds
 
         label = engine["label"]
         if self.target is not None and self.target.label == label:
@@ -156,7 +155,7 @@ class ServeExecutor:
         server = self._launch(engine)
         client = OpenAIClient(server.url, dialect=self._dialect(engine), model=server.model,
                               timeout=600.0)
-        from harness.registry import adapter_class
+        from harness.suite import adapter_class
 
         seeded = getattr(adapter_class(engine["name"]), "seeded_requests", lambda: True)()
         self.target = _Target(label, client, server, seeded=seeded)
@@ -164,17 +163,17 @@ class ServeExecutor:
 
     @staticmethod
     def _dialect(engine: dict[str, Any]) -> str | None:
-        from harness.registry import adapter_class
+        from harness.suite import adapter_class
 
         return getattr(adapter_class(engine["name"]), "dialect", None)
 
     def _launch(self, engine: dict[str, Any]):
-        from harness.environments import environment
-        from harness.measure.serving.vllm_offline import write_hf_model
-        from harness.measure.serving.launcher import HOST, ServerNotReady, ServerProcess
-        from harness.registry import adapter_class
-        from engines.vocab import load_vocabulary
-        from engines.vocab.gguf import cache_root
+        from harness.suite import environment
+        from harness.suite.serving import write_hf_model
+        from harness.suite.serving import HOST, ServerNotReady, ServerProcess
+        from harness.suite import adapter_class
+        from harness.suite.engines import load_vocabulary
+        from harness.suite.engines import cache_root
 
         cls = adapter_class(engine["name"])
         if not hasattr(cls, "server_command"):
@@ -202,7 +201,7 @@ class ServeExecutor:
             raise ExecutorError(str(e)) from None
         log.info("%s ready in %.0f s on %s (pid %s)", server.label, server.ready_s, server.url,
                  server.pid)
-        from harness.measure.serving.openai_client import OpenAIClient
+        from harness.suite.serving import OpenAIClient
 
         self.servers.append({"engine": engine["label"], **server.describe(),
                              "server_version": OpenAIClient(server.url).server_version(),
@@ -234,9 +233,9 @@ class ServeExecutor:
         return {"engine": job.engine, "case_id": job.case_id, "subset": job.subset}
 
     def _record(self, job: Job, res, stream_t0: float, crashed: str | None) -> dict[str, Any]:
-        from harness.measure.serving.openai_client import verdict as judge
-        from harness.measure.target import target_for
-        from harness.jsontext import json_prefix_error
+        from harness.suite.serving import verdict as judge
+        from harness.suite.measure import target_for
+        from harness.suite.measure import json_prefix_error
 
         case, req = job.payload["case"], job.payload["case"]["request"]
         rec = {**self._base(job), "suite": case["suite"]}
@@ -325,8 +324,8 @@ class ServeExecutor:
 
     # -- streams -----------------------------------------------------------------------
     def _send(self, target: _Target, job: Job):
-        from harness.measure.serving.openai_client import Constraint
-        from harness.measure.serving.prompt import ASK, SYSTEM
+        from harness.suite.serving import Constraint
+        from harness.suite.serving import ASK, SYSTEM
 
         case, req = job.payload["case"], job.payload["case"]["request"]
         messages = [{"role": "system", "content": SYSTEM},
@@ -368,8 +367,8 @@ class ServeExecutor:
             return None
 
     def _excerpt(self, schema_text: str) -> str:
-        from harness.measure.serving.prompt import schema_excerpt
-        from engines.vocab import load_vocabulary
+        from harness.suite.serving import schema_excerpt
+        from harness.suite.engines import load_vocabulary
 
         if self._vocab is None:
             self._vocab = load_vocabulary(self.config.tokenizer)
@@ -455,7 +454,7 @@ class ServeExecutor:
             time.sleep(0.2)
 
     def _restart(self, target: _Target) -> None:
-        from harness.measure.serving.launcher import ServerNotReady
+        from harness.suite.serving import ServerNotReady
 
         target.server.stop()
         try:

@@ -107,8 +107,8 @@ def config_from_args(args) -> dict[str, Any]:
         out["engines"] = args.launch
     elif getattr(args, "suite", None) == NAME and getattr(args, "server", None) \
             and not getattr(args, "engines", None):
-        from engines import EXTERNAL_SERVER
-        from harness.measure.serving.openai_client import server_labels
+        from harness.suite.engines import EXTERNAL_SERVER
+        from harness.suite.serving import server_labels
 
         # LABEL=URL,...: one row per named server (servers started once, shared by runs)
         out["engines"] = ",".join(server_labels(args.server) or [EXTERNAL_SERVER])

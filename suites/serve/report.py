@@ -7,7 +7,7 @@ come from :mod:`suites.serve.summary` (``summary["serve"]``); nothing is recompu
 from __future__ import annotations
 
 from suites.serve.summary import HEADER, RATIO_HEADER, notes, ratio_rows, rows
-from harness.report.model import Bullets, Para, ReportContext, Section, Table
+from harness.suite.report import Bullets, Para, ReportContext, Section, Table
 
 
 def sec_serve(ctx: ReportContext) -> Section | None:

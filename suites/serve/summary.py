@@ -37,8 +37,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from harness.measure import figures
-from harness.records import Record, RunMeta, Summary
+from harness.suite import figures
+from harness.suite import Record, RunMeta, Summary
 
 HEADLINE = ("request_throughput", "output_throughput", "ttft", "tpot", "itl", "e2el")
 #: Two streamed tokens read less than this apart (ms) came in one network read: the client
@@ -257,7 +257,7 @@ def versions_block(meta: RunMeta) -> dict[str, Any]:
     (standalone) ones."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from harness.environments import REPORTED
+    from harness.suite import REPORTED
 
     own = {}
     for d in REPORTED:

@@ -19,8 +19,8 @@ import fnmatch
 import hashlib
 from typing import Any, Iterator, Mapping, Sequence
 
-from engines.tool_calls import ToolSpec
-from harness.options import merged
+from harness.suite.engines import ToolSpec
+from harness.suite.options import merged
 from harness.suite import Case, Instance, SuiteBase, SuiteError, VerdictModel, round_robin
 
 NAME = "tools"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engines.tool_calls import ToolSpec
+from harness.suite.engines import ToolSpec
 
 __all__ = ["Tool", "ToolPool", "instances_for", "load_pool"]
 

@@ -35,9 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.measure import adapters, outcomes
-from harness.measure.replay import replay
-from harness.records import CasePayload, JobPayload, Record
+from harness.suite.measure import adapters
+from harness.suite import outcomes
+from harness.suite.measure import replay
+from harness.suite import CasePayload, JobPayload, Record
 
 __all__ = ["run_tools_job"]
 
@@ -63,9 +64,9 @@ def call_spans(tokens: list[int], token_bytes, spans: list[tuple[int, int]]) -> 
 
 def run_tools_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     """Run one (tools case, engine) job to its record."""
-    from engines.bitmask import allocate_bitmask
+    from harness.suite.engines import allocate_bitmask
     from engines.protocol import CompileError, one_line
-    from engines.tool_calls import ToolSpec
+    from harness.suite.engines import ToolSpec
     from suites.tools.truth import ToolTruth
 
     case = job["case"]
@@ -150,8 +151,8 @@ def run_tools_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
 
 def _fuzz(grammar, truth, spec, case: CasePayload, vocab, bitmask: np.ndarray, walks: int,
           budget: int) -> dict[str, Any]:
-    from harness.measure.tokens.maskops import seed_for, token_classes
-    from harness.measure.tokens.policy import DONE, walk, schema_names
+    from harness.suite.measure import seed_for, token_classes
+    from harness.suite.measure import DONE, walk, schema_names
 
     tc = token_classes(vocab)
     fmt = spec.fmt

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engines.tool_calls import FORMATS
-from harness.options import config_from, count, ints, names
+from harness.suite.engines import FORMATS
+from harness.suite.options import config_from, count, ints, names
 
 #: configuration key → default
 DEFAULTS: dict[str, Any] = {

@@ -8,8 +8,8 @@ from collections import defaultdict
 from typing import Any
 
 from suites.tools.summary import COMPILE_HEADER, ENGINE_HEADER, compile_table, engine_table
-from harness.report.model import Figure, Para, ReportContext, Section, Table
-from harness.report.plots import figure_png, pyplot
+from harness.suite.report import Figure, Para, ReportContext, Section, Table
+from harness.suite.report import figure_png, pyplot
 
 _STYLE = {"cold_ms": ("-", "o", "cold"), "warm_ms": (":", "s", "warm"),
           "overlap_ms": ("--", "^", "overlap")}

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.measure.outcomes import instance_outcome
-from harness.records import InstanceRecord, Record, RunMeta, Summary
+from harness.suite.measure import instance_outcome
+from harness.suite import InstanceRecord, Record, RunMeta, Summary
 
 __all__ = ["COMPILE_HEADER", "ENGINE_HEADER", "compile_rows", "engine_rows", "summary_block"]
 

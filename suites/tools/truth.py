@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from engines.tool_calls import ToolSpec
+from harness.suite.engines import ToolSpec
 
 __all__ = ["Call", "Parse", "SchemaCheck", "ToolTruth"]
 

@@ -10,7 +10,7 @@ from typing import Any
 def need_vllm():
     """vLLM's own environment (./.venv-vllm); fails, saying how to make it, when absent (a
     skipped check is not a passed one)."""
-    from harness.environments import environment
+    from harness.registry.environments import environment
 
     env = environment("vllm")
     assert env.has("vllm"), (f"no vLLM environment at {env.python()}: make it with "

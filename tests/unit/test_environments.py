@@ -13,7 +13,7 @@ import sys
 def test_a_missing_environment_says_how_to_make_it(monkeypatch, tmp_path):
     import pytest
 
-    from harness.environments import EnvironmentUnavailable, environment, spawn_in
+    from harness.registry.environments import EnvironmentUnavailable, environment, spawn_in
 
     monkeypatch.setenv("HARNESS_VLLM_PYTHON", str(tmp_path / "nope" / "python"))
     env = environment("vllm")
@@ -47,7 +47,7 @@ def _report(conn) -> None:
 
 
 def test_a_worker_spawned_in_the_vllm_environment_imports_its_engines():
-    from harness.environments import environment, spawn_in
+    from harness.registry.environments import environment, spawn_in
 
     env = environment("vllm")
     assert env.available(), f"no vLLM environment at {env.python()}: run bash setup.sh"

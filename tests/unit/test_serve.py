@@ -84,7 +84,7 @@ def test_request_forms():
     ('{"a": 1}\n\n  ', True), ("garbage", False), ('{"a" 1', False), ("[1,]", False),
     ('{"a": 1} {', False), ("01", False), ("\t\t hello", False)])
 def test_json_prefix_check(text, ok):
-    from harness.jsontext import json_prefix_error
+    from harness.measure.jsontext import json_prefix_error
 
     assert (json_prefix_error(text) is None) is ok
 

@@ -226,7 +226,7 @@ def registered(include_hidden: bool = False) -> list[str]:
 @dataclass(frozen=True)
 class EngineSpec:
     """A resolved ``name[:config][@env]``: ``env`` is the Python environment the engine
-    runs in (:mod:`harness.environments`); None = the adapter's own (usually the
+    runs in (:mod:`harness.registry.environments`); None = the adapter's own (usually the
     harness's environment)."""
 
     name: str
@@ -254,7 +254,7 @@ class EngineSpec:
         env = self.environment
         if env is None:
             return is_installed(self.name)
-        from harness.environments import environment
+        from harness.registry.environments import environment
 
         return environment(env).has(self.adapter_class().requires)
 
@@ -264,7 +264,7 @@ class EngineSpec:
         cls = self.adapter_class()
         if env is None:
             return cls.version()
-        from harness.environments import environment
+        from harness.registry.environments import environment
 
         return environment(env).version(cls.package)
 
@@ -272,7 +272,7 @@ class EngineSpec:
         env = self.environment
         if env is None:
             return self.adapter_class().how_to_install()
-        from harness.environments import environment
+        from harness.registry.environments import environment
 
         return environment(env).setup
 
@@ -289,7 +289,7 @@ def parse_engines(text: str) -> list[EngineSpec]:
 
     Raises :class:`UnknownEngine` for an unknown name, configuration or environment, or an
     empty list."""
-    from harness.environments import ENVIRONMENTS
+    from harness.registry.environments import ENVIRONMENTS
 
     specs: list[EngineSpec] = []
     for part in [p.strip() for p in text.split(",") if p.strip()]:

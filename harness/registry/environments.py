@@ -29,7 +29,7 @@ from typing import Any, Iterator
 
 __all__ = ["ENVIRONMENTS", "Environment", "EnvironmentUnavailable", "environment", "spawn_in"]
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 from engines import ENVIRONMENT_DISTRIBUTIONS as REPORTED  # noqa: E402
 from engines import ENVIRONMENT_MODULES as PROBED_MODULES  # noqa: E402

@@ -16,7 +16,7 @@ from harness.records import RunMeta
 __all__ = ["Case", "Instance", "Suite", "SuiteBase", "SuiteError", "VerdictModel",
            "corpus_candidates", "find_corpus", "round_robin"]
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,29 @@
+"""The suite API's presentation: the report model (sections, paragraphs, the table model), figures and the text helpers every renderer shares. Imported on first use."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.suite._exports import lazy_exports
+
+#: Each name → where it is defined (``module:attribute``, or ``module`` for a module).
+_EXPORTS = {
+    "Bullets": "harness.report.model:Bullets",
+    "Figure": "harness.report.model:Figure",
+    "figure_png": "harness.report.plots:figure_png",
+    "md_cell": "harness.report.text:md_cell",
+    "Para": "harness.report.model:Para",
+    "plot_text": "harness.report.text:plot_text",
+    "pyplot": "harness.report.plots:pyplot",
+    "ReportContext": "harness.report.model:ReportContext",
+    "RunData": "harness.report.model:RunData",
+    "Section": "harness.report.model:Section",
+    "Table": "harness.report.model:Table",
+}
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from harness.report.model import Bullets, Figure, Para, ReportContext, RunData, Section, Table
+    from harness.report.plots import figure_png, pyplot
+    from harness.report.text import md_cell, plot_text
