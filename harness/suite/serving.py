@@ -1,4 +1,6 @@
-"""The suite API's serving: OpenAI-compatible servers, the client that talks to them, the launcher that starts them and the prompts sent. Imported on first use."""
+"""The suite API's serving: OpenAI-compatible servers, the one client that talks to them
+(with the one event-stream parser), the launcher that starts them, the servers of a run's
+engine rows and the prompts sent. Imported on first use."""
 
 from __future__ import annotations
 
@@ -10,17 +12,24 @@ from harness.suite._exports import lazy_exports
 _EXPORTS = {
     "ASK": "harness.measure.serving.prompt:ASK",
     "build_prompt": "harness.measure.serving.prompt:build_prompt",
+    "Completion": "harness.measure.serving.openai_client:Completion",
     "Constraint": "harness.measure.serving.openai_client:Constraint",
     "HOST": "harness.measure.serving.launcher:HOST",
     "OpenAIClient": "harness.measure.serving.openai_client:OpenAIClient",
+    "RowServers": "harness.measure.serving.servers:RowServers",
     "schema_excerpt": "harness.measure.serving.prompt:schema_excerpt",
     "server_for": "harness.measure.serving.openai_client:server_for",
     "server_labels": "harness.measure.serving.openai_client:server_labels",
+    "server_log_line": "harness.measure.serving.launcher:server_log_line",
     "ServerNotReady": "harness.measure.serving.launcher:ServerNotReady",
     "ServerProcess": "harness.measure.serving.launcher:ServerProcess",
+    "ServerUnavailable": "harness.measure.serving.launcher:ServerUnavailable",
     "split_server": "harness.measure.serving.openai_client:split_server",
+    "sse_chunks": "harness.measure.serving.openai_client:sse_chunks",
     "SYSTEM": "harness.measure.serving.prompt:SYSTEM",
     "takes_seeds": "harness.measure.serving.openai_client:takes_seeds",
+    "Target": "harness.measure.serving.servers:Target",
+    "TRANSPORT_ERRORS": "harness.measure.serving.openai_client:TRANSPORT_ERRORS",
     "verdict": "harness.measure.serving.openai_client:verdict",
     "write_hf_model": "harness.measure.serving.vllm_offline:write_hf_model",
 }
@@ -28,8 +37,10 @@ __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-    from harness.measure.serving.launcher import HOST, ServerNotReady, ServerProcess
-    from harness.measure.serving.openai_client import (Constraint, OpenAIClient, server_for,
-        server_labels, split_server, takes_seeds, verdict)
+    from harness.measure.serving.launcher import (HOST, ServerNotReady, ServerProcess,
+        ServerUnavailable, server_log_line)
+    from harness.measure.serving.openai_client import (TRANSPORT_ERRORS, Completion, Constraint,
+        OpenAIClient, server_for, server_labels, split_server, sse_chunks, takes_seeds, verdict)
     from harness.measure.serving.prompt import ASK, SYSTEM, build_prompt, schema_excerpt
+    from harness.measure.serving.servers import RowServers, Target
     from harness.measure.serving.vllm_offline import write_hf_model

@@ -4,8 +4,8 @@ servers, and a "not measured" record for every hazard that does not concern a ro
 A row is *served* when its adapter is a serving engine (``vllm:BACKEND`` launched with
 ``--launch``, ``external`` with ``--server URL``): it takes the server hazards
 (``hostile_request``, ``bad_tool``, ``reasoning``; :mod:`suites.hazards.served`), sent
-by this process to the server the serve suite's executor starts, probes and stops
-(:class:`suites.serve.executor.ServeExecutor`: 127.0.0.1, a log per row, stopped by PID,
+by this process to the server it starts, probes and stops as the serve suite does
+(:class:`harness.suite.serving.RowServers`: 127.0.0.1, a log per row, stopped by PID,
 restarted after a crash). Every other row is *standalone*: its jobs go to the run's
 worker pool (:class:`harness.execution.local.LocalExecutor`, ``--jobs``, ``--timeout``,
 ``--memory``), one process per job's lifetime limits, so a crash or a hang is that job's
@@ -95,16 +95,16 @@ class HazardsExecutor:
     def _run_served(self, jobs: list[Job]) -> None:
         """One served row: its server opened once (launched, or the URL's), each hazard
         job sent in turn, the server closed at the end."""
+        from pathlib import Path
+
+        from harness.suite.serving import RowServers, ServerUnavailable
         from suites.hazards.served import run_served
-        from suites.serve.executor import ServeExecutor
 
-        from harness.suite import ExecutorError
-
-        serve = ServeExecutor(self.store, self.config, on_record=self.on_record)
+        servers = RowServers(Path(self.store.path), self.config.tokenizer, self.config.options)
         try:
             try:
-                target = serve._open(jobs[0].payload["engine"])
-            except ExecutorError as e:  # no server to measure: said in every cell, run goes on
+                target = servers.open(jobs[0].payload["engine"])
+            except ServerUnavailable as e:  # no server to measure: said in every cell, run goes on
                 log.warning("%s: %s", jobs[0].engine, e)
                 for job in jobs:
                     self._not_measured(job, f"no server to measure: {e}")
@@ -112,7 +112,7 @@ class HazardsExecutor:
             for job in jobs:
                 t0 = time.perf_counter_ns()
                 try:
-                    rec = run_served(serve, target, job, self.o)
+                    rec = run_served(servers, target, job, self.o)
                 except Exception as e:  # a hazard's own failure: recorded, the row goes on
                     from engines.protocol import one_line
 
@@ -126,5 +126,5 @@ class HazardsExecutor:
                 rec["busy_ns"] = time.perf_counter_ns() - t0
                 self._append(rec)
         finally:
-            serve._close()
+            servers.close()
 

@@ -5,7 +5,7 @@ output budget ``--max-tokens``, its wall time ``--hazard-request-timeout`` (a re
 that passes it is ``hung``). After every hostile request the server is asked whether it
 still lives (its process, for a launched server) and answers ``/health``; a server found
 dead or unhealthy is a ``crashed`` verdict with the first error line of its log, and a
-launched one is started again (:meth:`suites.serve.executor.ServeExecutor._restart`) so
+launched one is started again (:meth:`harness.suite.serving.RowServers.restart`) so
 that the next request meets a live server. A server given by URL cannot be restarted:
 the requests after its death are ``not sent``.
 
@@ -33,12 +33,11 @@ start, ``--reasoning-parser``), so its own reasoning option is not measured.
 
 from __future__ import annotations
 
-import http.client
 import json
-import time
 from typing import Any
 
-from harness.suite import outcomes
+from harness.suite import Job, outcomes
+from harness.suite.serving import TRANSPORT_ERRORS, RowServers, Target
 
 __all__ = ["hostile_requests", "run_served"]
 
@@ -110,7 +109,7 @@ def _dumps(body: dict[str, Any]) -> str:
         sys.setrecursionlimit(old)
 
 
-def _post(target, fields: dict[str, Any], max_tokens: int, timeout_s: float) -> _Answer:
+def _post(target: Target, fields: dict[str, Any], max_tokens: int, timeout_s: float) -> _Answer:
     """One streamed chat completion with ``fields`` in the body; never raises for what the
     server does (a broken connection or a timeout is an answer with status 0)."""
     client = target.client
@@ -119,94 +118,47 @@ def _post(target, fields: dict[str, Any], max_tokens: int, timeout_s: float) -> 
                             "stream": True, **fields}
     if client.model:
         body["model"] = client.model
+    res = client.stream(_dumps(body), timeout=timeout_s, accept_event_stream=False)
     ans = _Answer()
-    conn = (http.client.HTTPSConnection if client.https else http.client.HTTPConnection)(
-        client.host, client.port, timeout=timeout_s)
-    t0 = time.monotonic()
-    try:
-        conn.request("POST", client.prefix + "/v1/chat/completions", body=_dumps(body),
-                     headers={"Content-Type": "application/json"})
-        r = conn.getresponse()
-        ans.status = r.status
-        if r.status != 200:
-            ans.error = " ".join(r.read().decode("utf-8", "replace").split())[:300]
-            return ans
-        for raw in r:
-            line = raw.decode("utf-8", "replace").strip()
-            if not line.startswith("data:"):
-                continue
-            data = line[5:].strip()
-            if data == "[DONE]":
-                break
-            chunk = json.loads(data)
-            if chunk.get("error"):
-                err = chunk["error"]
-                ans.error = " ".join(str(err.get("message", err) if isinstance(err, dict)
-                                         else err).split())[:300]
-            for ch in chunk.get("choices") or []:
-                delta = ch.get("delta") or {}
-                ans.text += delta.get("content") or ""
-                for tc in delta.get("tool_calls") or ():
-                    slot = ans.tool_calls.setdefault(int(tc.get("index", 0)),
-                                                     {"name": "", "arguments": ""})
-                    fn = tc.get("function") or {}
-                    slot["name"] += fn.get("name") or ""
-                    slot["arguments"] += fn.get("arguments") or ""
-                if ch.get("finish_reason"):
-                    ans.finish_reason = ch["finish_reason"]
-    except (OSError, http.client.HTTPException, json.JSONDecodeError) as e:
-        ans.status = 0
+    ans.status, ans.text, ans.finish_reason = res.status, res.text, res.finish_reason
+    ans.tool_calls = res.tool_calls
+    ans.seconds = round(res.total_ns / 1e9, 3)
+    e = res.failure
+    if e is not None:
         ans.error = f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"
-    finally:
-        ans.seconds = round(time.monotonic() - t0, 3)
-        conn.close()
+    elif res.error is not None:
+        ans.error = res.error[:300]
     return ans
 
 
-def _health(serve, target) -> tuple[bool, str | None]:
+def _health(servers: RowServers, target: Target) -> tuple[bool, str | None]:
     """(healthy, why not): a launched server's process and ``/health``; a URL's
     ``/health`` (or ``/v1/models`` where it has none)."""
     if target.server is not None:
         if not target.server.alive():
             return False, f"process gone ({target.server.exit_status()})"
-        if not serve._alive(target):  # watched for a moment: a dying engine shows
+        if not servers.alive(target):  # watched for a moment: a dying engine shows
             return False, "/health does not answer 200"
         return True, None
     for path in ("/health", "/v1/models"):
         try:
-            status, _ = target.client._get(path)
-        except (OSError, http.client.HTTPException) as e:
+            status, _ = target.client.get(path)
+        except TRANSPORT_ERRORS as e:
             return False, f"GET {path}: {type(e).__name__}"
         if status == 200:
             return True, None
     return False, "neither /health nor /v1/models answers 200"
 
 
-def _log_line(target, since: int | None) -> str | None:
-    if target.server is None:
-        return None
-    from suites.serve.executor import server_log_line
-
-    return server_log_line(target.server.log_path, (since, None))
-
-
-def _log_size(target) -> int | None:
-    if target.server is None:
-        return None
-    try:
-        return target.server.log_path.stat().st_size
-    except OSError:
-        return None
-
-
-def _send_checked(serve, target, fields, o, max_tokens: int | None = None) -> dict[str, Any]:
+def _send_checked(servers: RowServers, target: Target, fields: dict[str, Any],
+                  o: dict[str, Any], max_tokens: int | None = None) -> dict[str, Any]:
     """Send one request, then check the server: ``{"status", "verdict", "error",
     "health", "seconds", "text"}`` with verdict ``refused`` / ``accepted`` / ``crashed``
     / ``hung`` / ``no_answer``; a launched server found dead is started again
     (``restarted``)."""
-    since = _log_size(target)
+    since = target.log_size()
     ans = _post(target, fields, int(max_tokens or o["max_tokens"]), float(o["request_timeout_s"]))
-    ok, why = _health(serve, target)
+    ok, why = _health(servers, target)
     row: dict[str, Any] = {"status": ans.status, "seconds": ans.seconds,
                            "finish_reason": ans.finish_reason, "text": ans.text[:200]}
     if ans.error:
@@ -216,11 +168,11 @@ def _send_checked(serve, target, fields, o, max_tokens: int | None = None) -> di
     if not ok:
         row["verdict"] = "crashed"
         row["health"] = why
-        line = _log_line(target, since)
+        line = target.log_line((since, None))
         if line:
             row["server_log"] = line
         if target.server is not None:
-            serve._restart(target)
+            servers.restart(target)
             row["restarted"] = True
         return row
     row["health"] = "ok"
@@ -240,17 +192,18 @@ def _send_checked(serve, target, fields, o, max_tokens: int | None = None) -> di
         if probe.status != 200 or probe.finish_reason is None:
             row["wedged"] = f"an ordinary request after it got no answer in {wait:g} s either"
             if target.server is not None:
-                serve._restart(target)
+                servers.restart(target)
                 row["restarted"] = True
         return row
     if row["verdict"] in ("refused", "no_answer") and not ans.error:
-        line = _log_line(target, since)
+        line = target.log_line((since, None))
         if line:
             row["server_log"] = line
     return row
 
 
-def _hostile(serve, target, o) -> tuple[dict[str, Any], str]:
+def _hostile(servers: RowServers, target: Target,
+             o: dict[str, Any]) -> tuple[dict[str, Any], str]:
     rows = []
     dead_url = False
     for req in hostile_requests():
@@ -258,11 +211,12 @@ def _hostile(serve, target, o) -> tuple[dict[str, Any], str]:
             rows.append({"name": req["name"], "verdict": "not_sent",
                          "why": "the server given by URL died earlier"})
             continue
-        row = {"name": req["name"], **_send_checked(serve, target, req["fields"], o)}
+        row = {"name": req["name"], **_send_checked(servers, target, req["fields"], o)}
         rows.append(row)
-        dead_url = (row["verdict"] == "crashed" or row.get("wedged")) and target.server is None
+        dead_url = (row["verdict"] == "crashed" or bool(row.get("wedged"))) \
+            and target.server is None
     final = ({"verdict": "not_sent"} if dead_url else
-             _send_checked(serve, target, {"response_format": _rf(ORDINARY)}, o))
+             _send_checked(servers, target, {"response_format": _rf(ORDINARY)}, o))
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
@@ -284,7 +238,7 @@ def _hostile(serve, target, o) -> tuple[dict[str, Any], str]:
     if hung or final.get("verdict") != "accepted":
         # up, but the ordinary request after them fails (vLLM #43920) or one hung
         out["verdict"] = "hung" if hung else "degraded"
-        h = (wedged or hung or [None])[0]
+        h = (wedged or hung)[0] if hung else None
         out["witness"] = ((f"{h['name']}: no answer in {o['request_timeout_s']:g} s"
                            + (f", server wedged ({h['wedged']})" if h.get("wedged") else "")
                            + "; " if h else "") + f"{len(rows)} hostile: {summary}; {after}")
@@ -294,7 +248,8 @@ def _hostile(serve, target, o) -> tuple[dict[str, Any], str]:
     return out, outcomes.PASSING
 
 
-def _bad_tool(serve, target, o) -> tuple[dict[str, Any], str]:
+def _bad_tool(servers: RowServers, target: Target,
+              o: dict[str, Any]) -> tuple[dict[str, Any], str]:
     import jsonschema
 
     from suites.hazards.tools import BAD_NAME, BAD_SCHEMAS, N_GOOD, good_tools
@@ -302,18 +257,18 @@ def _bad_tool(serve, target, o) -> tuple[dict[str, Any], str]:
     schema = BAD_SCHEMAS[0][0]
     tools = good_tools()
     tools.insert(N_GOOD // 2, (BAD_NAME, json.dumps(schema)))
-    fields = {"tools": [{"type": "function", "function": {"name": n, "parameters": json.loads(s)}}
+    fields: dict[str, Any] = {"tools": [{"type": "function", "function": {"name": n, "parameters": json.loads(s)}}
                         for n, s in tools],
               "tool_choice": "required"}
     budget = max(int(o["max_tokens"]), 64)
-    row = _send_checked(serve, target, fields, o, max_tokens=budget)
+    row = _send_checked(servers, target, fields, o, max_tokens=budget)
     out: dict[str, Any] = {"tools": len(tools), "bad_schema": json.dumps(schema), "request": row}
     v = row["verdict"]
     if v == "refused":
         # a refusal is the bad tool's only when the same request without it is answered
         good = {**fields, "tools": [t for t in fields["tools"]
                                     if t["function"]["name"] != BAD_NAME]}
-        control = _send_checked(serve, target, good, o, max_tokens=budget)
+        control = _send_checked(servers, target, good, o, max_tokens=budget)
         out["control"] = control
         if control["verdict"] != "accepted":
             out["not_measured"] = (f"the server refuses the request without the bad tool too "
@@ -394,7 +349,8 @@ def _judge_reasoning(row: dict[str, Any], opened: bool) -> tuple[str, str, str]:
         outcomes.INVALIDATION_ERROR
 
 
-def _reasoning(serve, target, o) -> tuple[dict[str, Any], str]:
+def _reasoning(servers: RowServers, target: Target,
+               o: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """The reasoning request in vLLM's structural-tag format (``format``: a sequence of
     the ``<think>`` tag and the schema); where the server refuses that format, again in the
     older one (``structures`` + ``triggers``: free text until ``</think>``, then the
@@ -405,7 +361,7 @@ def _reasoning(serve, target, o) -> tuple[dict[str, Any], str]:
     spec = ReasoningSpec(json.dumps(SCHEMA), OPEN, CLOSE, max_chars=16, max_tokens=None)
     tag = xgrammar_structural_tag(spec)
     budget = max(int(o["max_tokens"]), 64)
-    row = _send_checked(serve, target,
+    row = _send_checked(servers, target,
                         {"response_format": {"type": "structural_tag", "format": tag["format"]}},
                         o, max_tokens=budget)
     out: dict[str, Any] = {"form": "response_format structural_tag (format)", "request": row,
@@ -422,7 +378,7 @@ def _reasoning(serve, target, o) -> tuple[dict[str, Any], str]:
     refusal = f"HTTP {row['status']}: {row.get('error') or ''}"[:160]
     legacy = {"type": "structural_tag", "triggers": [CLOSE],
               "structures": [{"begin": CLOSE, "schema": SCHEMA, "end": ""}]}
-    old = _send_checked(serve, target, {"response_format": legacy}, o, max_tokens=budget)
+    old = _send_checked(servers, target, {"response_format": legacy}, o, max_tokens=budget)
     out["legacy"] = old
     if old["verdict"] != "accepted":
         out.update(verdict="refused" if old["verdict"] in ("refused", "no_answer")
@@ -440,12 +396,13 @@ def _reasoning(serve, target, o) -> tuple[dict[str, Any], str]:
 HAZARDS = {"hostile_request": _hostile, "bad_tool": _bad_tool, "reasoning": _reasoning}
 
 
-def run_served(serve, target, job, o: dict[str, Any]) -> dict[str, Any]:
+def run_served(servers: RowServers, target: Target, job: Job,
+               o: dict[str, Any]) -> dict[str, Any]:
     """One served hazard job's record (see the module docstring)."""
     from suites.hazards import hazard_of
 
     name = hazard_of(job.case_id)
-    out, outcome = HAZARDS[name](serve, target, o)
+    out, outcome = HAZARDS[name](servers, target, o)
     rec: dict[str, Any] = {"engine": job.engine, "case_id": job.case_id, "subset": job.subset,
                            "suite": "hazards", "outcome": outcome,
                            "hazard": {"name": name, "server": target.label, **out}}

@@ -8,7 +8,7 @@ appended at once, so a killed run resumes losing and duplicating nothing.
 Servers: with ``--launch`` each engine row's server is started on 127.0.0.1 (its command from
 the adapter's ``server_command``, its interpreter from the row's environment), probed until
 ready, logged to ``servers/<row>.log`` in the run folder, and stopped when the row is done,
-at the end, and on Ctrl-C or a kill (:mod:`harness.measure.serving.launcher`). A server that
+at the end, and on Ctrl-C or a kill (:class:`harness.suite.serving.RowServers`). A server that
 dies mid-stream: the requests in flight are recorded as a server crash, it is started again,
 and the stream goes on (at most ``max_restarts`` times per row). A server that never becomes
 ready ends the run with one line naming its log. With ``--server URL`` the user's server is
@@ -19,22 +19,21 @@ from __future__ import annotations
 
 import json
 import logging
-import re
-import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from harness.suite import RunConfig
 from harness.suite import ExecutorError, Job
 from harness.suite import outcomes
 from harness.suite import RunStore
 from harness.suite import Record
+from harness.suite.serving import Completion, RowServers, ServerUnavailable, Target
+
+if TYPE_CHECKING:
+    from engines.protocol import Vocabulary
 
 log = logging.getLogger("harness")
-
-#: Seconds to wait, after a request lost its connection, for the server's death to show.
-DEATH_GRACE_S = 3.0
 
 
 def _ms(ns: float | None) -> float | None:
@@ -67,47 +66,6 @@ def canary_verdict(text: str, canary: dict[str, Any]) -> tuple[bool, str | None]
     return False, f"{shown!r} is none of {', '.join(repr(a) for a in accept)}"
 
 
-#: Patterns of a server log's error lines, most telling first: an engine's assertion, a
-#: Python exception's message line, then any line saying error.
-_ERROR_LINES = (re.compile(r"Check failed|Assertion .* failed|panicked at"),
-                re.compile(r"^\s*(\w+\.)*\w*(Error|Exception)\b\s*:"),
-                re.compile(r"\b(ERROR|FATAL|Error|error)\b"))
-
-
-def server_log_line(path: Path, span: tuple[int | None, int | None] | None,
-                    grace_s: float = 0.2) -> str | None:
-    """The first error line (:data:`_ERROR_LINES`) the server wrote to its log from the
-    moment a request was sent (``span[0]``: the log's size then, bytes) until now, up to 300
-    characters; None when it wrote none. A server may log a failure just after it answers:
-    when nothing is there yet, the log is read once more ``grace_s`` later."""
-    if not span or span[0] is None:
-        return None
-    for attempt in range(2):
-        if attempt:
-            time.sleep(grace_s)
-        try:
-            with open(path, "rb") as f:
-                f.seek(span[0])
-                window = f.read(1 << 20).decode("utf-8", "replace")
-        except OSError:
-            return None
-        lines = [ln.strip() for ln in window.splitlines() if ln.strip()]
-        for pattern in _ERROR_LINES:
-            for ln in lines:
-                if pattern.search(ln):
-                    return ln[:300]
-    return None
-
-
-class _Target:
-    """One engine row's server: launched (with its process) or given by URL."""
-
-    def __init__(self, label: str, client, server=None, seeded: bool = True) -> None:
-        self.label, self.client, self.server = label, client, server
-        #: requests carry a seed (the row's server takes per-request seeds)
-        self.seeded = seeded
-
-
 class ServeExecutor:
     """Runs the serve suite's request jobs (see the module's docstring)."""
 
@@ -119,110 +77,8 @@ class ServeExecutor:
         self.config = config
         self.o = {**DEFAULTS, **{k: v for k, v in config.options.items() if k in DEFAULTS}}
         self.on_record = on_record
-        self.target: _Target | None = None
-        self.servers: list[dict[str, Any]] = []
-        self._vocab = None  # the run's tokenizer: prompts carry at most 2,048 schema tokens
-
-    # -- servers ------------------------------------------------------------------------
-    def _open(self, engine: dict[str, Any]) -> _Target:
-        from harness.suite.serving import OpenAIClient, server_for, split_server, takes_seeds
-
-        label = engine["label"]
-        if self.target is not None and self.target.label == label:
-            return self.target
-        self._close()
-        if not self.o["launch"]:
-            if not self.o["server"]:
-                raise ExecutorError("the serve suite needs --launch ENGINE:BACKEND (the "
-                                    "harness starts the server) or --server URL")
-            try:
-                spec = server_for(self.o["server"], label)
-            except ValueError as e:
-                raise ExecutorError(str(e)) from None
-            dialect, url = split_server(spec)
-            client = OpenAIClient(url, dialect=dialect, timeout=600.0)
-            try:
-                client.detect()
-            except (OSError, RuntimeError, ValueError) as e:
-                raise ExecutorError(f"--server {spec}: no answer from "
-                                    f"/v1/models ({' '.join(str(e).split())[:200]})") from None
-            self.target = _Target(label, client, seeded=takes_seeds(engine.get("name"), client.dialect))
-            self.servers.append({"engine": label, "url": url, "dialect": client.dialect,
-                                 "server_version": client.server_version(),
-                                 "launched": False})
-            self._write_servers()
-            return self.target
-        server = self._launch(engine)
-        client = OpenAIClient(server.url, dialect=self._dialect(engine), model=server.model,
-                              timeout=600.0)
-        from harness.suite import adapter_class
-
-        seeded = getattr(adapter_class(engine["name"]), "seeded_requests", lambda: True)()
-        self.target = _Target(label, client, server, seeded=seeded)
-        return self.target
-
-    @staticmethod
-    def _dialect(engine: dict[str, Any]) -> str | None:
-        from harness.suite import adapter_class
-
-        return getattr(adapter_class(engine["name"]), "dialect", None)
-
-    def _launch(self, engine: dict[str, Any]):
-        from harness.suite import environment
-        from harness.suite.serving import write_hf_model
-        from harness.suite.serving import HOST, ServerNotReady, ServerProcess
-        from harness.suite import adapter_class
-        from harness.suite.engines import load_vocabulary
-        from harness.suite.engines import cache_root
-
-        cls = adapter_class(engine["name"])
-        if not hasattr(cls, "server_command"):
-            raise ExecutorError(f"engine {engine['label']} has no server to launch; the serve "
-                                "suite launches serving engines (harness engines lists them)")
-        if self.config.tokenizer != "llama3":
-            raise ExecutorError(f"launched servers load the Llama-3 tokenizer the harness writes; "
-                                f"run the serve suite with --tokenizer llama3, not "
-                                f"{self.config.tokenizer!r}")
-        env = engine.get("env")
-        python = str(environment(env).python()) if env else sys.executable
-        model_dir = str(write_hf_model(self.o["model"], load_vocabulary(self.config.tokenizer),
-                                       cache_root() / "models"))
-        options = cls.configs[engine["config"]]
-        safe = engine["label"].replace(":", "-").replace("@", "-").replace("/", "-")
-        server = ServerProcess(lambda port: cls.server_command(python, model_dir, options, HOST,
-                                                               port),
-                               Path(self.store.path) / "servers" / f"{safe}.log",
-                               ready_timeout_s=float(self.o["ready_timeout_s"]),
-                               label=f"{engine['label']} server")
-        log.info("starting %s (log: %s)", server.label, server.log_path)
-        try:
-            server.start()
-        except ServerNotReady as e:
-            raise ExecutorError(str(e)) from None
-        log.info("%s ready in %.0f s on %s (pid %s)", server.label, server.ready_s, server.url,
-                 server.pid)
-        from harness.suite.serving import OpenAIClient
-
-        self.servers.append({"engine": engine["label"], **server.describe(),
-                             "server_version": OpenAIClient(server.url).server_version(),
-                             "launched": True})
-        self._write_servers()  # at once: whoever stops a killed run finds the PID here
-        return server
-
-    def _close(self) -> None:
-        t, self.target = self.target, None
-        if t is not None and t.server is not None:
-            t.server.stop()
-            for s in self.servers:
-                if s["engine"] == t.label and s["pid"] == t.server.pid:
-                    s["starts"] = t.server.starts
-        self._write_servers()
-
-    def _write_servers(self) -> None:
-        if self.servers:
-            path = Path(self.store.path) / "servers" / "servers.json"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(self.servers, indent=1))
+        self.rows = RowServers(Path(store.path), config.tokenizer, config.options)
+        self._vocab: Vocabulary | None = None  # the run's tokenizer: prompts carry at most 2,048 schema tokens
 
     # -- records -----------------------------------------------------------------------
     def _append(self, rec: Record) -> None:
@@ -232,7 +88,8 @@ class ServeExecutor:
     def _base(self, job: Job) -> dict[str, Any]:
         return {"engine": job.engine, "case_id": job.case_id, "subset": job.subset}
 
-    def _record(self, job: Job, res, stream_t0: float, crashed: str | None) -> dict[str, Any]:
+    def _record(self, job: Job, res: Completion, stream_t0: float,
+                crashed: str | None) -> dict[str, Any]:
         from harness.suite.serving import verdict as judge
         from harness.suite.measure import target_for
         from harness.suite.measure import json_prefix_error
@@ -255,11 +112,12 @@ class ServeExecutor:
         rec["serve"] = s
         rec["tokens"] = tokens
         failed = crashed or res.status != 200 or res.finish_reason is None
-        if failed and self.target is not None and self.target.server is not None:
-            line = server_log_line(self.target.server.log_path, getattr(res, "log_span", None))
+        row = self.rows.target
+        if failed and row is not None and row.server is not None:
+            line = row.log_line(res.log_span)
             if line:
                 s["server_log"] = line
-                s["server_log_path"] = str(self.target.server.log_path)
+                s["server_log_path"] = str(row.server.log_path)
         if crashed:
             s["verdict"] = "server_crash"
             rec.update(outcome=outcomes.CRASH,
@@ -323,7 +181,7 @@ class ServeExecutor:
         return rec
 
     # -- streams -----------------------------------------------------------------------
-    def _send(self, target: _Target, job: Job):
+    def _send(self, target: Target, job: Job) -> Completion:
         from harness.suite.serving import Constraint
         from harness.suite.serving import ASK, SYSTEM
 
@@ -331,7 +189,7 @@ class ServeExecutor:
         messages = [{"role": "system", "content": SYSTEM},
                     {"role": "user", "content": ASK + self._excerpt(case["schema_text"])}]
         constraint = None
-        log_from = self._log_size(target)
+        log_from = target.log_size()
         if req.get("canary"):
             c = req["canary"]
             res = target.client.complete(None, messages, max_tokens=max(64, int(self.o["max_tokens"])),
@@ -339,7 +197,7 @@ class ServeExecutor:
                                          seed=int(self.o["seed"]) if target.seeded else None,
                                          constraint=Constraint(c["kind"], c["value"]),
                                          form=self.o["form"])
-            res.log_span = (log_from, self._log_size(target))
+            res.log_span = (log_from, target.log_size())
             return res
         if req["constrained"]:
             kind = req.get("kind", "json")
@@ -353,18 +211,8 @@ class ServeExecutor:
         res = target.client.complete(None, messages, max_tokens=int(self.o["max_tokens"]),
                                      temperature=float(self.o["temperature"]), seed=seed,
                                      constraint=constraint, form=self.o["form"])
-        res.log_span = (log_from, self._log_size(target))
+        res.log_span = (log_from, target.log_size())
         return res
-
-    @staticmethod
-    def _log_size(target: _Target) -> int | None:
-        """The launched server's log size now, bytes (None: not launched, or no log)."""
-        if target.server is None:
-            return None
-        try:
-            return target.server.log_path.stat().st_size
-        except OSError:
-            return None
 
     def _excerpt(self, schema_text: str) -> str:
         from harness.suite.serving import schema_excerpt
@@ -386,11 +234,11 @@ class ServeExecutor:
                 runnable.append(job)
         if not runnable:
             return
-        target = self._open(runnable[0].payload["engine"])
+        target = self.rows.open(runnable[0].payload["engine"])
         for job in [j for j in runnable if j.payload["case"]["request"].get("canary")]:
             # alone, before the stream: its answer says whether the form is enforced at all
             if target.server is not None and not target.server.alive():
-                self._restart(target)
+                self.rows.restart(target)
             rec = self._record(job, self._send(target, job), time.perf_counter_ns(), None)
             self._append(rec)
             if rec["serve"].get("verdict") == "constraint_not_enforced":
@@ -406,11 +254,11 @@ class ServeExecutor:
         concurrency = int(self.o["concurrency"] or 0) or None
         while pending:
             if target.server is not None and not target.server.alive():
-                self._restart(target)
+                self.rows.restart(target)
             first = pending[0].payload["case"]["request"]["arrival_s"]
             offsets = [j.payload["case"]["request"]["arrival_s"] - first for j in pending]
             t0 = time.perf_counter_ns()
-            dead = {"why": None}
+            dead: dict[str, str | None] = {"why": None}
 
             def broken(res) -> bool:
                 return dead["why"] is not None
@@ -419,7 +267,7 @@ class ServeExecutor:
                 crashed = None
                 failed = res.status == 0 or res.status >= 500 or (
                     res.status == 200 and res.finish_reason is None)
-                if target.server is not None and failed and not self._alive(target):
+                if target.server is not None and failed and not self.rows.alive(target):
                     crashed = dead["why"] = target.server.exit_status()
                 self._append(self._record(job, res, t0, crashed))
 
@@ -437,37 +285,7 @@ class ServeExecutor:
                     return
                 log.warning("%s died (%s) mid-stream; its requests in flight are recorded as "
                             "a server crash; starting it again", target.label, dead["why"])
-                self._restart(target)
-
-    def _alive(self, target: _Target) -> bool:
-        """False once the server is gone. A healthy server answers at once; one that is not
-        is watched for a moment (a lost connection is seen before the process's exit), so a
-        failed request stalls the stream's schedule only when the server is in trouble."""
-        end = time.monotonic() + DEATH_GRACE_S
-        while True:
-            if not target.server.alive():
-                return False
-            if target.server.healthy():
-                return True
-            if time.monotonic() >= end:
-                return False
-            time.sleep(0.2)
-
-    def _restart(self, target: _Target) -> None:
-        from harness.suite.serving import ServerNotReady
-
-        target.server.stop()
-        try:
-            target.server.start()
-        except ServerNotReady as e:
-            raise ExecutorError(str(e)) from None
-        target.client.base = target.server.url
-        target.client.port = target.server.port
-        for s in self.servers:
-            if s["engine"] == target.label:
-                s.update(starts=target.server.starts, pid=target.server.pid,
-                         url=target.server.url)
-        self._write_servers()
+                self.rows.restart(target)
 
     def run(self, jobs: Iterable[Job]) -> None:
         """Run every job (consumed lazily, in order) until each has a record."""
@@ -484,5 +302,7 @@ class ServeExecutor:
                 batch.append(job)
             if batch:
                 self._run_stream(batch)
+        except ServerUnavailable as e:  # no server to send to: the run ends with this line
+            raise ExecutorError(str(e)) from None
         finally:
-            self._close()
+            self.rows.close()

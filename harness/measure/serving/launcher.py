@@ -4,29 +4,36 @@ folder, and stopped by their PID at the end, on Ctrl-C, or when the run is kille
 Each server runs under a guard (:mod:`harness.measure.serving.guard`) in its own process
 group; the guard stops the whole group when asked, when the harness dies, or when the
 server dies. :class:`ServerProcess` holds one such server and can start it again after a
-crash.
+crash; :func:`server_log_line` finds the error a server logged while it failed a request.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ["ServerNotReady", "ServerProcess", "free_port"]
+from harness.measure.serving.openai_client import TRANSPORT_ERRORS, http_get
+
+__all__ = ["ServerNotReady", "ServerProcess", "ServerUnavailable", "free_port",
+           "server_log_line"]
 
 #: Address every server the harness starts listens on.
 HOST = "127.0.0.1"
 
 
-class ServerNotReady(RuntimeError):
+class ServerUnavailable(RuntimeError):
+    """No server to send a row's requests to (one line saying why and what to do)."""
+
+
+class ServerNotReady(ServerUnavailable):
     """A server that exited or did not answer within its limit (one line naming its log)."""
 
 
@@ -37,14 +44,40 @@ def free_port(host: str = HOST) -> int:
         return s.getsockname()[1]
 
 
-def _get(host: str, port: int, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
-    c = http.client.HTTPConnection(host, port, timeout=timeout)
-    try:
-        c.request("GET", path)
-        r = c.getresponse()
-        return r.status, r.read()
-    finally:
-        c.close()
+#: What a readiness probe may raise while the server is starting: no connection yet, a
+#: broken answer, a ``/v1/models`` body that is not JSON yet.
+_PROBE_ERRORS: tuple[type[Exception], ...] = (*TRANSPORT_ERRORS, json.JSONDecodeError)
+
+#: Patterns of a server log's error lines, most telling first: an engine's assertion, a
+#: Python exception's message line, then any line saying error.
+_ERROR_LINES = (re.compile(r"Check failed|Assertion .* failed|panicked at"),
+                re.compile(r"^\s*(\w+\.)*\w*(Error|Exception)\b\s*:"),
+                re.compile(r"\b(ERROR|FATAL|Error|error)\b"))
+
+
+def server_log_line(path: Path, span: tuple[int | None, int | None] | None,
+                    grace_s: float = 0.2) -> str | None:
+    """The first error line (:data:`_ERROR_LINES`) the server wrote to its log from the
+    moment a request was sent (``span[0]``: the log's size then, bytes) until now, up to 300
+    characters; None when it wrote none. A server may log a failure just after it answers:
+    when nothing is there yet, the log is read once more ``grace_s`` seconds later."""
+    if not span or span[0] is None:
+        return None
+    for attempt in range(2):
+        if attempt:
+            time.sleep(grace_s)
+        try:
+            with open(path, "rb") as f:
+                f.seek(span[0])
+                window = f.read(1 << 20).decode("utf-8", "replace")
+        except OSError:
+            return None
+        lines = [ln.strip() for ln in window.splitlines() if ln.strip()]
+        for pattern in _ERROR_LINES:
+            for ln in lines:
+                if pattern.search(ln):
+                    return ln[:300]
+    return None
 
 
 class ServerProcess:
@@ -60,14 +93,14 @@ class ServerProcess:
         How long a start may take until ``/health`` and ``/v1/models`` answer 200, seconds.
     """
 
-    def __init__(self, command, log_path: Path, ready_timeout_s: float = 300.0,
-                 label: str = "server") -> None:
+    def __init__(self, command: Callable[[int], tuple[list[str], dict[str, str]]],
+                 log_path: Path, ready_timeout_s: float = 300.0, label: str = "server") -> None:
         self.command = command
         self.log_path = Path(log_path)
         self.ready_timeout_s = float(ready_timeout_s)
         self.label = label
         self.port: int | None = None
-        self.guard: subprocess.Popen | None = None
+        self.guard: subprocess.Popen[bytes] | None = None
         self.pid: int | None = None  # the server's own PID (its process group's id)
         self.starts = 0
         self.ready_s: float | None = None
@@ -102,11 +135,12 @@ class ServerProcess:
                       f"{time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(argv)}\n".encode())
         env = {**os.environ, **extra_env}
         t0 = time.monotonic()
-        self.guard = subprocess.Popen(
+        self.guard = guard = subprocess.Popen(
             [sys.executable, "-m", "harness.measure.serving.guard", str(self.log_path), "--",
              *argv], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env,
             preexec_fn=_die_with_parent)
-        line = self.guard.stdout.readline().strip()
+        assert guard.stdout is not None  # stdout=PIPE
+        line = guard.stdout.readline().strip()
         self.pid = int(line) if line.isdigit() else None
         self.starts += 1
         self._t0 = t0
@@ -120,21 +154,24 @@ class ServerProcess:
             As :meth:`start`."""
         t0 = self._t0
         deadline = t0 + self.ready_timeout_s
+        guard, port = self.guard, self.port
+        if guard is None or port is None:
+            raise ServerNotReady(f"{self.label} was not started; its log: {self.log_path}")
         while True:
-            if self.guard.poll() is not None:
-                code = self.guard.returncode
+            if guard.poll() is not None:
+                code = guard.returncode
                 self.guard = None
                 raise ServerNotReady(f"{self.label} exited with status {code} before it was "
                                      f"ready; its log: {self.log_path}")
             try:
-                status, body = _get(HOST, self.port, "/health")
+                status, body = http_get(HOST, port, "/health", timeout=2.0)
                 if status == 200:
-                    status, body = _get(HOST, self.port, "/v1/models")
+                    status, body = http_get(HOST, port, "/v1/models", timeout=2.0)
                     if status == 200:
                         data = json.loads(body).get("data") or []
                         self.model = data[0].get("id") if data else None
                         break
-            except (OSError, http.client.HTTPException, json.JSONDecodeError):
+            except _PROBE_ERRORS:
                 pass
             if time.monotonic() >= deadline:
                 self.stop()
@@ -152,11 +189,11 @@ class ServerProcess:
     def healthy(self) -> bool:
         """True iff the server runs and its ``/health`` answers 200 (vLLM's API server stays
         up with a dead engine core, answering 500 to everything)."""
-        if not self.alive():
+        if not self.alive() or self.port is None:
             return False
         try:
-            return _get(HOST, self.port, "/health", timeout=5.0)[0] == 200
-        except (OSError, http.client.HTTPException):
+            return http_get(HOST, self.port, "/health", timeout=5.0)[0] == 200
+        except TRANSPORT_ERRORS:
             return False
 
     def exit_status(self) -> str:

@@ -22,7 +22,11 @@ Responses are streamed (SSE) so that TTFT and the inter-token latency can be tim
 content chunk counts as one token (llama-cpp-python, vLLM and SGLang send one token per
 chunk) unless the server reports ``usage`` (asked with ``stream_options``). The text is always validated: a server that ignores an unknown field answers
 unconstrained with HTTP 200, which is reported as ``constraint_not_enforced``, never a pass.
-Standard library only (``http.client``).
+
+This module is the harness's one HTTP client of servers: every request to a server (a
+completion, ``/v1/models``, ``/version``, a launched server's readiness and ``/health``
+probes) goes through :func:`http_get` or :meth:`OpenAIClient.stream`, and every event stream
+is read by :func:`sse_chunks`. Standard library only (``http.client``).
 """
 
 from __future__ import annotations
@@ -31,12 +35,56 @@ import http.client
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable, Iterator
 from urllib.parse import urlsplit
 
 DIALECTS = ("vllm", "sglang", "llamacpp")
 FORMS = ("response_format", "structured_outputs", "guided_json")
 KINDS = ("json", "regex", "choice", "grammar")
+
+#: What a request to a server may raise for what the server (or the network) does: a refused
+#: or broken connection, a timeout, a malformed HTTP answer.
+TRANSPORT_ERRORS: tuple[type[Exception], ...] = (OSError, http.client.HTTPException)
+#: What reading an event stream may raise besides: a chunk that is not JSON.
+_STREAM_ERRORS: tuple[type[Exception], ...] = (*TRANSPORT_ERRORS, json.JSONDecodeError)
+
+
+def http_get(host: str, port: int, path: str, timeout: float, https: bool = False
+             ) -> tuple[int, bytes]:
+    """``GET path`` on ``host:port``: (HTTP status, body). ``timeout``: seconds for the
+    connection and for each read. Raises what :data:`TRANSPORT_ERRORS` names."""
+    cls = http.client.HTTPSConnection if https else http.client.HTTPConnection
+    c = cls(host, port, timeout=timeout)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+def sse_chunks(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
+    """The JSON chunks of an OpenAI-style server-sent event stream (``lines``: the raw lines
+    of the response body), until ``data: [DONE]`` or the stream's end. Lines other than
+    ``data:`` ones (comments, blank separators) are skipped; a chunk that is not JSON raises
+    :class:`json.JSONDecodeError`."""
+    for raw in lines:
+        line = raw.decode("utf-8", "replace").strip()
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            return
+        yield json.loads(data)
+
+
+def in_band_error(chunk: dict[str, Any]) -> str | None:
+    """The error a server failing mid-stream puts in a chunk (``{"error": ...}``), on one
+    line, at most 500 characters; None in an ordinary chunk."""
+    err = chunk.get("error")
+    if not err:
+        return None
+    return " ".join(str(err.get("message", err) if isinstance(err, dict) else err).split())[:500]
 
 
 @dataclass(frozen=True)
@@ -153,6 +201,14 @@ class Completion:
     #: the gaps between pieces as the server says it sent them (a canned server's
     #: ``server_gaps_ns``; None from real servers)
     server_gaps_ns: list[int] | None = None
+    #: tool calls streamed in ``delta.tool_calls``, by their index: ``{"name", "arguments"}``
+    #: (the arguments' JSON text as sent)
+    tool_calls: dict[int, dict[str, str]] = field(default_factory=dict)
+    #: what broke the request off (status 0), or None
+    failure: Exception | None = None
+    #: the launched server's log from the request's sending to its answer: (size before,
+    #: size after), bytes; None where unknown (set by the serve suite)
+    log_span: tuple[int | None, int | None] | None = None
 
     @property
     def tokens(self) -> int:
@@ -188,21 +244,13 @@ class OpenAIClient:
         self.model = model
         self.dialect = dialect
 
-    def _conn(self):
-        cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-        return cls(self.host, self.port, timeout=self.timeout)
-
-    def _get(self, path: str) -> tuple[int, bytes]:
-        c = self._conn()
-        try:
-            c.request("GET", self.prefix + path)
-            r = c.getresponse()
-            return r.status, r.read()
-        finally:
-            c.close()
+    def get(self, path: str) -> tuple[int, bytes]:
+        """``GET path`` under the server's base (HTTP status, body); raises what
+        :data:`TRANSPORT_ERRORS` names."""
+        return http_get(str(self.host), self.port, self.prefix + path, self.timeout, self.https)
 
     def models(self) -> list[dict[str, Any]]:
-        status, body = self._get("/v1/models")
+        status, body = self.get("/v1/models")
         if status != 200:
             raise RuntimeError(f"GET /v1/models: HTTP {status}: {body[:200]!r}")
         return json.loads(body).get("data", [])
@@ -210,7 +258,7 @@ class OpenAIClient:
     def server_version(self) -> str | None:
         """What ``GET /version`` says (vLLM and SGLang answer ``{"version": ...}``), or None."""
         try:
-            status, body = self._get("/version")
+            status, body = self.get("/version")
             v = json.loads(body).get("version") if status == 200 else None
         except (OSError, http.client.HTTPException, json.JSONDecodeError, AttributeError):
             return None
@@ -255,39 +303,51 @@ class OpenAIClient:
         if constraint is not None:
             body.update(request_fields(dialect, form, constraint))
         body.update(extra or {})
-        c = self._conn()
+        out = self.stream(json.dumps(body))
+        if out.failure is not None:  # what arrived before the failure is not reported
+            return Completion(0, error=out.error, total_ns=out.total_ns, sent_ns=out.sent_ns)
+        return out
+
+    def stream(self, body: str, timeout: float | None = None,
+               accept_event_stream: bool = True) -> Completion:
+        """POST ``body`` (a chat completion request's JSON text, ``"stream": true``) to
+        ``/v1/chat/completions`` and read its event stream: the answer's text, tool calls,
+        finish reason and in-band error, the time to the first content chunk and the gaps
+        between chunks (ns, one content chunk one token). ``timeout``: seconds for the
+        connection and each read (None: the client's); ``accept_event_stream``: send
+        ``Accept: text/event-stream``. Never raises for what the server does: an HTTP error
+        is a :class:`Completion` with that status and the body's first 500 characters as
+        ``error``; a broken connection, a timeout or a chunk that is not JSON is status 0
+        with ``failure`` set and what arrived before it kept."""
+        headers = {"Content-Type": "application/json"}
+        if accept_event_stream:
+            headers["Accept"] = "text/event-stream"
+        cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+        c = cls(str(self.host), self.port, timeout=self.timeout if timeout is None else timeout)
         t0 = time.perf_counter_ns()
+        out = Completion(0, sent_ns=t0)
+        parts: list[str] = []
+        last = None
         try:
-            c.request("POST", self.prefix + "/v1/chat/completions", body=json.dumps(body),
-                      headers={"Content-Type": "application/json",
-                               "Accept": "text/event-stream"})
+            c.request("POST", self.prefix + "/v1/chat/completions", body=body, headers=headers)
             r = c.getresponse()
+            out.status = r.status
             if r.status != 200:
                 text = r.read().decode("utf-8", "replace")
-                return Completion(r.status, error=" ".join(text.split())[:500],
-                                  total_ns=time.perf_counter_ns() - t0, sent_ns=t0)
-            out = Completion(200, sent_ns=t0)
-            parts: list[str] = []
-            last = None
-            for raw in r:
-                line = raw.decode("utf-8", "replace").strip()
-                if not line.startswith("data:"):
-                    continue
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    break
-                chunk = json.loads(data)
-                if chunk.get("error"):  # a server failing mid-stream says so in-band
-                    err = chunk["error"]
-                    out.error = " ".join(str(err.get("message", err) if isinstance(err, dict)
-                                             else err).split())[:500]
+                out.error = " ".join(text.split())[:500]
+                return out
+            for chunk in sse_chunks(r):
+                err = in_band_error(chunk)
+                if err is not None:
+                    out.error = err
                 if chunk.get("server_gaps_ns") is not None:
                     out.server_gaps_ns = list(chunk["server_gaps_ns"])
                 usage = chunk.get("usage")
                 if usage and usage.get("completion_tokens") is not None:
                     out.usage_tokens = int(usage["completion_tokens"])
                 for ch in chunk.get("choices") or []:
-                    piece = (ch.get("delta") or {}).get("content")
+                    delta = ch.get("delta") or {}
+                    piece = delta.get("content")
                     if piece:
                         now = time.perf_counter_ns()
                         if last is None:
@@ -296,15 +356,22 @@ class OpenAIClient:
                             out.chunk_ns.append(now - last)
                         last = now
                         parts.append(piece)
+                    for tc in delta.get("tool_calls") or ():
+                        slot = out.tool_calls.setdefault(int(tc.get("index", 0)),
+                                                         {"name": "", "arguments": ""})
+                        fn = tc.get("function") or {}
+                        slot["name"] += fn.get("name") or ""
+                        slot["arguments"] += fn.get("arguments") or ""
                     if ch.get("finish_reason"):
                         out.finish_reason = ch["finish_reason"]
+            return out
+        except _STREAM_ERRORS as e:
+            out.status, out.failure = 0, e
+            out.error = f"{type(e).__name__}: {e}"
+            return out
+        finally:
             out.text = "".join(parts)
             out.total_ns = time.perf_counter_ns() - t0
-            return out
-        except (OSError, http.client.HTTPException, json.JSONDecodeError) as e:
-            return Completion(0, error=f"{type(e).__name__}: {e}",
-                              total_ns=time.perf_counter_ns() - t0, sent_ns=t0)
-        finally:
             c.close()
 
 
