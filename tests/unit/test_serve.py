@@ -193,3 +193,86 @@ def test_a_shared_vllm_cpu_server_gets_no_per_request_seed():
     assert takes_seeds("vllm", "vllm") is expected
     assert takes_seeds("external", "vllm") is expected
     assert takes_seeds("external", None) is True
+
+
+def test_event_stream_parser_reads_data_lines_until_done():
+    from harness.measure.serving.openai_client import in_band_error, sse_chunks
+
+    lines = [b": keep-alive comment\n", b"\n", b'data: {"a": 1}\n', b"event: x\n",
+             b'data:{"error": {"message": "engine\\n  died"}}\r\n', b"data: [DONE]\n",
+             b'data: {"after": "done"}\n']
+    chunks = list(sse_chunks(lines))
+    assert chunks == [{"a": 1}, {"error": {"message": "engine\n  died"}}]
+    assert in_band_error(chunks[0]) is None and in_band_error(chunks[1]) == "engine died"
+    with pytest.raises(json.JSONDecodeError):
+        list(sse_chunks([b"data: {not json\n"]))
+
+
+def _one_shot_server(events: list[bytes]):
+    """A server on 127.0.0.1 that answers every POST with ``events`` as an event stream."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *a):  # quiet
+            pass
+
+        def do_POST(self):  # noqa: N802
+            n = int(self.headers.get("Content-Length") or 0)
+            seen.append({"body": json.loads(self.rfile.read(n)),
+                         "accept": self.headers.get("Accept")})
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            for e in events:
+                self.wfile.write(e)
+            self.wfile.flush()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, seen
+
+
+def test_stream_collects_tool_calls_and_keeps_what_came_before_a_broken_chunk():
+    """The one stream reader serves the hazards (tool calls, the partial answer of a broken
+    stream) and the serve suite (whose completion drops a broken stream's partial text)."""
+    from harness.measure.serving.openai_client import OpenAIClient
+
+    def delta(d):
+        return b"data: " + json.dumps({"choices": [{"index": 0, "delta": d}]}).encode() + b"\n\n"
+
+    server, seen = _one_shot_server([
+        delta({"content": "hi"}),
+        delta({"tool_calls": [{"index": 0, "function": {"name": "get_", "arguments": '{"a"'}}]}),
+        delta({"tool_calls": [{"index": 0, "function": {"name": "x", "arguments": ": 1}"}}]}),
+        b"data: {broken\n\n"])
+    try:
+        client = OpenAIClient(f"http://127.0.0.1:{server.server_address[1]}", dialect="vllm",
+                              model="m")
+        res = client.stream(json.dumps({"stream": True}), timeout=5.0, accept_event_stream=False)
+        assert res.status == 0 and isinstance(res.failure, json.JSONDecodeError)
+        assert res.text == "hi" and res.tool_calls == {0: {"name": "get_x", "arguments": '{"a": 1}'}}
+        assert res.error.startswith("JSONDecodeError: ") and seen[-1]["accept"] is None
+        done = client.complete({"type": "object"}, [{"role": "user", "content": "x"}], seed=7)
+        assert done.status == 0 and done.text == "" and done.failure is None
+        assert done.error.startswith("JSONDecodeError: ")
+        sent = seen[-1]
+        assert sent["accept"] == "text/event-stream" and sent["body"]["seed"] == 7
+        assert sent["body"]["stream_options"] == {"include_usage": True}
+    finally:
+        server.shutdown()
+
+
+def test_row_servers_without_a_server_say_why(tmp_path):
+    from harness.measure.serving.launcher import free_port
+    from harness.measure.serving.servers import RowServers
+    from harness.suite.serving import ServerUnavailable
+
+    row = {"label": "external", "name": "external"}
+    with pytest.raises(ServerUnavailable, match="needs --launch ENGINE:BACKEND"):
+        RowServers(tmp_path, "llama3", {"jobs": 2}).open(row)
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(ServerUnavailable, match=f"--server {url}: no answer from /v1/models"):
+        RowServers(tmp_path, "llama3", {"server": url}).open(row)
+    assert not (tmp_path / "servers").exists()  # nothing opened, nothing listed
