@@ -37,7 +37,7 @@ import json
 from typing import Any
 
 from harness.suite import Job, outcomes
-from harness.suite.serving import TRANSPORT_ERRORS, RowServers, Target
+from harness.suite.serving import TRANSPORT_ERRORS, Completion, RowServers, Target
 
 __all__ = ["hostile_requests", "run_served"]
 
@@ -83,19 +83,6 @@ def _rf(schema: Any) -> dict[str, Any]:
                                                    "strict": True}}
 
 
-class _Answer:
-    """One request's answer: HTTP status (0: none), content text, tool calls, finish
-    reason, error line, seconds."""
-
-    def __init__(self) -> None:
-        self.status = 0
-        self.text = ""
-        self.tool_calls: dict[int, dict[str, str]] = {}
-        self.finish_reason: str | None = None
-        self.error: str | None = None
-        self.seconds = 0.0
-
-
 def _dumps(body: dict[str, Any]) -> str:
     """``json.dumps`` with room for the 500-deep nesting (three JSON levels per schema
     level: past Python's default recursion limit); the limit is restored at once."""
@@ -109,25 +96,23 @@ def _dumps(body: dict[str, Any]) -> str:
         sys.setrecursionlimit(old)
 
 
-def _post(target: Target, fields: dict[str, Any], max_tokens: int, timeout_s: float) -> _Answer:
+def _post(target: Target, fields: dict[str, Any], max_tokens: int,
+          timeout_s: float) -> Completion:
     """One streamed chat completion with ``fields`` in the body; never raises for what the
-    server does (a broken connection or a timeout is an answer with status 0)."""
+    server does (a broken connection or a timeout is an answer with status 0, what arrived
+    before it kept). Its ``error``: at most 300 characters (200 of an exception's message)."""
     client = target.client
     client.detect()
     body: dict[str, Any] = {"messages": MESSAGES, "max_tokens": max_tokens, "temperature": 1.0,
                             "stream": True, **fields}
     if client.model:
         body["model"] = client.model
-    res = client.stream(_dumps(body), timeout=timeout_s, accept_event_stream=False)
-    ans = _Answer()
-    ans.status, ans.text, ans.finish_reason = res.status, res.text, res.finish_reason
-    ans.tool_calls = res.tool_calls
-    ans.seconds = round(res.total_ns / 1e9, 3)
-    e = res.failure
+    ans = client.stream(_dumps(body), timeout=timeout_s, accept_event_stream=False)
+    e = ans.failure
     if e is not None:
         ans.error = f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"
-    elif res.error is not None:
-        ans.error = res.error[:300]
+    elif ans.error is not None:
+        ans.error = ans.error[:300]
     return ans
 
 
@@ -159,7 +144,7 @@ def _send_checked(servers: RowServers, target: Target, fields: dict[str, Any],
     since = target.log_size()
     ans = _post(target, fields, int(max_tokens or o["max_tokens"]), float(o["request_timeout_s"]))
     ok, why = _health(servers, target)
-    row: dict[str, Any] = {"status": ans.status, "seconds": ans.seconds,
+    row: dict[str, Any] = {"status": ans.status, "seconds": round(ans.total_ns / 1e9, 3),
                            "finish_reason": ans.finish_reason, "text": ans.text[:200]}
     if ans.error:
         row["error"] = ans.error
@@ -257,9 +242,10 @@ def _bad_tool(servers: RowServers, target: Target,
     schema = BAD_SCHEMAS[0][0]
     tools = good_tools()
     tools.insert(N_GOOD // 2, (BAD_NAME, json.dumps(schema)))
-    fields: dict[str, Any] = {"tools": [{"type": "function", "function": {"name": n, "parameters": json.loads(s)}}
-                        for n, s in tools],
-              "tool_choice": "required"}
+    fields: dict[str, Any] = {
+        "tools": [{"type": "function", "function": {"name": n, "parameters": json.loads(s)}}
+                  for n, s in tools],
+        "tool_choice": "required"}
     budget = max(int(o["max_tokens"]), 64)
     row = _send_checked(servers, target, fields, o, max_tokens=budget)
     out: dict[str, Any] = {"tools": len(tools), "bad_schema": json.dumps(schema), "request": row}
