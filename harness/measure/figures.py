@@ -29,8 +29,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["censored_distribution", "number", "preemption", "ratio", "show",
-           "MIN_RATIO_SAMPLES", "PREEMPTED_TAIL_SHARE"]
+__all__ = ["censored_distribution", "fixed", "fraction", "number", "percent", "preemption",
+           "ratio", "show", "MIN_RATIO_SAMPLES", "PREEMPTED_TAIL_SHARE"]
 
 #: Fewest samples on each side of a ratio (fewer: no ratio, and the reason says so).
 MIN_RATIO_SAMPLES = 3
@@ -128,6 +128,30 @@ def number(v: Any, digits: int = 1) -> str:
             return "–"
         return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.{digits}f}"
     return str(v)
+
+
+def fixed(v: Any, digits: int = 2, *, grouped: bool = False) -> str:
+    """A float with exactly ``digits`` decimals (``grouped``: with thousands separators),
+    whatever its size, for columns that line up decimals; ``–`` for None; any other value
+    (a count, a word) as it is."""
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}" if grouped else f"{v:.{digits}f}"
+    return str(v)
+
+
+def percent(share: Any, digits: int = 1) -> str:
+    """A share (0–1) as a percentage, ``0.1234`` → ``12.3%``; ``–`` when it is not a
+    number (None: nothing to divide)."""
+    if isinstance(share, (int, float)):
+        return f"{100 * share:.{digits}f}%"
+    return "–"
+
+
+def fraction(n: int, of: int) -> str:
+    """``n`` of ``of`` and its percentage, ``1,234/2,000 (61.7%)``; ``–`` when ``of`` is 0."""
+    return f"{n:,}/{of:,} ({100 * n / of:.1f}%)" if of else "–"
 
 
 def ratio(num: float | None, den: float | None, *, n_num: int | None = None,

@@ -1,4 +1,7 @@
-"""The suite API's presentation: the report model (sections, paragraphs, the table model), figures and the text helpers every renderer shares. Imported on first use."""
+"""The suite API's presentation: the report model (sections, paragraphs, the table model
+:class:`Table` and its console renderer :func:`text_table`; ``harness report`` renders the same
+model to Markdown and HTML), figures and the text helpers every renderer shares. Numbers are
+formatted by ``harness.suite.figures`` alone. Imported on first use."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ _EXPORTS = {
     "RunData": "harness.report.model:RunData",
     "Section": "harness.report.model:Section",
     "Table": "harness.report.model:Table",
+    "text_table": "harness.report.text:text_table",
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -26,4 +30,4 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 if TYPE_CHECKING:
     from harness.report.model import Bullets, Figure, Para, ReportContext, RunData, Section, Table
     from harness.report.plots import figure_png, pyplot
-    from harness.report.text import md_cell, plot_text
+    from harness.report.text import md_cell, plot_text, text_table
