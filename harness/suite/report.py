@@ -14,6 +14,7 @@ _EXPORTS = {
     "Bullets": "harness.report.model:Bullets",
     "Figure": "harness.report.model:Figure",
     "figure_png": "harness.report.plots:figure_png",
+    "findings_blocks": "harness.report.findings:findings_blocks",
     "md_cell": "harness.report.text:md_cell",
     "Para": "harness.report.model:Para",
     "plot_text": "harness.report.text:plot_text",
@@ -28,6 +29,7 @@ __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
+    from harness.report.findings import findings_blocks
     from harness.report.model import Bullets, Figure, Para, ReportContext, RunData, Section, Table
     from harness.report.plots import figure_png, pyplot
     from harness.report.text import md_cell, plot_text, text_table

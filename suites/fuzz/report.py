@@ -4,9 +4,8 @@ them, and the confirmed false accepts with their outputs. Numbers come from
 
 from __future__ import annotations
 
-from harness.suite.report import Para, ReportContext, Section, Table
+from harness.suite.report import Para, ReportContext, Section, Table, findings_blocks
 from suites.fuzz.summary import fuzz_block
-from suites.mask_diff.report import _findings_table, _vocab
 
 
 def sec_fuzz(ctx: ReportContext) -> list[Section] | None:
@@ -31,6 +30,6 @@ def sec_fuzz(ctx: ReportContext) -> list[Section] | None:
                  "before the document could end; runaway = no EOS within the budget."),
             Table(["engine", "schemas", "walks", "valid", "invalid", "undecided", "dead end",
                    "runaway", "engine error", "schemas with invalid", "runaway ws share"], rows),
-            *_findings_table(run, recs, _vocab(run)),
+            *findings_blocks(run, recs),
         ]))
     return out or None
