@@ -30,7 +30,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 __all__ = ["censored_distribution", "fixed", "fraction", "number", "percent", "preemption",
-           "ratio", "show", "MIN_RATIO_SAMPLES", "PREEMPTED_TAIL_SHARE"]
+           "interval", "ratio", "show", "MIN_RATIO_SAMPLES", "PREEMPTED_TAIL_SHARE"]
 
 #: Fewest samples on each side of a ratio (fewer: no ratio, and the reason says so).
 MIN_RATIO_SAMPLES = 3
@@ -152,6 +152,20 @@ def percent(share: Any, digits: int = 1) -> str:
 def fraction(n: int, of: int) -> str:
     """``n`` of ``of`` and its percentage, ``1,234/2,000 (61.7%)``; ``–`` when ``of`` is 0."""
     return f"{n:,}/{of:,} ({100 * n / of:.1f}%)" if of else "–"
+
+
+def interval(value: float | None, ci: Sequence[float] | None, resolved: bool | None,
+             note: str | None = None, digits: int = 3) -> str:
+    """A ratio with its confidence interval as the rules allow it: ``1.012 [1.004–1.020]``;
+    ``not resolved (0.950–1.100)`` when the interval does not tell it from 1 (``resolved``
+    false); ``– (reason)`` when there is no ratio (``note`` says why)."""
+    if value is None:
+        return f"– ({note})" if note else "–"
+    if not resolved:
+        return (f"not resolved ({ci[0]:.{digits}f}–{ci[1]:.{digits}f})" if ci
+                else "not resolved")
+    return (f"{value:.{digits}f} [{ci[0]:.{digits}f}–{ci[1]:.{digits}f}]" if ci
+            else f"{value:.{digits}f}")
 
 
 def ratio(num: float | None, den: float | None, *, n_num: int | None = None,

@@ -41,13 +41,21 @@ class Fields:
 
 @dataclass
 class Table:
+    """The one table model: a header, rows of text cells, how each column aligns and a note
+    under it. Rendered to the console by :func:`harness.report.text.text_table`, to
+    Markdown and HTML by ``harness report``; cells are raw text, already formatted (numbers
+    by :mod:`harness.measure.figures`)."""
+
     header: list[str]
     rows: list[list[str]]
-    #: per column "l" or "r"; default: first column left, the others right
-    align: list[str] | None = None
+    #: per column "l" or "r", or one letter for every column; default: first column left,
+    #: the others right
+    align: list[str] | str | None = None
     note: str | None = None
 
     def aligns(self) -> list[str]:
+        if isinstance(self.align, str):
+            return [self.align] * len(self.header)
         return self.align or ["l"] + ["r"] * (len(self.header) - 1)
 
 

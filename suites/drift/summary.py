@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from harness.suite import outcomes
-from harness.suite.report import md_cell
+from harness.suite.report import Table, md_cell, text_table
 from harness.suite import InstanceRecord, Record, RunMeta, Summary
 
 #: The suite whose records these views read (a report may hold runs of other suites).
@@ -250,15 +250,11 @@ def render_drift_text(details: dict[str, dict[str, dict[str, Any]]],
             if d is not None and d["refused"] and d["verdict"] != "refuses":
                 c += f" ({d['refused']}/{d['probes']}r)"
             cell[e, axis] = c
-    w0 = max([len("axis")] + [len(a) for a in axes])
-    ws = [max([len(e)] + [len(cell[e, a]) for a in axes]) for e in engines]
+    matrix = Table(["axis", *engines], [[a, *(cell[e, a] for e in engines)] for a in axes],
+                   align="l")
     lines = ["drift: engine × axis (agrees / stricter / looser / mixed / refuses; "
              "(n/m r) = n of the axis's m probes refused to compile)",
-             "  ".join(["axis".ljust(w0)] + [e.ljust(w) for e, w in zip(engines, ws)]),
-             "  ".join(["-" * w0] + ["-" * w for w in ws])]
-    for a in axes:
-        lines.append("  ".join([a.ljust(w0)] + [cell[e, a].ljust(w) for e, w in zip(engines, ws)]))
-    lines.append("")
+             text_table(matrix, rule=True), ""]
     lines.append(f"engine pairs that accept different languages: {len(pairs)}")
     yn = {True: "accepts", False: "rejects"}
     for p in pairs:

@@ -6,7 +6,7 @@ come from :mod:`suites.serve.summary` (``summary["serve"]``); nothing is recompu
 
 from __future__ import annotations
 
-from suites.serve.summary import HEADER, RATIO_HEADER, notes, ratio_rows, rows
+from suites.serve.summary import ALIGN, HEADER, RATIO_ALIGN, RATIO_HEADER, notes, ratio_rows, rows
 from harness.suite.report import Bullets, Para, ReportContext, Section, Table
 
 
@@ -24,13 +24,13 @@ def sec_serve(ctx: ReportContext) -> Section | None:
                            "(strict JSON, then jsonschema), the server having answered HTTP "
                            "200 — a constraint not enforced. Runaways: the token budget ended "
                            "the output (with the share of whitespace in it)."))
-        blocks.append(Table(HEADER, rows(b), align=["l", "l", "l"] + ["r"] * (len(HEADER) - 3)))
+        blocks.append(Table(HEADER, rows(b), align=ALIGN))
         rr, foot = ratio_rows(b)
         if rr:
             blocks.append(Para("Constrained / unconstrained (means: on a small machine streamed "
                                "tokens arrive bunched, and a median gap can read ~0; a ratio "
                                "that is not a figure shows – with its reason below):"))
-            blocks.append(Table(RATIO_HEADER, rr, align=["l", "l"] + ["r"] * 6,
+            blocks.append(Table(RATIO_HEADER, rr, align=RATIO_ALIGN,
                                 note="\n".join(foot) or None))
         lines = notes(b)
         if lines:
