@@ -47,6 +47,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.measure.figures import number, percent, show
+from harness.report.model import Table
+from harness.report.text import markdown_table, pipes
 
 if TYPE_CHECKING:
     from harness.records import RunMeta, Summary
@@ -196,6 +198,8 @@ def e2e_rows(run_dir: Path, meta: RunMeta, summary: Summary) -> list[list[str]]:
 E2E_HEADER = ["date of the run", "commit", "engine", "version", "route", "model", "schemas",
               "TTFT (ms)", "unconstrained", "TPOT (ms)", "unconstrained", "TPOT ratio",
               "invalid outputs", "runaways", "outputs"]
+#: the first six columns of :data:`E2E_HEADER` are words, the others figures
+E2E_ALIGN = ["l"] * 6 + ["r"] * (len(E2E_HEADER) - 6)
 
 
 def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
@@ -441,8 +445,9 @@ def _with_all(outcomes: dict[str, Any], engine: dict[str, Any], key: str) -> str
     return head if every is None or every == outcomes.get(key) else f"{head} ({number(every)})"
 
 
-def _md_row(cells: list[str]) -> str:
-    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+def _md_table(header: list[str], rows: list[list[str]], align: list[str] | str) -> list[str]:
+    """A table of the document: cells are Markdown already (only ``|`` escaped)."""
+    return markdown_table(Table(header, rows, align=align), cell=pipes)
 
 
 @dataclass(frozen=True)
@@ -530,9 +535,7 @@ def render(runs: list[Published], published: bool = True) -> str:
         "",
     ]
     if rows:
-        out += ["## Replay runs", "", _md_row(HEADER),
-                "|:--|:--|:--|:--|:--|" + "--:|" * (len(HEADER) - 5),
-                *(_md_row(r) for r in rows), ""]
+        out += ["## Replay runs", "", *_md_table(HEADER, rows, ["l"] * 5 + ["r"] * (len(HEADER) - 5)), ""]
     serve = [r for n in notes for r in n["serve"]]
     if serve:
         out += ["## Serving runs", "",
@@ -540,8 +543,8 @@ def render(runs: list[Published], published: bool = True) -> str:
                 "= constrained, u = the same stream unconstrained; ratios are constrained / "
                 "unconstrained (means). Invalid: HTTP 200 with an output that breaks the "
                 "constraint. Random weights: runaways measure the whitespace a backend allows.",
-                "", _md_row(SERVE_HEADER), "|" + ":--|" * 6 + "--:|" * (len(SERVE_HEADER) - 6),
-                *(_md_row(r) for r in serve), ""]
+                "", *_md_table(SERVE_HEADER, serve, ["l"] * 6 + ["r"] * (len(SERVE_HEADER) - 6)),
+                ""]
     gram = [r for n in notes for r in n["grammars"]]
     if gram:
         out += ["## Grammar runs", "",
@@ -549,19 +552,18 @@ def render(runs: list[Published], published: bool = True) -> str:
                 "forms engines were given, false rejects / accepts of instances against the "
                 "ground-truth parser (EOS check included), differences on dialect-sensitive "
                 "cases (counted apart), TBM per token and TTFM per case.", "",
-                _md_row(GRAMMAR_HEADER), "|" + ":--|" * 5 + "--:|" * 2 + ":--|"
-                + "--:|" * (len(GRAMMAR_HEADER) - 8), *(_md_row(r) for r in gram), ""]
+                *_md_table(GRAMMAR_HEADER, gram, ["l"] * 5 + ["r"] * 2 + ["l"]
+                          + ["r"] * (len(GRAMMAR_HEADER) - 8)), ""]
         sizes = [r for n in notes for r in n["grammar_sizes"]]
         if sizes:
             out += ["Compile time against grammar size (TTFM ms at each size of the injected "
-                    "alternation):", "", _md_row(["date of the run", "grammar", "engine",
-                                                  "size: TTFM ms"]),
-                    "|:--|:--|:--|:--|", *(_md_row(r) for r in sizes), ""]
+                    "alternation):", "", *_md_table(["date of the run", "grammar", "engine", "size: TTFM ms"],
+                                         sizes, "l"), ""]
     for key, (heading, header, _) in OWN_TABLES.items():
         own = [r for n in notes for r in n["own"].get(key, [])]
         if own:
-            align = "|" + "".join(":--|" if h in TEXT_COLUMNS else "--:|" for h in header)
-            out += [heading, "", _md_row(header), align, *(_md_row(r) for r in own), ""]
+            align = ["l" if h in TEXT_COLUMNS else "r" for h in header]
+            out += [heading, "", *_md_table(header, own, align), ""]
     hazard_runs = [n["hazards"] for n in notes if n.get("hazards")]
     if hazard_runs:
         out += ["## Production hazards", "",
@@ -570,24 +572,21 @@ def render(runs: list[Published], published: bool = True) -> str:
                 "backends); each cell a verdict with its witness, or \"not measured: why\" "
                 "(full witnesses: the `hazards` block of the run's summary.json).", ""]
         for h in hazard_runs:
-            out += [f"Run `{h['run_id']}` ({h['date']}):", "", _md_row(h["header"]),
-                    "|" + ":--|" * len(h["header"]), *(_md_row(r) for r in h["rows"]), ""]
+            out += [f"Run `{h['run_id']}` ({h['date']}):", "", *_md_table(h["header"], h["rows"], "l"), ""]
     e2e = [r for n in notes for r in n["e2e"] if not n["gpu"]]
     if e2e:
         out += ["## End-to-end runs", "",
                 "The e2e suite on this machine's CPU: TTFT and TPOT of a constrained decode "
                 "and of the same decode unconstrained (for vLLM's offline rows: a one-token "
                 "request's wall time, and the rest of the request per token).", "",
-                _md_row(E2E_HEADER), "|" + ":--|" * 6 + "--:|" * (len(E2E_HEADER) - 6),
-                *(_md_row(r) for r in e2e), ""]
+                *_md_table(E2E_HEADER, e2e, E2E_ALIGN), ""]
     if published:
         gpu = [r for n in notes for r in n["e2e"] if n["gpu"]]
         out += ["## GPU runs", ""]
         if gpu:
             out += ["The offline GPU kit (`benchmarks/gpu/`), run on an accelerator machine "
-                    "and its run folders brought back:", "", _md_row(E2E_HEADER),
-                    "|" + ":--|" * 6 + "--:|" * (len(E2E_HEADER) - 6),
-                    *(_md_row(r) for r in gpu), ""]
+                    "and its run folders brought back:", "",
+                    *_md_table(E2E_HEADER, gpu, E2E_ALIGN), ""]
         else:
             out += ["No GPU run is published: no run folder of the offline GPU kit "
                     "(`benchmarks/gpu/`, run on an accelerator machine) is in "

@@ -23,14 +23,17 @@ def run_tables(run: Path) -> list[str]:
     """The lines of one run folder: its engines that did not run, then its suite's console
     tables (the suite's own renderers, through the framework: no suite is imported here)."""
     from harness.analysis.finalize import summarize_published
-    from harness.store.run_store import RunStore
+    from harness.store.run_store import RunStore, StoreError
 
     meta = json.loads((run / "run.json").read_text())
     out = [f"{e['engine']}: not run ({e.get('reason')})"
            for e in meta.get("engines", []) if e.get("status") == "not_run"]
     if not (run / "summary.json").exists():
         return out + [f"{run.name}: no summary (the run stopped early; see its log)"]
-    _, texts = summarize_published(RunStore.open_readonly(run))
+    try:
+        _, texts = summarize_published(RunStore.open_readonly(run))
+    except StoreError as e:  # summary.json alone: the tables are rebuilt from records
+        return out + [f"{run.name}: no tables ({e})"]
     return out + [f"\n{run.name}:", *texts]
 
 

@@ -5,7 +5,7 @@ anywhere made inert for Markdown and for matplotlib. Numbers are formatted by
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from harness.report.model import Table
 
@@ -68,6 +68,27 @@ def text_table(t: Table, *, rule: bool = False, span_from: int | None = None) ->
     if t.note:
         lines.append(t.note)
     return "\n".join(lines)
+
+
+def markdown_table(t: Table, cell: Callable[[str], str] | None = None) -> list[str]:
+    """``t`` as the lines of a Markdown table (alignment row from :meth:`Table.aligns`), its
+    note below after a blank line. ``cell`` escapes every header cell, cell and the note;
+    by default :func:`md_text` (cells cut at 300 characters, the header and note whole)."""
+    head = cell or (lambda s: md_text(s, None))
+    body = cell or md_text
+    al = {"l": ":--", "r": "--:"}
+    lines = ["| " + " | ".join(head(h) for h in t.header) + " |",
+             "|" + "|".join(al[a] for a in t.aligns()) + "|"]
+    lines += ["| " + " | ".join(body(c) for c in row) + " |" for row in t.rows]
+    if t.note:
+        lines += ["", head(t.note)]
+    return lines
+
+
+def pipes(text: str) -> str:
+    """A Markdown cell whose text is already Markdown: only ``|`` escaped, a line break a
+    space."""
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def ratio(new: float | None, old: float | None) -> str:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from harness.suite import outcomes
-from harness.suite.report import Table, md_cell, text_table
+from harness.suite.report import Table, markdown_table, md_cell, text_table
 from harness.suite import InstanceRecord, Record, RunMeta, Summary
 
 #: The suite whose records these views read (a report may hold runs of other suites).
@@ -204,8 +204,7 @@ def render_drift_markdown(details: dict[str, dict[str, dict[str, Any]]]) -> str:
     of the axis the engine refused to compile when some did."""
     engines = list(details)
     axes = list(dict.fromkeys(a for e in details.values() for a in e))
-    lines = ["| axis | " + " | ".join(md_cell(e) for e in engines) + " |",
-             "|:--|" + ":--|" * len(engines)]
+    rows = []
     for axis in axes:
         cells = []
         for e in engines:
@@ -217,24 +216,27 @@ def render_drift_markdown(details: dict[str, dict[str, dict[str, Any]]]) -> str:
             if d["refused"] and d["verdict"] != "refuses":
                 cell += f" ({d['refused']}/{d['probes']} refused)"
             cells.append(cell)
-        lines.append(f"| {axis} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append([axis, *cells])
+    # the cells are Markdown already: engine names escaped, axes and verdicts plain words
+    return "\n".join(markdown_table(Table(["axis", *(md_cell(e) for e in engines)], rows,
+                                           align="l"), cell=str))
 
 
 def render_pairs_markdown(pairs: list[dict[str, Any]], per_pair: int = 3) -> str:
     """One row per engine pair: how many probes differ, on which axes, and witnesses."""
     if not pairs:
         return "No two engines accepted different languages on these probes."
-    lines = ["| engines | probes that differ | axes | witnesses (probe: text → spec / A / B) |",
-             "|:--|--:|:--|:--|"]
+    rows = []
     yn = {True: "accept", False: "reject"}
     for p in pairs:
         a, b = p["engines"]
         wit = "<br>".join(
             f"{md_cell(d['probe'])}: {_code(d['text'])} → {yn[d['spec']]} / {yn[d[a]]} / {yn[d[b]]}"
             for d in p["probes"][:per_pair])
-        lines.append(f"| {md_cell(a)} vs {md_cell(b)} | {p['differ']} | {', '.join(p['axes'])} | {wit} |")
-    return "\n".join(lines)
+        rows.append([f"{md_cell(a)} vs {md_cell(b)}", str(p["differ"]), ", ".join(p["axes"]), wit])
+    return "\n".join(markdown_table(Table(
+        ["engines", "probes that differ", "axes", "witnesses (probe: text → spec / A / B)"],
+        rows, align=["l", "r", "l", "l"]), cell=str))
 
 
 def render_drift_text(details: dict[str, dict[str, dict[str, Any]]],

@@ -504,7 +504,7 @@ def render_text(summary: Summary) -> str:
                         f"({ck['source']})" if ck.get("reads") else str(ck.get("source"))))
     mb = summary.get("e2e_mask_bench")
     if mb:
-        from suites.e2e.maskbench import text_table
+        from suites.e2e.maskbench import text_table as mask_bench_text
 
-        lines.append(text_table(mb))
+        lines.append(mask_bench_text(mb))
     return "\n".join(lines)
