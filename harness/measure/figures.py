@@ -183,4 +183,5 @@ def ratio(num: float | None, den: float | None, *, n_num: int | None = None,
         if v <= resolution:
             return None, (f"{label}{side} {v:g} is at or below the clock's resolution "
                           f"({resolution:g})")
+    assert num is not None and den is not None  # the loop returned on a missing side
     return round(float(num) / float(den), 4), None

@@ -12,7 +12,7 @@ from harness.analysis import rejects
 from harness.analysis.metrics import TBM_PERCENTILES, TTFM_PERCENTILES, _pct_key
 from harness.measure import outcomes
 from harness.measure.figures import fraction, number, percent, show
-from harness.records import Headline, Summary
+from harness.records import EngineHeadline, Headline, Summary
 from harness.report.model import Table
 from harness.report.text import text_table
 
@@ -24,7 +24,7 @@ def verdict_header(hl: Headline) -> list[str]:
             "TBM p50 / p99 µs", "masks > 1 ms", "TTFM p50 / p90 ms"]
 
 
-def verdict_cells(e: dict[str, Any]) -> list[str]:
+def verdict_cells(e: EngineHeadline) -> list[str]:
     """The verdict row of one engine of the headline (without its label)."""
     if e.get("status") == "not_run":
         return [f"not run: {e.get('reason') or ''}", "", "", "", "", ""]

@@ -12,11 +12,11 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from harness.analysis.finalize import summarize_run
 from harness.store.run_store import RunStore
-from harness.records import Record, RunMeta, Summary
+from harness.records import EngineHeadline, Record, RunMeta, Summary
 
 # --------------------------------------------------------------------------------------
 # Blocks
@@ -131,7 +131,7 @@ def load_run(path: Path, key: str = "A", summary: Summary | None = None) -> RunD
     meta = store.read_meta()
     records = list(store.records())
     if summary is None:
-        summary, _ = summarize_run(meta, records)
+        summary = cast(Summary, summarize_run(meta, records)[0])
     return RunData(key=key, path=store.path, meta=meta, records=records, summary=summary)
 
 
@@ -147,14 +147,15 @@ def run_cache(run: RunData, key: str, fn: Callable[[RunData], Any]) -> Any:
     return cache[key]
 
 
-def merged_summary(ctx: ReportContext) -> dict[str, Any]:
+def merged_summary(ctx: ReportContext) -> Summary:
     """One summary dict whose engines are every (engine, run) column, engine-major."""
     if not ctx.multi:
         return ctx.runs[0].summary
     ref = ctx.runs[0].summary
     sers = [s for s in ref["serializations"]
             if all(s in r.summary["serializations"] for r in ctx.runs)]
-    engines, heads = {}, {}
+    engines: dict[str, dict[str, Any]] = {}
+    heads: dict[str, EngineHeadline] = {}
     for eng in ctx.engines():
         for run in ctx.runs:
             if eng in run.summary["engines"]:

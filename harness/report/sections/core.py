@@ -19,7 +19,7 @@ from harness.report.model import (Block, Bullets, Fields, Figure, Para, ReportCo
 from harness.report.plots import (OUTCOME_COLORS, _cdf_figure, _styles, figure_png,
                                   pyplot, tbm_us, ttfm_ms)
 from harness.report.text import plot_text, ratio, short
-from harness.records import Summary
+from harness.records import Record, Summary
 
 def _engine_line(e: dict[str, Any]) -> str:
     state = "" if e.get("status") == "run" else f" — not run: {e.get('reason')}"
@@ -428,7 +428,7 @@ DIFF_TBM = ("avg", "p50", "p90", "p99", "p99.9")
 DIFF_TTFM = ("p50", "p90", "p99")
 
 
-def _outcome_map(run: RunData) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
+def _outcome_map(run: RunData) -> dict[tuple[str, str], tuple[str, Record]]:
     """(engine, case) → (its outcome as the headline counts it, its record): the units."""
     heads = unit_outcomes(run.meta, run.records)
     return {(r["engine"], r["case_id"]): (heads[(r["engine"], r["case_id"])], r)
