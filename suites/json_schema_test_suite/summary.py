@@ -140,8 +140,8 @@ def render_keyword_markdown(table: dict[str, dict[str, dict[str, dict[str, int]]
         body += [[f"**total {part}**", *(_cell(cells[e]) if e in cells else "–" for e in engines)]
                  for part, cells in totals.get(draft, {}).items()]
         # the cells are Markdown already (names escaped, totals in bold)
-        table = Table(["keyword", *(md_cell(e) for e in engines)], body)
-        parts.append("\n".join([f"**{draft}**", "", *markdown_table(table, cell=str)]))
+        md = Table(["keyword", *(md_cell(e) for e in engines)], body)
+        parts.append("\n".join([f"**{draft}**", "", *markdown_table(md, cell=str)]))
     return "\n\n".join(parts)
 
 
