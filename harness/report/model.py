@@ -117,6 +117,24 @@ class ReportContext:
         """Column / legend label of an engine in a run."""
         return f"{engine} ({run.key})" if self.multi else engine
 
+    def blocks(self, key: str) -> list[tuple[RunData, dict[str, Any]]]:
+        """(run, its summary's ``key`` block) for every run whose summary holds that block
+        (a suite's, e.g. ``"serve"``), in the runs' order."""
+        out = []
+        for run in self.runs:
+            block = cast(dict[str, Any], run.summary).get(key)
+            if block:
+                out.append((run, block))
+        return out
+
+    def prefix(self, run: RunData) -> str:
+        """``"A: "`` before a run's text when several runs are shown, else nothing."""
+        return f"{run.key}: " if self.multi else ""
+
+    def tag(self, run: RunData) -> str:
+        """``" (A)"`` after a run's section title when several runs are shown, else nothing."""
+        return f" ({run.key})" if self.multi else ""
+
     def engines(self) -> list[str]:
         """Engine labels in first-seen order over the runs."""
         seen: dict[str, None] = {}

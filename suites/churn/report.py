@@ -36,10 +36,7 @@ def crossover_figure(rows: list[dict[str, Any]]) -> Figure:
 
 def sec_churn(ctx: ReportContext) -> Section | None:
     blocks = []
-    for run in ctx.runs:
-        c = run.summary.get("churn")
-        if not c:
-            continue
+    for run, c in ctx.blocks("churn"):
         blocks.append(Para("One long-lived compiler per engine, its own cache on, takes a "
                            "stream of requests whose schemas repeat with a Zipf distribution "
                            "(0: every request new). Repeats: the best hit rate any cache "

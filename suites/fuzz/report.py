@@ -22,7 +22,7 @@ def sec_fuzz(ctx: ReportContext) -> list[Section] | None:
                          str(f["commit_refused"] + f["error"]), str(f["schemas_invalid"]),
                          "–" if f["runaway_ws_share"] is None else f"{f['runaway_ws_share']:.2f}"])
         budget = recs[0]["fuzz"].get("budget")
-        tag = f" ({run.key})" if ctx.multi else ""
+        tag = ctx.tag(run)
         out.append(Section(f"Generative fuzzing{tag}", [
             Para(f"Seeded random walks under each engine's mask (length-aware policy, budget "
                  f"{budget} tokens); every output the engine let end is checked with strict JSON "

@@ -23,11 +23,8 @@ def _q(text: str, n: int = 80) -> str:
 
 def sec_grammars(ctx: ReportContext) -> Section | None:
     blocks = []
-    for run in ctx.runs:
-        b = run.summary.get("grammars")
-        if not b:
-            continue
-        prefix = f"{run.key}: " if len(ctx.runs) > 1 else ""
+    for run, b in ctx.blocks("grammars"):
+        prefix = ctx.prefix(run)
         blocks.append(Para(
             f"{prefix}Each engine is given the first form, in its own order of dialects, "
             "that the case has (forms: how many cases each dialect served). False rejects / "

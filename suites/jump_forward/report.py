@@ -68,10 +68,7 @@ def share_figure(rows: list[dict[str, Any]]) -> Figure | None:
 
 def sec_jump_forward(ctx: ReportContext) -> Section | None:
     blocks: list[Any] = []
-    for run in ctx.runs:
-        jf = run.summary.get("jump_forward")
-        if not jf:
-            continue
+    for run, jf in ctx.blocks("jump_forward"):
         blocks.append(Para(
             "At every step of every valid instance walked (its canonical tokenisation), each "
             "engine's forced continuation (xgrammar find_jump_forward_string / tokens, "

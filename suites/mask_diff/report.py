@@ -39,7 +39,7 @@ def sec_mask_diff(ctx: ReportContext) -> list[Section] | None:
                          f"{er['rollback_differs']} / {er['rollback_checks']} "
                          f"({er['rollback_refused']} refused)",
                          str(d["oracle_rejected"])])
-        tag = f" ({run.key})" if ctx.multi else ""
+        tag = ctx.tag(run)
         blocks: list = [
             Para("Each valid instance's canonical tokenisation replayed through the engine and "
                  "the reference engine (the oracle, unbounded whitespace) in lockstep. "
@@ -127,7 +127,7 @@ def sec_tightness(ctx: ReportContext) -> list[Section] | None:
                            f"({c[e]['steps']})" if e in c else "–" for e in engines]
                  for case, c in per_schema.items()]
         pairs = tsum.tightness_pairs(sizes, k)
-        tag = f" ({run.key})" if ctx.multi else ""
+        tag = ctx.tag(run)
         out.append(Section(f"Constraint tightness{tag}", [
             Para(f"Per step, the size of the allowed set (EOS counts as one token). Cells: share "
                  f"of steps with exactly one allowed token (forced: jump-forward potential) / "

@@ -12,11 +12,8 @@ from harness.suite.report import Bullets, Para, ReportContext, Section, Table
 
 def sec_serve(ctx: ReportContext) -> Section | None:
     blocks = []
-    for run in ctx.runs:
-        b = run.summary.get("serve")
-        if not b:
-            continue
-        prefix = f"{run.key}: " if len(ctx.runs) > 1 else ""
+    for run, b in ctx.blocks("serve"):
+        prefix = ctx.prefix(run)
         blocks.append(Para(f"{prefix}request form {b.get('form')}, model {b.get('model')} "
                            f"(random weights), max_tokens {b.get('max_tokens')}. Times in ms; "
                            "mode c = constrained, u = the same stream (prompts, seeds, "

@@ -47,10 +47,7 @@ def compile_figure(rows: list[dict[str, Any]]) -> Figure:
 
 def sec_tools(ctx: ReportContext) -> Section | None:
     blocks = []
-    for run in ctx.runs:
-        t = run.summary.get("tools")
-        if not t:
-            continue
+    for run, t in ctx.blocks("tools"):
         blocks.append(Para("Each engine gets every tool-call request in its own native form "
                            "(the form column). Cold: a fresh compiler; warm: the same request "
                            "again through the engine's own cache; overlap: a request sharing "
