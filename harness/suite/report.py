@@ -1,7 +1,8 @@
 """The suite API's presentation: the report model (sections, paragraphs, the table model
 :class:`Table`, its console renderer :func:`text_table` and Markdown renderer
-:func:`markdown_table`; ``harness report`` renders the same model to HTML), figures and the text helpers every renderer shares. Numbers are
-formatted by ``harness.suite.figures`` alone. Imported on first use."""
+:func:`markdown_table`; ``harness report`` renders the same model to HTML), figures and the
+text helpers every renderer shares. Numbers are formatted by ``harness.suite.figures``
+alone. Imported on first use."""
 
 from __future__ import annotations
 
