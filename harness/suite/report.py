@@ -12,6 +12,7 @@ from harness.suite._exports import lazy_exports
 
 #: Each name → where it is defined (``module:attribute``, or ``module`` for a module).
 _EXPORTS = {
+    "Block": "harness.report.model:Block",
     "Bullets": "harness.report.model:Bullets",
     "Figure": "harness.report.model:Figure",
     "figure_png": "harness.report.plots:figure_png",
@@ -33,6 +34,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from harness.report.findings import findings_blocks
-    from harness.report.model import Bullets, Figure, Para, ReportContext, RunData, Section, Table
+    from harness.report.model import (Block, Bullets, Figure, Para, ReportContext, RunData, Section,
+                                      Table)
     from harness.report.plots import figure_png, pyplot
     from harness.report.text import markdown_table, md_cell, pipes, plot_text, text_table

@@ -52,7 +52,7 @@ from harness.suite.report import Table, text_table
 
 
 
-def _md_records(records: Iterable[Record]) -> list[dict[str, Any]]:
+def _md_records(records: Iterable[Record]) -> list[Record]:
     return [r for r in records if r.get("instances") and "mask_diff" in r["instances"][0]
             and r["outcome"] not in outcomes.DEATHS]
 

@@ -7,11 +7,11 @@ come from :mod:`suites.serve.summary` (``summary["serve"]``); nothing is recompu
 from __future__ import annotations
 
 from suites.serve.summary import ALIGN, HEADER, RATIO_ALIGN, RATIO_HEADER, notes, ratio_rows, rows
-from harness.suite.report import Bullets, Para, ReportContext, Section, Table
+from harness.suite.report import Block, Bullets, Para, ReportContext, Section, Table
 
 
 def sec_serve(ctx: ReportContext) -> Section | None:
-    blocks = []
+    blocks: list[Block] = []
     for run, b in ctx.blocks("serve"):
         prefix = ctx.prefix(run)
         blocks.append(Para(f"{prefix}request form {b.get('form')}, model {b.get('model')} "
