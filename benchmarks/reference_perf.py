@@ -31,7 +31,10 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from harness.measure.figures import fixed
 from harness.records import Record, Summary
+from harness.report.model import Table
+from harness.report.text import text_table
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = ("llguidance", "xgrammar")
@@ -50,10 +53,6 @@ def run_harness(sample: int, jobs: int, engines: str, results: Path, timeout: in
     if not new:
         raise SystemExit("the harness run left no run folder")
     return new[-1]
-
-
-def _fmt(x: float | None, digits: int = 1) -> str:
-    return "–" if x is None else f"{x:,.{digits}f}"
 
 
 def _ratio(a: float | None, b: float | None) -> str:
@@ -140,16 +139,13 @@ def print_report(run: Path, per_schema: bool = False) -> int:
         digits = 0 if metric in ("passing", "compile errors", "validation errors",
                                  "invalidation errors", "timeouts/crashes/OOM") else 1
         for n in names:
-            line.append(_fmt(rows[n][metric], digits))
+            v = rows[n][metric]
+            line.append(fixed(None if v is None else float(v), digits, grouped=True))
         for p in peers:
             line.append(_ratio(rows["reference"][metric], rows[p][metric]))
         table.append(line)
-    widths = [max(len(r[i]) for r in table) for i in range(len(head))]
     print(f"\nrun: {run}  ({summary['engines']['reference'].get('version', '')})")
-    for i, r in enumerate(table):
-        print("  ".join(c.ljust(widths[0]) if j == 0 else c.rjust(widths[j]) for j, c in enumerate(r)))
-        if i == 0:
-            print("  ".join("-" * w for w in widths))
+    print(text_table(Table(head, table[1:]), rule=True))
     cache = cache_figures(records)
     if cache:
         print(f"\nreference mask cache over {cache['schemas']} compiled schemas "

@@ -46,7 +46,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.measure.figures import number, show
+from harness.measure.figures import number, percent, show
+from harness.report.model import Table
+from harness.report.text import markdown_table, pipes
 
 if TYPE_CHECKING:
     from harness.records import RunMeta, Summary
@@ -82,10 +84,6 @@ def _utc(ts: Any) -> str:
     if not isinstance(ts, (int, float)):
         return "–"
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def _num(v: Any, digits: int = 1) -> str:
-    return number(v, digits)
 
 
 #: ``argv[0]`` of the harness's own entry points (console script, ``-m harness.cli``, ``-c``)
@@ -143,7 +141,7 @@ def _selection(meta: RunMeta) -> str:
 
 
 def _stat(d: Any, key: str) -> str:
-    return _num((d or {}).get(key), 2)
+    return number((d or {}).get(key), 2)
 
 
 def serve_rows(run_dir: Path, meta: RunMeta, summary: Summary) -> list[list[str]]:
@@ -161,16 +159,16 @@ def serve_rows(run_dir: Path, meta: RunMeta, summary: Summary) -> list[list[str]
                 c = mode == "constrained"
                 rows.append([date, commit, eng, stream, mode[0], model,
                              f"{m.get('completed')}/{m.get('requests')}",
-                             _num(m.get("request_throughput"), 2),
-                             _num(m.get("output_throughput"), 0),
+                             number(m.get("request_throughput"), 2),
+                             number(m.get("output_throughput"), 0),
                              _stat(m.get("ttft"), "p50"), _stat(m.get("ttft"), "p99"),
                              _stat(m.get("tpot"), "p50"), _stat(m.get("tpot"), "p99"),
                              _stat(m.get("itl"), "p50"), _stat(m.get("itl"), "p99"),
-                             _num(m.get("invalid")) if c else "–", _num(m.get("runaways")),
-                             _num(m.get("refusals")), _num(m.get("crashes")),
-                             _num(ratio.get("ttft"), 2) if c else "–",
-                             _num(ratio.get("tpot"), 2) if c else "–",
-                             _num(ratio.get("itl"), 2) if c else "–"])
+                             number(m.get("invalid")) if c else "–", number(m.get("runaways")),
+                             number(m.get("refusals")), number(m.get("crashes")),
+                             number(ratio.get("ttft"), 2) if c else "–",
+                             number(ratio.get("tpot"), 2) if c else "–",
+                             number(ratio.get("itl"), 2) if c else "–"])
     return rows
 
 
@@ -188,18 +186,20 @@ def e2e_rows(run_dir: Path, meta: RunMeta, summary: Summary) -> list[list[str]]:
         b = e.get("e2e") if isinstance(e, dict) else None
         if not b:
             continue
-        rows.append([date, commit, label, _num(e.get("version")), str(b.get("api") or "–"),
-                     str(b.get("model") or "–"), _num(b.get("schemas")),
-                     _num(b.get("ttft_ms"), 2), _num(b.get("ttft_unconstrained_ms"), 2),
-                     _num(b.get("tpot_ms"), 3), _num(b.get("tpot_unconstrained_ms"), 3),
-                     _num(b.get("tpot_ratio"), 3), _num(b.get("invalid_outputs")),
-                     _num(b.get("runaways")), _num(b.get("outputs"))])
+        rows.append([date, commit, label, number(e.get("version")), str(b.get("api") or "–"),
+                     str(b.get("model") or "–"), number(b.get("schemas")),
+                     number(b.get("ttft_ms"), 2), number(b.get("ttft_unconstrained_ms"), 2),
+                     number(b.get("tpot_ms"), 3), number(b.get("tpot_unconstrained_ms"), 3),
+                     number(b.get("tpot_ratio"), 3), number(b.get("invalid_outputs")),
+                     number(b.get("runaways")), number(b.get("outputs"))])
     return rows
 
 
 E2E_HEADER = ["date of the run", "commit", "engine", "version", "route", "model", "schemas",
               "TTFT (ms)", "unconstrained", "TPOT (ms)", "unconstrained", "TPOT ratio",
               "invalid outputs", "runaways", "outputs"]
+#: the first six columns of :data:`E2E_HEADER` are words, the others figures
+E2E_ALIGN = ["l"] * 6 + ["r"] * (len(E2E_HEADER) - 6)
 
 
 def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
@@ -220,7 +220,7 @@ def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
         and not hazards and not any(
         isinstance(e, dict) and e.get("e2e") for e in engines.values())
     for label, e in (engines.items() if replay else ()):
-        head = [date, commit, selection, label, _num(e.get("version") or versions.get(label))]
+        head = [date, commit, selection, label, number(e.get("version") or versions.get(label))]
         if e.get("status") == "not_run":
             rows.append(head + ["not run"] + ["–"] * 11)
             continue
@@ -236,10 +236,10 @@ def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
         died = sum(int(o.get(k, 0)) for k in ("timeout", "oom", "crash"))
         share = tbm.get("over_1ms_share")
         rows.append(head + [
-            _num(e.get("schemas")), _num(o.get("passing")), _num(o.get("compile_error")),
-            _num(died), _with_all(o, e, "validation_error"), _with_all(o, e, "invalidation_error"),
-            show(tbm, "avg"), show(tbm, "p50"), show(tbm, "p99"),
-            f"{100 * share:.2f}%" if isinstance(share, (int, float)) else "–",
+            number(e.get("schemas")), number(o.get("passing")), number(o.get("compile_error")),
+            number(died), _with_all(o, e, "validation_error"),
+            _with_all(o, e, "invalidation_error"),
+            show(tbm, "avg"), show(tbm, "p50"), show(tbm, "p99"), percent(share, 2),
             show(ttfm, "p50"), show(ttfm, "p90"),
         ])
     machine = meta.get("machine", {})
@@ -255,7 +255,7 @@ def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
             machine.get("cpu_model") or machine.get("processor"),
             f"{machine['cpus']} CPUs" if machine.get("cpus") else None,
             f"Python {machine['python']}" if machine.get("python") else None) if x),
-        "tokenizer": f"{tok.get('name', '–')} ({_num(tok.get('size'))} ids)",
+        "tokenizer": f"{tok.get('name', '–')} ({number(tok.get('size'))} ids)",
         "primary": summary.get("primary_serialization", "–"),
         "limits": meta.get("limits", {}),
         "wall_s": summary.get("wall_s"),
@@ -303,12 +303,12 @@ def grammar_rows(meta: RunMeta, summary: Summary) -> list[list[str]]:
     versions = {k: (v or {}).get("version") for k, v in summary.get("engines", {}).items()}
     out = []
     for r in summary["grammars"].get("table", []):
-        out.append([date, commit, r["family"], r["engine"], _num(versions.get(r["engine"])),
-                    _num(r["cases"]), _num(r["compiled"]),
+        out.append([date, commit, r["family"], r["engine"], number(versions.get(r["engine"])),
+                    number(r["cases"]), number(r["compiled"]),
                     ", ".join(f"{k} {v}" for k, v in sorted(r.get("forms", {}).items())) or "–",
-                    _num(r["false_rejects"]), _num(r["false_accepts"]), _num(r["dialect"]),
-                    _num(r.get("tbm_p50_us")), _num(r.get("tbm_p99_us")),
-                    _num(r.get("ttfm_p50_ms"), 2)])
+                    number(r["false_rejects"]), number(r["false_accepts"]), number(r["dialect"]),
+                    number(r.get("tbm_p50_us")), number(r.get("tbm_p99_us")),
+                    number(r.get("ttfm_p50_ms"), 2)])
     return out
 
 
@@ -318,42 +318,37 @@ def grammar_size_rows(meta: RunMeta, summary: Summary) -> list[list[str]]:
     out = []
     for base, engines in summary["grammars"].get("sizes", {}).items():
         for eng, by in sorted(engines.items()):
-            cells = [f"{s}: {_num(v, 2) if v is not None else 'no compile'}"
+            cells = [f"{s}: {number(v, 2) if v is not None else 'no compile'}"
                      for s, v in sorted(by.items(), key=lambda kv: int(kv[0]))]
             out.append([date, base, eng, "; ".join(cells)])
     return out
 
 
-def _f(v: Any, digits: int = 2) -> str:
-    return _num(v, digits) if v is not None else "–"
-
-
 def tools_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
     """Compile against tools (ms): one row per (engine, number of tools) of a tools run."""
     date = _utc(meta.get("created_at"))
-    return [[date, r["engine"], _num(r["tools"]), _f(r["cold_ms"]), _f(r["warm_ms"]),
-             _f(r["overlap_ms"]), _f(r["ttfm_ms"]), _num(r["errors"])]
+    return [[date, r["engine"], number(r["tools"]), number(r["cold_ms"], 2),
+             number(r["warm_ms"], 2), number(r["overlap_ms"], 2), number(r["ttfm_ms"], 2),
+             number(r["errors"])]
             for r in block.get("compile", [])]
 
 
 def churn_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
     """One row per (engine, Zipf exponent) of a churn run."""
     date = _utc(meta.get("created_at"))
-    return [[date, r["engine"], f"{r['exponent']:g}", _num(r["requests"]),
-             _f(r["hit_rate"]), _f(r["ttft_ms"]["mean"]), _f(r["ttft_ms"]["p50"]),
-             _f(r["ttft_ms"]["p99"])] for r in block.get("rows", [])]
-
-
-def _pct(v: Any) -> str:
-    return f"{100 * v:.1f}%" if isinstance(v, (int, float)) else "–"
+    return [[date, r["engine"], f"{r['exponent']:g}", number(r["requests"]),
+             number(r["hit_rate"], 2), number(r["ttft_ms"]["mean"], 2),
+             number(r["ttft_ms"]["p50"], 2), number(r["ttft_ms"]["p99"], 2)]
+            for r in block.get("rows", [])]
 
 
 def jump_forward_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
     """One row per (engine, subset) of a jump-forward run, and engines not measured."""
     date = _utc(meta.get("created_at"))
-    out = [[date, r["engine"], r["subset"], _num(r["steps"]), _pct(r["offered"]),
-            _pct(r["jf_share"]), _pct(r["spec_share"]), _num(r["wrong"]), _num(r["unforced"]),
-            _num(r["conflicts"]), _pct(r["noncanonical"])] for r in block.get("rows", [])]
+    out = [[date, r["engine"], r["subset"], number(r["steps"]), percent(r["offered"]),
+            percent(r["jf_share"]), percent(r["spec_share"]), number(r["wrong"]),
+            number(r["unforced"]),
+            number(r["conflicts"]), percent(r["noncanonical"])] for r in block.get("rows", [])]
     out += [[date, n["engine"], "all", "–", str(n.get("reason") or "not measured"), "–",
              "–", "–", "–", "–", "–"] for n in block.get("not_measured", [])]
     return out
@@ -365,11 +360,11 @@ def drafts_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
     out = []
     for r in block.get("rows", []):
         per_k = "; ".join(
-            f"k={k}: {_f(v.get('validate_us'), 1)} / {_f(v.get('steps_us'), 1)} µs"
+            f"k={k}: {number(v.get('validate_us'), 1)} / {number(v.get('steps_us'), 1)} µs"
             for k, v in sorted(r.get("per_k", {}).items(), key=lambda kv: int(kv[0])))
-        out.append([date, r["engine"], str(r.get("api") or "–"), _num(r["drafts"]),
-                    _num(r["wrong_length"]), _num(r["rollback_mismatch"]),
-                    _num(r["after_stop"]), _num(r["errors"]), per_k or "–"])
+        out.append([date, r["engine"], str(r.get("api") or "–"), number(r["drafts"]),
+                    number(r["wrong_length"]), number(r["rollback_mismatch"]),
+                    number(r["after_stop"]), number(r["errors"]), per_k or "–"])
     return out
 
 
@@ -382,12 +377,12 @@ def batch_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
     for p in sorted(block.get("points", []), key=lambda p: p["batch"]):
         if p.get("threads") is not None:
             by.setdefault((p["engine"], p["workload"], p["threads"]), []).append(
-                f"{p['batch']}: {_f(p['grammar_ms']['p99'], 3)}")
+                f"{p['batch']}: {number(p['grammar_ms']['p99'], 3)}")
     cores = next((p.get("cores") for p in block.get("points", []) if p.get("cores")), None)
-    return [[date, h["engine"], h["workload"], _num(h["threads"]), _num(cores),
-             _f(h["step_ms"], 1),
-             _num(h["largest"]) if h["largest"] is not None else f"not measured ({h['over']})",
-             _f(h["p99_ms"], 3), _num(h["ceiling_tok_s"]),
+    return [[date, h["engine"], h["workload"], number(h["threads"]), number(cores),
+             number(h["step_ms"], 1),
+             number(h["largest"]) if h["largest"] is not None else f"not measured ({h['over']})",
+             number(h["p99_ms"], 3), number(h["ceiling_tok_s"]),
              "; ".join(by.get((h["engine"], h["workload"], h["threads"]), [])) or "–"]
             for h in block.get("hidden", [])]
 
@@ -445,13 +440,14 @@ HEADER = ["date of the run", "commit", "suite", "engine", "version", "schemas", 
 def _with_all(outcomes: dict[str, Any], engine: dict[str, Any], key: str) -> str:
     """The headline count (jsonschema and the corpus label agreeing), and in parentheses
     the count by jsonschema on every instance where a run has both and they differ."""
-    head = _num(outcomes.get(key))
+    head = number(outcomes.get(key))
     every = (engine.get("outcomes_all") or {}).get(key)
-    return head if every is None or every == outcomes.get(key) else f"{head} ({_num(every)})"
+    return head if every is None or every == outcomes.get(key) else f"{head} ({number(every)})"
 
 
-def _md_row(cells: list[str]) -> str:
-    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+def _md_table(header: list[str], rows: list[list[str]], align: list[str] | str) -> list[str]:
+    """A table of the document: cells are Markdown already (only ``|`` escaped)."""
+    return markdown_table(Table(header, rows, align=align), cell=pipes)
 
 
 @dataclass(frozen=True)
@@ -539,9 +535,7 @@ def render(runs: list[Published], published: bool = True) -> str:
         "",
     ]
     if rows:
-        out += ["## Replay runs", "", _md_row(HEADER),
-                "|:--|:--|:--|:--|:--|" + "--:|" * (len(HEADER) - 5),
-                *(_md_row(r) for r in rows), ""]
+        out += ["## Replay runs", "", *_md_table(HEADER, rows, ["l"] * 5 + ["r"] * (len(HEADER) - 5)), ""]
     serve = [r for n in notes for r in n["serve"]]
     if serve:
         out += ["## Serving runs", "",
@@ -549,8 +543,8 @@ def render(runs: list[Published], published: bool = True) -> str:
                 "= constrained, u = the same stream unconstrained; ratios are constrained / "
                 "unconstrained (means). Invalid: HTTP 200 with an output that breaks the "
                 "constraint. Random weights: runaways measure the whitespace a backend allows.",
-                "", _md_row(SERVE_HEADER), "|" + ":--|" * 6 + "--:|" * (len(SERVE_HEADER) - 6),
-                *(_md_row(r) for r in serve), ""]
+                "", *_md_table(SERVE_HEADER, serve, ["l"] * 6 + ["r"] * (len(SERVE_HEADER) - 6)),
+                ""]
     gram = [r for n in notes for r in n["grammars"]]
     if gram:
         out += ["## Grammar runs", "",
@@ -558,19 +552,18 @@ def render(runs: list[Published], published: bool = True) -> str:
                 "forms engines were given, false rejects / accepts of instances against the "
                 "ground-truth parser (EOS check included), differences on dialect-sensitive "
                 "cases (counted apart), TBM per token and TTFM per case.", "",
-                _md_row(GRAMMAR_HEADER), "|" + ":--|" * 5 + "--:|" * 2 + ":--|"
-                + "--:|" * (len(GRAMMAR_HEADER) - 8), *(_md_row(r) for r in gram), ""]
+                *_md_table(GRAMMAR_HEADER, gram, ["l"] * 5 + ["r"] * 2 + ["l"]
+                          + ["r"] * (len(GRAMMAR_HEADER) - 8)), ""]
         sizes = [r for n in notes for r in n["grammar_sizes"]]
         if sizes:
             out += ["Compile time against grammar size (TTFM ms at each size of the injected "
-                    "alternation):", "", _md_row(["date of the run", "grammar", "engine",
-                                                  "size: TTFM ms"]),
-                    "|:--|:--|:--|:--|", *(_md_row(r) for r in sizes), ""]
+                    "alternation):", "", *_md_table(["date of the run", "grammar", "engine", "size: TTFM ms"],
+                                         sizes, "l"), ""]
     for key, (heading, header, _) in OWN_TABLES.items():
         own = [r for n in notes for r in n["own"].get(key, [])]
         if own:
-            align = "|" + "".join(":--|" if h in TEXT_COLUMNS else "--:|" for h in header)
-            out += [heading, "", _md_row(header), align, *(_md_row(r) for r in own), ""]
+            align = ["l" if h in TEXT_COLUMNS else "r" for h in header]
+            out += [heading, "", *_md_table(header, own, align), ""]
     hazard_runs = [n["hazards"] for n in notes if n.get("hazards")]
     if hazard_runs:
         out += ["## Production hazards", "",
@@ -579,24 +572,21 @@ def render(runs: list[Published], published: bool = True) -> str:
                 "backends); each cell a verdict with its witness, or \"not measured: why\" "
                 "(full witnesses: the `hazards` block of the run's summary.json).", ""]
         for h in hazard_runs:
-            out += [f"Run `{h['run_id']}` ({h['date']}):", "", _md_row(h["header"]),
-                    "|" + ":--|" * len(h["header"]), *(_md_row(r) for r in h["rows"]), ""]
+            out += [f"Run `{h['run_id']}` ({h['date']}):", "", *_md_table(h["header"], h["rows"], "l"), ""]
     e2e = [r for n in notes for r in n["e2e"] if not n["gpu"]]
     if e2e:
         out += ["## End-to-end runs", "",
                 "The e2e suite on this machine's CPU: TTFT and TPOT of a constrained decode "
                 "and of the same decode unconstrained (for vLLM's offline rows: a one-token "
                 "request's wall time, and the rest of the request per token).", "",
-                _md_row(E2E_HEADER), "|" + ":--|" * 6 + "--:|" * (len(E2E_HEADER) - 6),
-                *(_md_row(r) for r in e2e), ""]
+                *_md_table(E2E_HEADER, e2e, E2E_ALIGN), ""]
     if published:
         gpu = [r for n in notes for r in n["e2e"] if n["gpu"]]
         out += ["## GPU runs", ""]
         if gpu:
             out += ["The offline GPU kit (`benchmarks/gpu/`), run on an accelerator machine "
-                    "and its run folders brought back:", "", _md_row(E2E_HEADER),
-                    "|" + ":--|" * 6 + "--:|" * (len(E2E_HEADER) - 6),
-                    *(_md_row(r) for r in gpu), ""]
+                    "and its run folders brought back:", "",
+                    *_md_table(E2E_HEADER, gpu, E2E_ALIGN), ""]
         else:
             out += ["No GPU run is published: no run folder of the offline GPU kit "
                     "(`benchmarks/gpu/`, run on an accelerator machine) is in "
@@ -612,9 +602,9 @@ def render(runs: list[Published], published: bool = True) -> str:
             f"- `{n['run_id']}` ({n['date']}, commit `{n['commit']}`): {about}"
             f"Command: `{n['command']}`; "
             f"{n['machine']}; tokenizer {n['tokenizer']}; primary serialisation "
-            f"{n['primary']}; limits {_num(lim.get('timeout_s'))} s and "
-            f"{_num(lim.get('memory_gib'))} GiB per job, `--jobs {lim.get('jobs', '–')}`; "
-            f"wall time {_num(n['wall_s'])} s; {records}.",
+            f"{n['primary']}; limits {number(lim.get('timeout_s'))} s and "
+            f"{number(lim.get('memory_gib'))} GiB per job, `--jobs {lim.get('jobs', '–')}`; "
+            f"wall time {number(n['wall_s'])} s; {records}.",
         ]
     out.append("")
     return "\n".join(out)

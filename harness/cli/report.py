@@ -32,7 +32,8 @@ def cmd_report(args) -> int:
 
     paths = [Path(p) for p in args.runs]
     try:
-        html_path, md_path = make_report(paths, Path(args.output) if args.output else default_dir(paths))
+        html_path, md_path = make_report([*paths],
+                                         Path(args.output) if args.output else default_dir(paths))
     except InputError as e:
         return fail(str(e))
     print(f"report: {html_path}\nmarkdown: {md_path}")

@@ -29,8 +29,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["censored_distribution", "number", "preemption", "ratio", "show",
-           "MIN_RATIO_SAMPLES", "PREEMPTED_TAIL_SHARE"]
+__all__ = ["censored_distribution", "fixed", "fraction", "number", "percent", "preemption",
+           "interval", "ratio", "show", "MIN_RATIO_SAMPLES", "PREEMPTED_TAIL_SHARE"]
 
 #: Fewest samples on each side of a ratio (fewer: no ratio, and the reason says so).
 MIN_RATIO_SAMPLES = 3
@@ -130,6 +130,44 @@ def number(v: Any, digits: int = 1) -> str:
     return str(v)
 
 
+def fixed(v: Any, digits: int = 2, *, grouped: bool = False) -> str:
+    """A float with exactly ``digits`` decimals (``grouped``: with thousands separators),
+    whatever its size, for columns that line up decimals; ``–`` for None; any other value
+    (a count, a word) as it is."""
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}" if grouped else f"{v:.{digits}f}"
+    return str(v)
+
+
+def percent(share: Any, digits: int = 1) -> str:
+    """A share (0–1) as a percentage, ``0.1234`` → ``12.3%``; ``–`` when it is not a
+    number (None: nothing to divide)."""
+    if isinstance(share, (int, float)):
+        return f"{100 * share:.{digits}f}%"
+    return "–"
+
+
+def fraction(n: int, of: int) -> str:
+    """``n`` of ``of`` and its percentage, ``1,234/2,000 (61.7%)``; ``–`` when ``of`` is 0."""
+    return f"{n:,}/{of:,} ({100 * n / of:.1f}%)" if of else "–"
+
+
+def interval(value: float | None, ci: Sequence[float] | None, resolved: bool | None,
+             note: str | None = None, digits: int = 3) -> str:
+    """A ratio with its confidence interval as the rules allow it: ``1.012 [1.004–1.020]``;
+    ``not resolved (0.950–1.100)`` when the interval does not tell it from 1 (``resolved``
+    false); ``– (reason)`` when there is no ratio (``note`` says why)."""
+    if value is None:
+        return f"– ({note})" if note else "–"
+    if not resolved:
+        return (f"not resolved ({ci[0]:.{digits}f}–{ci[1]:.{digits}f})" if ci
+                else "not resolved")
+    return (f"{value:.{digits}f} [{ci[0]:.{digits}f}–{ci[1]:.{digits}f}]" if ci
+            else f"{value:.{digits}f}")
+
+
 def ratio(num: float | None, den: float | None, *, n_num: int | None = None,
           n_den: int | None = None, resolution: float = 0.0,
           min_samples: int = MIN_RATIO_SAMPLES, what: str = "") -> tuple[float | None, str | None]:
@@ -145,4 +183,5 @@ def ratio(num: float | None, den: float | None, *, n_num: int | None = None,
         if v <= resolution:
             return None, (f"{label}{side} {v:g} is at or below the clock's resolution "
                           f"({resolution:g})")
+    assert num is not None and den is not None  # the loop returned on a missing side
     return round(float(num) / float(den), 4), None

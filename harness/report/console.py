@@ -11,16 +11,10 @@ from typing import Any
 from harness.analysis import rejects
 from harness.analysis.metrics import TBM_PERCENTILES, TTFM_PERCENTILES, _pct_key
 from harness.measure import outcomes
-from harness.measure.figures import number, show
-from harness.records import Headline, Summary
-
-
-def _fmt(v: Any, digits: int = 1) -> str:
-    return number(v, digits)
-
-
-def _pct(n: int, of: int) -> str:
-    return f"{n:,}/{of:,} ({100 * n / of:.1f}%)" if of else "–"
+from harness.measure.figures import fraction, number, percent, show
+from harness.records import EngineHeadline, Headline, Summary
+from harness.report.model import Table
+from harness.report.text import text_table
 
 
 def verdict_header(hl: Headline) -> list[str]:
@@ -30,16 +24,16 @@ def verdict_header(hl: Headline) -> list[str]:
             "TBM p50 / p99 µs", "masks > 1 ms", "TTFM p50 / p90 ms"]
 
 
-def verdict_cells(e: dict[str, Any]) -> list[str]:
+def verdict_cells(e: EngineHeadline) -> list[str]:
     """The verdict row of one engine of the headline (without its label)."""
     if e.get("status") == "not_run":
         return [f"not run: {e.get('reason') or ''}", "", "", "", "", ""]
     vr = e.get("valid_rejected")
     t, f = e.get("tbm_us"), e.get("ttfm_ms")
-    return [_pct(e["finished"], e["n"]), _fmt(e["accepts_invalid"]),
-            _pct(vr["n"], vr["of"]) if vr else "–",
+    return [fraction(e["finished"], e["n"]), number(e["accepts_invalid"]),
+            fraction(vr["n"], vr["of"]) if vr else "–",
             f"{show(t, 'p50')} / {show(t, 'p99')}" if t else "–",
-            f"{100 * t['over_1ms_share']:.2f}%" if t else "–",
+            percent(t["over_1ms_share"], 2) if t else "–",
             f"{show(f, 'p50', 'ms')} / {show(f, 'p90', 'ms')}" if f else "–"]
 
 
@@ -84,7 +78,7 @@ def rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
         out.append([name, *cells])
 
     units = summary["headline"].get("units", "schemas")
-    row(units, lambda e: _fmt(e["schemas"]))
+    row(units, lambda e: number(e["schemas"]))
     names = {outcomes.PASSING: "passing", outcomes.COMPILE_ERROR: "compile error",
              outcomes.TIMEOUT: "timeout", outcomes.OOM: "OOM", outcomes.CRASH: "crash",
              outcomes.VALIDATION_ERROR: f"validation error ({units})",
@@ -94,7 +88,7 @@ def rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
         if key == outcomes.BAD_INPUT and not any(
                 e.get("outcomes", {}).get(key) for e in engines.values()):
             continue
-        row(name, lambda e, k=key: _fmt(e["outcomes"][k]))
+        row(name, lambda e, k=key: number(e["outcomes"][k]))
     for ser in summary["serializations"]:
         tag = " *" if ser == summary["primary_serialization"] else ""
         row(f"false rejects / valid [{ser}]{tag}",
@@ -113,47 +107,35 @@ def rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
             lambda e: (f"{e['false_accepts_label_disagrees'].get(primary, 0):,} / "
                        f"{e['invalid_instances_label_disagrees'].get(primary, 0):,}"))
         row(f"  {units} whose outcome the labels change",
-            lambda e: _fmt(len(e.get("label_outcome_changes", ()))))
+            lambda e: number(len(e.get("label_outcome_changes", ()))))
         row("  validation / invalidation error, jsonschema on every instance",
             lambda e: (f"{e['outcomes_all'][outcomes.VALIDATION_ERROR]:,} / "
                        f"{e['outcomes_all'][outcomes.INVALIDATION_ERROR]:,}"))
     if any("escapes_change_verdict" in e for e in engines.values()):
         row(f"escapes change the verdict ({units})",
-            lambda e: _fmt(len(e.get("escapes_change_verdict", ()))))
-    row("valid prefix, EOS refused", lambda e: _fmt(e["eos_refused_valid"]))
-    row("mask/commit disagreements", lambda e: _fmt(e["mask_commit_disagreements"]))
-    row("TBM avg (µs)", lambda e: _fmt(e["tbm_us"].get("avg")))
+            lambda e: number(len(e.get("escapes_change_verdict", ()))))
+    row("valid prefix, EOS refused", lambda e: number(e["eos_refused_valid"]))
+    row("mask/commit disagreements", lambda e: number(e["mask_commit_disagreements"]))
+    row("TBM avg (µs)", lambda e: number(e["tbm_us"].get("avg")))
     for p in TBM_PERCENTILES:
-        row(f"TBM {_pct_key(p)}", lambda e, p=p: _fmt(e["tbm_us"].get(_pct_key(p))))
-    row("TBM max", lambda e: _fmt(e["tbm_us"].get("max")))
-    row("masks > 1 ms", lambda e: (f"{100 * e['tbm_us']['over_1ms_share']:.2f}%"
-                                   if "over_1ms_share" in e["tbm_us"] else "–"))
+        row(f"TBM {_pct_key(p)}", lambda e, p=p: number(e["tbm_us"].get(_pct_key(p))))
+    row("TBM max", lambda e: number(e["tbm_us"].get("max")))
+    row("masks > 1 ms", lambda e: percent(e["tbm_us"].get("over_1ms_share"), 2))
     for p in TTFM_PERCENTILES:
         row(f"TTFM {_pct_key(p)} (ms)", lambda e, p=p: show(e["ttfm_ms"], _pct_key(p), "ms"))
     row("TTFM max (ms)", lambda e: show(e["ttfm_ms"], "max", "ms"))
     if any((e.get("ttfm_ms") or {}).get("censored") for e in engines.values()):
         row("TTFM censored (timed out before the first mask)",
-            lambda e: _fmt((e.get("ttfm_ms") or {}).get("censored", 0)))
-    row("tokens", lambda e: _fmt(e["tokens"]))
-    row("wall time (s)", lambda e: _fmt(e["wall_s"]))
-    row("version", lambda e: _fmt(e.get("version")))
+            lambda e: number((e.get("ttfm_ms") or {}).get("censored", 0)))
+    row("tokens", lambda e: number(e["tokens"]))
+    row("wall time (s)", lambda e: number(e["wall_s"]))
+    row("version", lambda e: number(e.get("version")))
     return header, out
-
-
-def _text_table(header: list[str], body: list[list[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-    lines = []
-    for j, r in enumerate([header, *body]):
-        cells = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]
-        lines.append("  ".join(cells))
-        if j == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return lines
 
 
 def render_verdict(summary: Summary) -> str:
     """The verdict block: one row per engine, the headline's alerts, what it counts."""
-    return "\n".join(["verdict", *_text_table(*verdict_rows(summary)),
+    return "\n".join(["verdict", text_table(Table(*verdict_rows(summary)), rule=True),
                       *verdict_alerts(summary), verdict_note(summary)])
 
 
@@ -165,7 +147,7 @@ def render_table(summary: Summary) -> str:
              "and the corpus label agree (the others are shown apart)"
              if summary["headline"].get("label_split") else "")
     note = f"* primary serialisation ({primary}): the outcomes of {units} and TBM come from it{split}"
-    return "\n".join([*_text_table(*rows(summary)), note])
+    return text_table(Table(*rows(summary), note=note), rule=True)
 
 
 def render_text(summary: Summary) -> str:
@@ -175,11 +157,3 @@ def render_text(summary: Summary) -> str:
         return render_verdict(summary)
     return render_verdict(summary) + "\n\n" + render_table(summary)
 
-
-def render_markdown(summary: Summary) -> str:
-    header, body = rows(summary)
-    esc = lambda s: s.replace("|", "\\|")  # noqa: E731
-    lines = ["| " + " | ".join(esc(h) for h in header) + " |",
-             "|:--|" + "--:|" * (len(header) - 1)]
-    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in body]
-    return "\n".join(lines)

@@ -14,7 +14,7 @@ from typing import Any
 from harness.report.model import (Bullets, Fields, Figure, Para, ReportContext, Section, Table,
                                   load_run, run_keys)
 from harness.registry import REPORT_SECTIONS, REPORT_TAIL, load_target, suite_class
-from harness.report.text import md_text
+from harness.report.text import markdown_table, md_text
 
 def section_builders(ctx: ReportContext) -> list[Any]:
     """The section builders of a report, in order: the registered sections (the core ones,
@@ -53,16 +53,6 @@ def report_title(ctx: ReportContext) -> str:
 # Markdown renderer
 
 
-def _md_table(t: Table) -> list[str]:
-    al = {"l": ":--", "r": "--:"}
-    lines = ["| " + " | ".join(md_text(h, None) for h in t.header) + " |",
-             "|" + "|".join(al[a] for a in t.aligns()) + "|"]
-    lines += ["| " + " | ".join(md_text(c) for c in row) + " |" for row in t.rows]
-    if t.note:
-        lines += ["", md_text(t.note, None)]
-    return lines
-
-
 def render_markdown(ctx: ReportContext, sections: list[Section], out_dir: Path) -> str:
     """The Markdown text; writes each figure as a PNG file into ``out_dir``."""
     lines = [f"# {md_text(report_title(ctx), None)}", ""]
@@ -76,7 +66,7 @@ def render_markdown(ctx: ReportContext, sections: list[Section], out_dir: Path) 
             elif isinstance(b, Fields):
                 lines += [f"- **{md_text(k, None)}**: {md_text(v, None)}" for k, v in b.items]
             elif isinstance(b, Table):
-                lines += _md_table(b)
+                lines += markdown_table(b)
             elif isinstance(b, Figure):
                 (out_dir / b.name).write_bytes(b.png)
                 lines.append(f"![{b.name}]({b.name})")

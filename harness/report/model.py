@@ -12,11 +12,11 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from harness.analysis.finalize import summarize_run
 from harness.store.run_store import RunStore
-from harness.records import Record, RunMeta, Summary
+from harness.records import EngineHeadline, Record, RunMeta, Summary
 
 # --------------------------------------------------------------------------------------
 # Blocks
@@ -41,13 +41,21 @@ class Fields:
 
 @dataclass
 class Table:
+    """The one table model: a header, rows of text cells, how each column aligns and a note
+    under it. Rendered to the console by :func:`harness.report.text.text_table`, to
+    Markdown and HTML by ``harness report``; cells are raw text, already formatted (numbers
+    by :mod:`harness.measure.figures`)."""
+
     header: list[str]
     rows: list[list[str]]
-    #: per column "l" or "r"; default: first column left, the others right
-    align: list[str] | None = None
+    #: per column "l" or "r", or one letter for every column; default: first column left,
+    #: the others right
+    align: list[str] | str | None = None
     note: str | None = None
 
     def aligns(self) -> list[str]:
+        if isinstance(self.align, str):
+            return [self.align] * len(self.header)
         return self.align or ["l"] + ["r"] * (len(self.header) - 1)
 
 
@@ -109,6 +117,24 @@ class ReportContext:
         """Column / legend label of an engine in a run."""
         return f"{engine} ({run.key})" if self.multi else engine
 
+    def blocks(self, key: str) -> list[tuple[RunData, dict[str, Any]]]:
+        """(run, its summary's ``key`` block) for every run whose summary holds that block
+        (a suite's, e.g. ``"serve"``), in the runs' order."""
+        out = []
+        for run in self.runs:
+            block = cast(dict[str, Any], run.summary).get(key)
+            if block:
+                out.append((run, block))
+        return out
+
+    def prefix(self, run: RunData) -> str:
+        """``"A: "`` before a run's text when several runs are shown, else nothing."""
+        return f"{run.key}: " if self.multi else ""
+
+    def tag(self, run: RunData) -> str:
+        """``" (A)"`` after a run's section title when several runs are shown, else nothing."""
+        return f" ({run.key})" if self.multi else ""
+
     def engines(self) -> list[str]:
         """Engine labels in first-seen order over the runs."""
         seen: dict[str, None] = {}
@@ -123,7 +149,7 @@ def load_run(path: Path, key: str = "A", summary: Summary | None = None) -> RunD
     meta = store.read_meta()
     records = list(store.records())
     if summary is None:
-        summary, _ = summarize_run(meta, records)
+        summary = cast(Summary, summarize_run(meta, records)[0])
     return RunData(key=key, path=store.path, meta=meta, records=records, summary=summary)
 
 
@@ -139,14 +165,15 @@ def run_cache(run: RunData, key: str, fn: Callable[[RunData], Any]) -> Any:
     return cache[key]
 
 
-def merged_summary(ctx: ReportContext) -> dict[str, Any]:
+def merged_summary(ctx: ReportContext) -> Summary:
     """One summary dict whose engines are every (engine, run) column, engine-major."""
     if not ctx.multi:
         return ctx.runs[0].summary
     ref = ctx.runs[0].summary
     sers = [s for s in ref["serializations"]
             if all(s in r.summary["serializations"] for r in ctx.runs)]
-    engines, heads = {}, {}
+    engines: dict[str, dict[str, Any]] = {}
+    heads: dict[str, EngineHeadline] = {}
     for eng in ctx.engines():
         for run in ctx.runs:
             if eng in run.summary["engines"]:

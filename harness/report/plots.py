@@ -11,8 +11,9 @@ import numpy as np
 
 from harness.analysis import metrics
 from harness.measure import outcomes
+from harness.measure.figures import number
 from harness.report.model import Figure, ReportContext, RunData
-from harness.report.text import fmt, plot_text
+from harness.report.text import plot_text
 
 OUTCOME_COLORS = {
     outcomes.PASSING: "#4caf50", outcomes.COMPILE_ERROR: "#9e9e9e", outcomes.TIMEOUT: "#ff9800",
@@ -72,7 +73,7 @@ def _ecdf(ax, vals: np.ndarray, label: str, marks: Iterable[float], unit: str, *
         xs, ys = finite, np.arange(1, finite.size + 1) / v.size
     with np.errstate(invalid="ignore"):
         qs = {p: float(np.percentile(v, p)) for p in marks}
-    tag = ", ".join(f"p{p:g} {fmt(q) if np.isfinite(q) else 'censored'}" for p, q in qs.items())
+    tag = ", ".join(f"p{p:g} {number(q) if np.isfinite(q) else 'censored'}" for p, q in qs.items())
     cens = v.size - finite.size
     more = f"; {cens:,} past the limit" if cens else ""
     line, = ax.step(xs, ys, where="post",

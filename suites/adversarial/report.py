@@ -113,7 +113,7 @@ def sec_adversarial(ctx: ReportContext) -> list[Section] | None:
         data = rows(run)
         if not data:
             continue
-        tag = f" ({run.key})" if ctx.multi else ""
+        tag = ctx.tag(run)
         counts = class_counts(data)
         engines = list(counts)
         cls_rows = [[eng] + [str(counts[eng].get(c, 0)) for c in CLASSES] + [str(sum(counts[eng].values()))]

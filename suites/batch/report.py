@@ -54,10 +54,7 @@ def scaling_figure(points: list[dict[str, Any]], step_ms: float, workload: str =
 
 def sec_batch(ctx: ReportContext) -> Section | None:
     blocks: list[Any] = []
-    for run in ctx.runs:
-        b = run.summary.get("batch")
-        if not b:
-            continue
+    for run, b in ctx.blocks("batch"):
         src = f" (from {b['step_source']})" if b.get("step_source") else ""
         blocks.append(Para(
             f"B concurrent sequences follow valid corpus instances token by token; finished "

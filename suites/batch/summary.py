@@ -37,7 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.suite import Record, RunMeta, Summary
+from harness.suite import Record, RunMeta, Summary, figures
+from harness.suite.report import Table, text_table
 
 __all__ = ["HEADER", "HIDDEN_HEADER", "headline_extra", "hidden", "point_rows", "summary_block"]
 
@@ -189,12 +190,6 @@ def headline_extra(records: list[Record], meta: RunMeta) -> dict[str, Any]:
     return out
 
 
-def _f(x: Any, d: int = 2) -> str:
-    if x is None:
-        return "–"
-    return f"{x:.{d}f}" if isinstance(x, float) else str(x)
-
-
 def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
     out = []
     for r in rows:
@@ -208,19 +203,21 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
         checks = sum(r["checks"].values())
         out.append([r["engine"], r["workload"], str(r["batch"]), t, str(r["schemas"]),
                     str(r["left_out"]), str(r["steps"]),
-                    _f(g["p50"], 3), _f(g["p99"], 3), _f(g["max"], 3), _f(r["fill_p99_ms"], 3),
-                    _f(r["commit_p99_ms"], 3), _f(r["slowest_share"]), _f(r["speedup"]),
-                    _f(r["join_us"], 1), _f(r["joins_per_step"]),
-                    _f(r["grammar_tok_s"], 0),
+                    *(figures.fixed(x, 3) for x in (g["p50"], g["p99"], g["max"],
+                                                    r["fill_p99_ms"], r["commit_p99_ms"])),
+                    figures.fixed(r["slowest_share"]), figures.fixed(r["speedup"]),
+                    figures.fixed(r["join_us"], 1), figures.fixed(r["joins_per_step"]),
+                    figures.fixed(r["grammar_tok_s"], 0),
                     str(checks) + (f" ({r['batch_path']} batch path)" if r["batch_path"] else ""),
                     r["method"]])
     return out
 
 
 def hidden_rows(hs: list[dict[str, Any]]) -> list[list[str]]:
-    return [[h["engine"], h["workload"], _f(h["threads"]), _f(h["step_ms"], 1),
-             _f(h["largest"]), _f(h["p99_ms"], 3), _f(h["ceiling_tok_s"], 0),
-             _f(h["first_over"]), _f(h["over"], 3)] for h in hs]
+    return [[h["engine"], h["workload"], figures.fixed(h["threads"]),
+             figures.fixed(h["step_ms"], 1), figures.fixed(h["largest"]),
+             figures.fixed(h["p99_ms"], 3), figures.fixed(h["ceiling_tok_s"], 0),
+             figures.fixed(h["first_over"]), figures.fixed(h["over"], 3)] for h in hs]
 
 
 def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
@@ -241,13 +238,7 @@ def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
     return "\n".join([
         f"Largest batch whose p99 grammar time per step (fill + commit) stays within "
         f"{step_ms:g} ms, per engine and host threads",
-        *_text_table(HIDDEN_HEADER, hidden_rows(hs)), "",
+        text_table(Table(HIDDEN_HEADER, hidden_rows(hs), align="l")), "",
         "Grammar time per step (ms) per batch size B and threads T (* more threads than "
-        "cores)", *_text_table(HEADER, table_rows(rows))])
+        "cores)", text_table(Table(HEADER, table_rows(rows), align="l"))])
 
-
-def _text_table(header: list[str], body: list[list[str]]) -> list[str]:
-    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h)
-              for i, h in enumerate(header)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-    return [line(header), *(line(b) for b in body)]

@@ -8,7 +8,7 @@ from collections import defaultdict
 from typing import Any
 
 from suites.churn.summary import HEADER, table_rows
-from harness.suite.report import Figure, Para, ReportContext, Section, Table
+from harness.suite.report import Block, Figure, Para, ReportContext, Section, Table
 from harness.suite.report import figure_png, pyplot
 
 
@@ -35,11 +35,8 @@ def crossover_figure(rows: list[dict[str, Any]]) -> Figure:
 
 
 def sec_churn(ctx: ReportContext) -> Section | None:
-    blocks = []
-    for run in ctx.runs:
-        c = run.summary.get("churn")
-        if not c:
-            continue
+    blocks: list[Block] = []
+    for run, c in ctx.blocks("churn"):
         blocks.append(Para("One long-lived compiler per engine, its own cache on, takes a "
                            "stream of requests whose schemas repeat with a Zipf distribution "
                            "(0: every request new). Repeats: the best hit rate any cache "

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from harness.suite import Record, RunMeta, Summary
+from harness.suite import Record, RunMeta, Summary, figures
+from harness.suite.report import Table, text_table
 
 __all__ = ["HEADER", "churn_rows", "summary_block"]
 
@@ -69,18 +70,13 @@ def churn_rows(records: list[Record]) -> list[dict[str, Any]]:
     return sorted(out, key=lambda x: (x["engine"], -x["exponent"]))
 
 
-def _f(x: Any, d: int = 2) -> str:
-    if x is None:
-        return "–"
-    return f"{x:.{d}f}" if isinstance(x, float) else str(x)
-
-
 def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
-    return [[r["engine"], f"{r['exponent']:g}", _f(r["requests"]), _f(r["distinct"]),
-             _f(r["repeats"]), _f(r["hit_rate"]),
+    f = figures.fixed
+    return [[r["engine"], f"{r['exponent']:g}", f(r["requests"]), f(r["distinct"]),
+             f(r["repeats"]), f(r["hit_rate"]),
              "–" if r["has_cache"] is None else "yes" if r["has_cache"] else "none",
-             _f(r["ttft_ms"]["mean"]), _f(r["ttft_ms"]["p50"]), _f(r["ttft_ms"]["p99"]),
-             _f(r["new_ms"]["mean"]), _f(r["repeat_ms"]["mean"]), _f(r["total_s"], 3),
+             f(r["ttft_ms"]["mean"]), f(r["ttft_ms"]["p50"]), f(r["ttft_ms"]["p99"]),
+             f(r["new_ms"]["mean"]), f(r["repeat_ms"]["mean"]), f(r["total_s"], 3),
              str(r["errors"])] for r in rows]
 
 
@@ -94,8 +90,5 @@ def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
     summary["churn"] = {"rows": rows}
     if run_dir is not None:
         (Path(run_dir) / "churn.json").write_text(json.dumps(rows, indent=2))
-    body = table_rows(rows)
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(HEADER)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
     return "\n".join(["Compile cache under schema churn (TTFT: compile or cache fetch + first "
-                      "mask per request)", line(HEADER), *(line(b) for b in body)])
+                      "mask per request)", text_table(Table(HEADER, table_rows(rows), align="l"))])

@@ -28,10 +28,7 @@ def _failure_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
 
 def sec_drafts(ctx: ReportContext) -> Section | None:
     blocks: list = []
-    for run in ctx.runs:
-        d = run.summary.get("drafts")
-        if not d:
-            continue
+    for run, d in ctx.blocks("drafts"):
         rows = d["rows"]
         blocks.append(Para(
             "Speculative drafts of k tokens cut from valid instances, validated by each "

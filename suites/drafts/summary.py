@@ -32,6 +32,7 @@ import numpy as np
 
 from harness.suite import figures, outcomes
 from harness.suite import Record, RunMeta, Summary
+from harness.suite.report import Table, text_table
 
 #: the records' block (and summary.json's) this module reads and writes
 KEY = "drafts"
@@ -98,10 +99,6 @@ def draft_rows(records: list[Record]) -> list[dict[str, Any]]:
     return out
 
 
-def _f(x: float | None, d: int = 1) -> str:
-    return "–" if x is None else f"{x:.{d}f}"
-
-
 def _ks(rows: list[dict[str, Any]]) -> list[str]:
     return sorted({k for r in rows for k in r["per_k"]}, key=int)
 
@@ -122,7 +119,8 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
         for k in ks:
             pk = r["per_k"].get(k)
             cells.append("–" if pk is None else
-                         f"{_f(pk['validate_us'])} / {_f(pk['steps_us'])} ({_f(pk['ratio'], 2)})")
+                         f"{figures.fixed(pk['validate_us'], 1)} / "
+                         f"{figures.fixed(pk['steps_us'], 1)} ({figures.fixed(pk['ratio'], 2)})")
         out.append(cells)
     return out
 
@@ -138,12 +136,9 @@ def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
     summary["drafts"] = {"rows": rows}
     if run_dir is not None:
         (Path(run_dir) / "drafts.json").write_text(json.dumps(rows, indent=2))
-    header = table_header(rows)
-    body = table_rows(rows)
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
     text = ["Speculative drafts (accepted length vs expected; masks after rollback vs a fresh "
-            "replay; time of one draft vs k single steps)", line(header), *(line(b) for b in body)]
+            "replay; time of one draft vs k single steps)",
+            text_table(Table(table_header(rows), table_rows(rows), align="l"))]
     for r in rows:
         for f in r["failures"][:3]:
             what = f.get("error") or f.get("mismatch") or (

@@ -55,7 +55,7 @@ def sec_drift(ctx: ReportContext) -> list[Section] | None:
         matrix = {e: {a: d["verdict"] for a, d in axes.items()} for e, axes in details.items()}
         axes = sorted({a for row in matrix.values() for a in row})
         rows = [[a] + [matrix[e].get(a, "–") for e in matrix] for a in axes]
-        tag = f" ({run.key})" if ctx.multi else ""
+        tag = ctx.tag(run)
         sec = Section(f"Drift: engine × semantic axis{tag}", [
             _drift_heatmap(matrix, "Drift against the spec"),
             Table(["axis", *matrix], rows),

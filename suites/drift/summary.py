@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from harness.suite import outcomes
-from harness.suite.report import md_cell
+from harness.suite.report import Table, markdown_table, md_cell, text_table
 from harness.suite import InstanceRecord, Record, RunMeta, Summary
 
 #: The suite whose records these views read (a report may hold runs of other suites).
@@ -204,8 +204,7 @@ def render_drift_markdown(details: dict[str, dict[str, dict[str, Any]]]) -> str:
     of the axis the engine refused to compile when some did."""
     engines = list(details)
     axes = list(dict.fromkeys(a for e in details.values() for a in e))
-    lines = ["| axis | " + " | ".join(md_cell(e) for e in engines) + " |",
-             "|:--|" + ":--|" * len(engines)]
+    rows = []
     for axis in axes:
         cells = []
         for e in engines:
@@ -217,24 +216,27 @@ def render_drift_markdown(details: dict[str, dict[str, dict[str, Any]]]) -> str:
             if d["refused"] and d["verdict"] != "refuses":
                 cell += f" ({d['refused']}/{d['probes']} refused)"
             cells.append(cell)
-        lines.append(f"| {axis} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append([axis, *cells])
+    # the cells are Markdown already: engine names escaped, axes and verdicts plain words
+    return "\n".join(markdown_table(Table(["axis", *(md_cell(e) for e in engines)], rows,
+                                           align="l"), cell=str))
 
 
 def render_pairs_markdown(pairs: list[dict[str, Any]], per_pair: int = 3) -> str:
     """One row per engine pair: how many probes differ, on which axes, and witnesses."""
     if not pairs:
         return "No two engines accepted different languages on these probes."
-    lines = ["| engines | probes that differ | axes | witnesses (probe: text → spec / A / B) |",
-             "|:--|--:|:--|:--|"]
+    rows = []
     yn = {True: "accept", False: "reject"}
     for p in pairs:
         a, b = p["engines"]
         wit = "<br>".join(
             f"{md_cell(d['probe'])}: {_code(d['text'])} → {yn[d['spec']]} / {yn[d[a]]} / {yn[d[b]]}"
             for d in p["probes"][:per_pair])
-        lines.append(f"| {md_cell(a)} vs {md_cell(b)} | {p['differ']} | {', '.join(p['axes'])} | {wit} |")
-    return "\n".join(lines)
+        rows.append([f"{md_cell(a)} vs {md_cell(b)}", str(p["differ"]), ", ".join(p["axes"]), wit])
+    return "\n".join(markdown_table(Table(
+        ["engines", "probes that differ", "axes", "witnesses (probe: text → spec / A / B)"],
+        rows, align=["l", "r", "l", "l"]), cell=str))
 
 
 def render_drift_text(details: dict[str, dict[str, dict[str, Any]]],
@@ -250,15 +252,11 @@ def render_drift_text(details: dict[str, dict[str, dict[str, Any]]],
             if d is not None and d["refused"] and d["verdict"] != "refuses":
                 c += f" ({d['refused']}/{d['probes']}r)"
             cell[e, axis] = c
-    w0 = max([len("axis")] + [len(a) for a in axes])
-    ws = [max([len(e)] + [len(cell[e, a]) for a in axes]) for e in engines]
+    matrix = Table(["axis", *engines], [[a, *(cell[e, a] for e in engines)] for a in axes],
+                   align="l")
     lines = ["drift: engine × axis (agrees / stricter / looser / mixed / refuses; "
              "(n/m r) = n of the axis's m probes refused to compile)",
-             "  ".join(["axis".ljust(w0)] + [e.ljust(w) for e, w in zip(engines, ws)]),
-             "  ".join(["-" * w0] + ["-" * w for w in ws])]
-    for a in axes:
-        lines.append("  ".join([a.ljust(w0)] + [cell[e, a].ljust(w) for e, w in zip(engines, ws)]))
-    lines.append("")
+             text_table(matrix, rule=True), ""]
     lines.append(f"engine pairs that accept different languages: {len(pairs)}")
     yn = {True: "accepts", False: "rejects"}
     for p in pairs:

@@ -35,6 +35,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from harness.suite.report import Table
+from harness.suite.report import text_table as render
 from suites.e2e.protocol import timer_resolution_ns
 
 GPU_BATCHES = (1, 8, 32, 128)
@@ -243,7 +245,4 @@ def table_cells(result: dict[str, Any]) -> tuple[str, list[int], list[list[str]]
 def text_table(result: dict[str, Any]) -> str:
     """The rows as a small table: eager µs / graph µs per kernel and batch."""
     title, batches, body = table_cells(result)
-    lines = [title, f"{'kernel':<22}" + "".join(f"{'batch ' + str(b):>20}" for b in batches)]
-    for row in body:
-        lines.append(f"{row[0]:<22}" + "".join(f"{c:>20}" for c in row[1:]))
-    return "\n".join(lines)
+    return title + "\n" + render(Table(["kernel"] + [f"batch {b}" for b in batches], body))

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.suite import figures
 from harness.suite.report import Figure, Para, ReportContext, Section, Table
 from harness.suite.report import figure_png, pyplot
 
@@ -21,8 +22,6 @@ def sec_e2e(ctx: ReportContext) -> Section | None:
             rows.append((ctx.col(run, e), d))
     if not rows:
         return None
-    from suites.e2e.summary import ratio_text
-
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 0.8 + 0.45 * len(rows)))
     y = np.arange(len(rows))
@@ -37,20 +36,18 @@ def sec_e2e(ctx: ReportContext) -> Section | None:
     def num(d: dict[str, Any], k: str) -> str:
         return f"{d[k]:.3g}" if isinstance(d.get(k), (int, float)) else str(d.get(k, "–"))
 
-    def pct(x: Any) -> str:
-        return f"{x:.1%}" if isinstance(x, (int, float)) else "–"
-
     table = Table(["engine", "TTFT ms", "TPOT ms", "unconstrained ms", "ratio [95% CI]",
                    "harness's share", "invalid outputs", "runaways"],
                   [[n, num(d, "ttft_ms"), num(d, "tpot_ms"), num(d, "tpot_unconstrained_ms"),
-                    ratio_text(d.get("tpot_ratio"), d.get("tpot_ratio_ci"),
-                               d.get("tpot_ratio_resolved"), d.get("tpot_ratio_note"))
+                    figures.interval(d.get("tpot_ratio"), d.get("tpot_ratio_ci"),
+                                     d.get("tpot_ratio_resolved"), d.get("tpot_ratio_note"))
                     if "tpot_ratio_resolved" in d else num(d, "tpot_ratio"),
-                    pct(d.get("harness_share")), num(d, "invalid_outputs"), num(d, "runaways")]
+                    figures.percent(d.get("harness_share")), num(d, "invalid_outputs"),
+                    num(d, "runaways")]
                    for n, d in rows])
     parts: list[Any] = [figure_png(fig, "e2e_tpot.png", "mean TPOT per engine",
                                    bbox_inches="tight"), table]
-    proto = _protocol_table(rows, ratio_text, pct)
+    proto = _protocol_table(rows)
     if proto is not None:
         parts += proto
     batch_fig = _tpot_by_batch(ctx, plt)
@@ -63,11 +60,12 @@ def sec_e2e(ctx: ReportContext) -> Section | None:
     return Section("End to end (decode loop)", parts)
 
 
-def _protocol_table(rows: list[tuple[str, dict[str, Any]]], ratio_text, pct) -> list[Any] | None:
-    from suites.e2e.summary import component_text
-
+def _protocol_table(rows: list[tuple[str, dict[str, Any]]]) -> list[Any] | None:
     """Per engine and batch size: the interleaved ratio, interference, the harness's share
     and the step's components; the floor, the warm-up and the clock below."""
+    from suites.e2e.summary import component_text
+
+    pct = figures.percent
     body = []
     for n, d in rows:
         pts = d.get("by_batch") or d.get("protocol_batch") or {}
@@ -76,10 +74,11 @@ def _protocol_table(rows: list[tuple[str, dict[str, Any]]], ratio_text, pct) -> 
                 continue
             comps = (pt.get("constrained") or {}).get("components") or {}
             body.append([n, str(b), str(pt.get("pairs")),
-                         ratio_text(pt.get("tpot_ratio"), pt.get("tpot_ratio_ci"),
-                                    pt.get("tpot_ratio_resolved"), pt.get("tpot_ratio_note")),
-                         ratio_text(pt.get("interference"), pt.get("interference_ci"),
-                                    pt.get("interference_resolved"), pt.get("interference_note")),
+                         figures.interval(pt.get("tpot_ratio"), pt.get("tpot_ratio_ci"),
+                                          pt.get("tpot_ratio_resolved"), pt.get("tpot_ratio_note")),
+                         figures.interval(pt.get("interference"), pt.get("interference_ci"),
+                                          pt.get("interference_resolved"),
+                                          pt.get("interference_note")),
                          pct(pt.get("harness_share")), pct(pt.get("harness_share_unconstrained")),
                          component_text(comps, share_only=True)])
     if not body:

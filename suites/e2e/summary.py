@@ -44,7 +44,8 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 import numpy as np
-from harness.suite import Record, RunMeta, Summary
+from harness.suite import Record, RunMeta, Summary, figures
+from harness.suite.report import Table, text_table
 
 BOOTSTRAP = 2000  # resamples of the pairs
 RESOLVED = 0.03  # the 95% interval must lie within ±3% of the ratio
@@ -430,21 +431,6 @@ def _by_batch(recs: list[dict]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- console text
 
-def ratio_text(value: float | None, ci: list[float] | None, resolved: bool | None,
-               note: str | None) -> str:
-    """A ratio as the rules allow it: ``1.012 [1.004–1.020]``; ``not resolved (0.95–1.10)``;
-    ``– (reason)``."""
-    if value is None:
-        return f"– ({note})" if note else "–"
-    if not resolved:
-        return f"not resolved ({ci[0]:.3f}–{ci[1]:.3f})" if ci else "not resolved"
-    return f"{value:.3f} [{ci[0]:.3f}–{ci[1]:.3f}]" if ci else f"{value:.3f}"
-
-
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{x:.1%}"
-
-
 def render_text(summary: Summary) -> str:
     """A small table of the e2e blocks (printed after a run of the e2e suite): TPOT, the
     ratio with its interval, interference, the harness's share, the components, the floor,
@@ -453,24 +439,21 @@ def render_text(summary: Summary) -> str:
     if not rows:
         return ""
 
-    def f(x, fmt):
-        return format(x, fmt) if x is not None else "-"
-
-    head = (f"{'engine':<22} {'sched':<10} {'TTFT ms':>9} {'TPOT ms':>9} {'uncon ms':>9} "
-            f"{'ratio [95% CI]':>26} {'harness':>8} {'invalid':>8} {'runaway':>8} {'eos':>5}")
-    lines = ["end to end (constrained vs unconstrained decode of the same loop, interleaved "
-             "blocks):", head]
+    fixed, pct = figures.fixed, figures.percent
+    table = Table(["engine", "sched", "TTFT ms", "TPOT ms", "uncon ms", "ratio [95% CI]",
+                   "harness", "invalid", "runaway", "eos"], [], align=["l", "l"] + ["r"] * 8)
     for eng, b in rows:
         if "tpot_ratio_resolved" in b:  # the protocol's interleaved ratio
-            rt = ratio_text(b.get("tpot_ratio"), b.get("tpot_ratio_ci"),
-                            b.get("tpot_ratio_resolved"), b.get("tpot_ratio_note"))
+            rt = figures.interval(b.get("tpot_ratio"), b.get("tpot_ratio_ci"),
+                                  b.get("tpot_ratio_resolved"), b.get("tpot_ratio_note"))
         else:  # a run without the protocol (the serving route, older records)
-            rt = f"{b['tpot_ratio']:.3f}" if b.get("tpot_ratio") is not None else "-"
-        lines.append(
-            f"{eng:<22} {b.get('schedule') or '-':<10} {f(b['ttft_ms'], '9.2f')} "
-            f"{f(b['tpot_ms'], '9.3f')} {f(b['tpot_unconstrained_ms'], '9.3f')} "
-            f"{rt[:26]:>26} {_pct(b.get('harness_share')):>8} {b['invalid_outputs']:>8} "
-            f"{b['runaways']:>8} {b['eos']:>5}")
+            rt = fixed(b.get("tpot_ratio"), 3)
+        table.rows.append([eng, b.get("schedule") or "–", fixed(b["ttft_ms"], 2),
+                           fixed(b["tpot_ms"], 3), fixed(b["tpot_unconstrained_ms"], 3), rt[:26],
+                           pct(b.get("harness_share")), str(b["invalid_outputs"]),
+                           str(b["runaways"]), str(b["eos"])])
+    lines = ["end to end (constrained vs unconstrained decode of the same loop, interleaved "
+             "blocks):", text_table(table)]
     for eng, b in rows:
         pts = b.get("by_batch") or b.get("protocol_batch") or {}
         for size, pt in pts.items():
@@ -480,15 +463,15 @@ def render_text(summary: Summary) -> str:
                              + (f" ({pt['fill']})" if pt.get("fill") else ""))
                 continue
             lines.append(
-                f"  {eng} batch {size:>3}: TPOT {f(pt['tpot_ms'], '.3f')} ms, unconstrained "
-                f"{f(pt['tpot_unconstrained_ms'], '.3f')} ms, ratio "
-                + ratio_text(pt.get("tpot_ratio"), pt.get("tpot_ratio_ci"),
-                             pt.get("tpot_ratio_resolved"), pt.get("tpot_ratio_note"))
+                f"  {eng} batch {size:>3}: TPOT {fixed(pt['tpot_ms'], 3)} ms, unconstrained "
+                f"{fixed(pt['tpot_unconstrained_ms'], 3)} ms, ratio "
+                + figures.interval(pt.get("tpot_ratio"), pt.get("tpot_ratio_ci"),
+                                   pt.get("tpot_ratio_resolved"), pt.get("tpot_ratio_note"))
                 + f" over {pt.get('pairs')} AB pairs; interference "
-                + ratio_text(pt.get("interference"), pt.get("interference_ci"),
-                             pt.get("interference_resolved"), pt.get("interference_note"))
-                + f"; harness's share {_pct(pt.get('harness_share'))} (unconstrained "
-                f"{_pct(pt.get('harness_share_unconstrained'))})"
+                + figures.interval(pt.get("interference"), pt.get("interference_ci"),
+                                   pt.get("interference_resolved"), pt.get("interference_note"))
+                + f"; harness's share {pct(pt.get('harness_share'))} (unconstrained "
+                f"{pct(pt.get('harness_share_unconstrained'))})"
                 + (f" ({pt['fill']})" if pt.get("fill") else ""))
             comps = (pt.get("constrained") or {}).get("components") or {}
             if comps:
@@ -501,8 +484,8 @@ def render_text(summary: Summary) -> str:
             f"floor: {fl['weight_bytes_per_step'] / 1e9:.3f} GB of weights read per step ÷ "
             f"{fl['copy_gb_per_s']:.0f} GB/s copy bandwidth (measured in this run) = "
             f"{fl['floor_ms']:.3f} ms; unconstrained step at batch {fl['batch']}: "
-            f"{f(fl['step_ms'], '.3f')} ms = {f(fl['step_over_floor'], '.2f')}x the floor "
-            f"(forward {f(fl.get('forward_ms'), '.3f')} ms); CUDA graphs "
+            f"{fixed(fl['step_ms'], 3)} ms = {fixed(fl['step_over_floor'], 2)}x the floor "
+            f"(forward {fixed(fl.get('forward_ms'), 3)} ms); CUDA graphs "
             + ("on" if fl.get("graphs") else "off"
                + (f" ({fl['graphs_error']})" if fl.get("graphs_error") else "")))
     for size, w in (b0.get("warmup") or {}).items():
@@ -521,7 +504,7 @@ def render_text(summary: Summary) -> str:
                         f"({ck['source']})" if ck.get("reads") else str(ck.get("source"))))
     mb = summary.get("e2e_mask_bench")
     if mb:
-        from suites.e2e.maskbench import text_table
+        from suites.e2e.maskbench import text_table as mask_bench_text
 
-        lines.append(text_table(mb))
+        lines.append(mask_bench_text(mb))
     return "\n".join(lines)

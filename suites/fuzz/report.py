@@ -4,9 +4,8 @@ them, and the confirmed false accepts with their outputs. Numbers come from
 
 from __future__ import annotations
 
-from harness.suite.report import Para, ReportContext, Section, Table
+from harness.suite.report import Para, ReportContext, Section, Table, findings_blocks
 from suites.fuzz.summary import fuzz_block
-from suites.mask_diff.report import _findings_table, _vocab
 
 
 def sec_fuzz(ctx: ReportContext) -> list[Section] | None:
@@ -23,7 +22,7 @@ def sec_fuzz(ctx: ReportContext) -> list[Section] | None:
                          str(f["commit_refused"] + f["error"]), str(f["schemas_invalid"]),
                          "–" if f["runaway_ws_share"] is None else f"{f['runaway_ws_share']:.2f}"])
         budget = recs[0]["fuzz"].get("budget")
-        tag = f" ({run.key})" if ctx.multi else ""
+        tag = ctx.tag(run)
         out.append(Section(f"Generative fuzzing{tag}", [
             Para(f"Seeded random walks under each engine's mask (length-aware policy, budget "
                  f"{budget} tokens); every output the engine let end is checked with strict JSON "
@@ -31,6 +30,6 @@ def sec_fuzz(ctx: ReportContext) -> list[Section] | None:
                  "before the document could end; runaway = no EOS within the budget."),
             Table(["engine", "schemas", "walks", "valid", "invalid", "undecided", "dead end",
                    "runaway", "engine error", "schemas with invalid", "runaway ws share"], rows),
-            *_findings_table(run, recs, _vocab(run)),
+            *findings_blocks(run, recs),
         ]))
     return out or None

@@ -13,7 +13,7 @@ import json
 from harness.suite import rejects
 from suites.grammars.summary import (KINDS_NOTE, TABLE_HEADER, construct_alone,
                                       table_rows)
-from harness.suite.report import Bullets, Para, ReportContext, Section, Table
+from harness.suite.report import Block, Bullets, Para, ReportContext, Section, Table
 
 
 def _q(text: str, n: int = 80) -> str:
@@ -22,12 +22,9 @@ def _q(text: str, n: int = 80) -> str:
 
 
 def sec_grammars(ctx: ReportContext) -> Section | None:
-    blocks = []
-    for run in ctx.runs:
-        b = run.summary.get("grammars")
-        if not b:
-            continue
-        prefix = f"{run.key}: " if len(ctx.runs) > 1 else ""
+    blocks: list[Block] = []
+    for run, b in ctx.blocks("grammars"):
+        prefix = ctx.prefix(run)
         blocks.append(Para(
             f"{prefix}Each engine is given the first form, in its own order of dialects, "
             "that the case has (forms: how many cases each dialect served). False rejects / "

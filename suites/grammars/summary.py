@@ -26,9 +26,10 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from harness.suite import rejects
+from harness.suite import figures, rejects
 from harness.suite import outcomes
 from harness.suite import Record, RunMeta, Summary
+from harness.suite.report import Table, text_table
 
 __all__ = ["construct_alone", "dialect_findings", "dialect_not_explained", "false_accepts",
            "false_rejects", "family_table", "reject_kinds_by_engine", "size_series",
@@ -213,14 +214,6 @@ def reject_kinds_by_engine(rows: list[dict[str, Any]]) -> dict[str, dict[str, in
     return out
 
 
-def _fmt(x: Any, digits: int = 1) -> str:
-    if x is None:
-        return "–"
-    if isinstance(x, float):
-        return f"{x:.{digits}f}"
-    return str(x)
-
-
 def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
     """:data:`TABLE_HEADER` rows as text."""
     return [[r["family"], r["engine"], str(r["cases"]),
@@ -229,14 +222,9 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
              str(r["false_rejects"]), rejects.counts_cell(r.get("false_reject_kinds")),
              str(r["false_accepts"]), str(r["dialect"]),
              str(r.get("mask_commit", 0)),
-             _fmt(r["tbm_p50_us"]), _fmt(r["tbm_p99_us"]), _fmt(r["ttfm_p50_ms"], 2)]
+             figures.fixed(r["tbm_p50_us"], 1), figures.fixed(r["tbm_p99_us"], 1),
+             figures.fixed(r["ttfm_p50_ms"], 2)]
             for r in rows]
-
-
-def _text_table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-    return "\n".join([line(header), *(line(r) for r in rows)])
 
 
 def _short(text: str, n: int = 60) -> str:
@@ -267,7 +255,7 @@ def render_text(block: dict[str, Any]) -> str:
     lines = ["Grammars: family × engine (false rej / acc: instances against the ground-truth "
              "parser; dialect: differences on dialect-sensitive cases that the construct, "
              "tested alone, explains, counted apart)",
-             _text_table(TABLE_HEADER, table_rows(block["table"])), KINDS_NOTE]
+             text_table(Table(TABLE_HEADER, table_rows(block["table"]), align="l")), KINDS_NOTE]
     kinds = block.get("false_reject_kinds") or {}
     if any(sum(v.values()) for v in kinds.values()):
         lines.append("False rejects by kind:")
@@ -281,8 +269,9 @@ def render_text(block: dict[str, Any]) -> str:
     for base, engines in block["sizes"].items():
         sizes = sorted({s for v in engines.values() for s in v}, key=int)
         lines.append(f"Compile time (TTFM ms) against alternation size, {base}:")
-        lines.append(_text_table(["engine", *sizes], [[e, *(_fmt(v.get(s), 2) for s in sizes)]
-                                                      for e, v in sorted(engines.items())]))
+        lines.append(text_table(Table(["engine", *sizes],
+                                      [[e, *(figures.fixed(v.get(s), 2) for s in sizes)]
+                                       for e, v in sorted(engines.items())], align="l")))
     fa = block["false_accepts"]
     lines.append(f"Confirmed false accepts: {len(fa)}" + ("" if not fa else ":"))
     lines += [f"  {x['engine']} {x['case']} ({x['form']}): {_short(x['text'])}" for x in fa[:20]]

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.suite.report import Para, ReportContext, Section, Table
+from harness.suite.report import Para, ReportContext, Section, Table, pipes
+from harness.suite.report import markdown_table as markdown_lines
 
 __all__ = ["markdown_table", "sec_hazards"]
 
@@ -48,11 +49,7 @@ def keyword_rows(table: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 def markdown_table(table: dict[str, Any]) -> str:
     """The hazard × engine table as GitHub Markdown (for docs/results.md), cells escaped."""
     header, rows = table_rows(table)
-    esc = lambda s: s.replace("|", "\\|").replace("\n", " ")  # noqa: E731
-    out = ["| " + " | ".join(esc(h) for h in header) + " |",
-           "|" + "|".join(":--" for _ in header) + "|"]
-    out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
-    return "\n".join(out)
+    return "\n".join(markdown_lines(Table(header, rows, align="l"), cell=pipes))
 
 
 def sec_hazards(ctx: ReportContext) -> Section | None:

@@ -26,7 +26,7 @@ def sec_keywords(ctx: ReportContext) -> list[Section] | None:
             for kw, cells in kws.items():
                 rows.append([f"{draft}/{kw}"] + [conformance.keyword_cell(cells[e]) if e in cells else "–"
                                                  for e in engines])
-        tag = f" ({run.key})" if ctx.multi else ""
+        tag = ctx.tag(run)
         out.append(Section(f"JSON Schema Test Suite: keywords × engines{tag}", [
             Para("Per keyword file: instances passed / total, then false accepts (FA), false "
                  "rejects (FR), compile errors (CE) and instances of jobs that died."),

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from harness.suite import outcomes
-from harness.suite.report import md_cell
+from harness.suite.report import Table, markdown_table, md_cell
 from harness.suite import InstanceRecord, Record, RunMeta, Summary
 
 #: The suite whose records these views read (a report may hold runs of other suites).
@@ -135,16 +135,13 @@ def render_keyword_markdown(table: dict[str, dict[str, dict[str, dict[str, int]]
     totals = keyword_totals(table)
     for draft, rows in table.items():
         engines = list(dict.fromkeys(e for cells in rows.values() for e in cells))
-        lines = [f"**{draft}**", "",
-                 "| keyword | " + " | ".join(md_cell(e) for e in engines) + " |",
-                 "|:--|" + "--:|" * len(engines)]
-        for kw, cells in rows.items():
-            lines.append(f"| {md_cell(kw)} | " + " | ".join(
-                _cell(cells[e]) if e in cells else "–" for e in engines) + " |")
-        for part, cells in totals.get(draft, {}).items():
-            lines.append(f"| **total {part}** | " + " | ".join(
-                _cell(cells[e]) if e in cells else "–" for e in engines) + " |")
-        parts.append("\n".join(lines))
+        body = [[md_cell(kw), *(_cell(cells[e]) if e in cells else "–" for e in engines)]
+                for kw, cells in rows.items()]
+        body += [[f"**total {part}**", *(_cell(cells[e]) if e in cells else "–" for e in engines)]
+                 for part, cells in totals.get(draft, {}).items()]
+        # the cells are Markdown already (names escaped, totals in bold)
+        md = Table(["keyword", *(md_cell(e) for e in engines)], body)
+        parts.append("\n".join([f"**{draft}**", "", *markdown_table(md, cell=str)]))
     return "\n\n".join(parts)
 
 

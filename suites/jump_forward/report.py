@@ -8,13 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from suites.jump_forward.summary import ALL, HEADER, notes, table_rows
+from harness.suite import figures
 from harness.suite.report import Bullets, Figure, Para, ReportContext, Section, Table
 from harness.suite.report import figure_png, pyplot
 from harness.suite.report import plot_text
-
-
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.1f}%"
 
 
 def share_table(rows: list[dict[str, Any]]) -> Table:
@@ -28,10 +25,10 @@ def share_table(rows: list[dict[str, Any]]) -> Table:
         spec = None
         for e in engines:
             r = by.get((e, s))
-            cells.append(_pct(r["jf_share"]) if r else "–")
+            cells.append(figures.percent(r["jf_share"]) if r else "–")
             if r and r["spec_share"] is not None:
                 spec = r["spec_share"]
-        body.append(cells + [_pct(spec)])
+        body.append(cells + [figures.percent(spec)])
     return Table(["subset", *engines, "spec (reference)"], body)
 
 
@@ -71,10 +68,7 @@ def share_figure(rows: list[dict[str, Any]]) -> Figure | None:
 
 def sec_jump_forward(ctx: ReportContext) -> Section | None:
     blocks: list[Any] = []
-    for run in ctx.runs:
-        jf = run.summary.get("jump_forward")
-        if not jf:
-            continue
+    for run, jf in ctx.blocks("jump_forward"):
         blocks.append(Para(
             "At every step of every valid instance walked (its canonical tokenisation), each "
             "engine's forced continuation (xgrammar find_jump_forward_string / tokens, "

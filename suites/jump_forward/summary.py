@@ -44,7 +44,8 @@ import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
-from harness.suite import Record, RunMeta, Summary
+from harness.suite import Record, RunMeta, Summary, figures
+from harness.suite.report import Table, text_table
 
 __all__ = ["HEADER", "NOT_MEASURED", "jump_forward_rows", "summary_block", "table_rows"]
 
@@ -172,21 +173,14 @@ def jump_forward_rows(records: list[Record]) -> dict[str, Any]:
     return {"rows": rows, "not_measured": not_measured, "evidence": evidence}
 
 
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.1f}%"
-
-
-def _f(x: float | None, d: int = 1) -> str:
-    return "–" if x is None else f"{x:.{d}f}"
-
-
 def table_rows(block: dict[str, Any]) -> list[list[str]]:
     """The console and report table: the rows, then one line per engine not measured."""
-    out = [[r["engine"], r["subset"], str(r["cases"]), str(r["steps"]), _pct(r["offered"]),
-            _pct(r["spec_forced"]), _f(r.get("spec_bytes"), 2), _pct(r.get("spec_tokens")),
-            _pct(r["jf_share"]), _pct(r["spec_share"]), str(r["wrong"]),
-            str(r["unforced"]), str(r["short"]), str(r["conflicts"]), _pct(r["noncanonical"]),
-            _f(r["ff_us"]), _f(r["mask_us"]), str(r["rejected"]), str(r["no_oracle"])]
+    pct, f = figures.percent, figures.fixed
+    out = [[r["engine"], r["subset"], str(r["cases"]), str(r["steps"]), pct(r["offered"]),
+            pct(r["spec_forced"]), f(r.get("spec_bytes"), 2), pct(r.get("spec_tokens")),
+            pct(r["jf_share"]), pct(r["spec_share"]), str(r["wrong"]),
+            str(r["unforced"]), str(r["short"]), str(r["conflicts"]), pct(r["noncanonical"]),
+            f(r["ff_us"], 1), f(r["mask_us"], 1), str(r["rejected"]), str(r["no_oracle"])]
            for r in block["rows"]]
     for nm in block["not_measured"]:
         out.append([nm["engine"], ALL, nm["reason"]] + [""] * (len(HEADER) - 3))
@@ -206,18 +200,6 @@ def notes(block: dict[str, Any]) -> list[str]:
     return out
 
 
-def _table(header: list[str], body: list[list[str]]) -> list[str]:
-    # a not-measured line's reason spans the columns after "subset"
-    span = [b for b in body if b[3:] == [""] * (len(header) - 3)]
-    widths = [max([len(h)] + [len(b[i]) for b in body if i < 2 or b not in span])
-              for i, h in enumerate(header)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-    out = [line(header)]
-    for b in body:
-        out.append(line(b[:2]) + "  " + b[2] if b in span else line(b))
-    return out
-
-
 def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
                   run_dir: Path | None = None) -> str | None:
     """``summary["jump_forward"]`` and ``jump_forward.json`` in the run folder; console
@@ -229,7 +211,9 @@ def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
     if run_dir is not None:
         (Path(run_dir) / "jump_forward.json").write_text(json.dumps(block, indent=2))
     lines = ["Jump-forward: forced continuations (share of output tokens needing no forward "
-             "pass; spec: the reference engine's forced bytes)", *_table(HEADER, table_rows(block))]
+             "pass; spec: the reference engine's forced bytes)", 
+             # a not-measured line's reason spans the columns after "subset"
+             text_table(Table(HEADER, table_rows(block), align="l"), span_from=2)]
     lines += notes(block)
     for e in block["evidence"]["wrong"]:
         lines.append(f"  wrong: {e['engine']} {e['case_id']} #{e['instance']} step {e['step']}: "

@@ -1,76 +1,21 @@
 """Report sections of the token-level suites (``mask-diff``, ``fuzz``), registered as
 optional sections of :mod:`harness.report.markdown`: the mask diff against the reference engine
 (with EOS and rollback checks), constraint tightness (a table and a plot), fuzzing, and the
-first findings with the ``harness explain`` command that replays each. Each builder returns
-``None`` when its suite did not run. Numbers come from :mod:`suites.mask_diff.summary` and
+first findings with the ``harness explain`` command that replays each
+(:mod:`harness.report.findings`, shared with fuzz). Each builder returns ``None`` when its
+suite did not run. Numbers come from :mod:`suites.mask_diff.summary` and
 :mod:`harness.measure.tokens.findings`; nothing is recomputed from engines here.
 """
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 
-from harness.suite.report import Figure, Para, ReportContext, Section, Table
+from harness.suite import figures
+from harness.suite.report import Figure, Para, ReportContext, Section, Table, findings_blocks
 from harness.suite.report import figure_png, pyplot
 from suites.mask_diff import summary as tsum
-from harness.suite.measure import run_findings
-from harness.suite import Record
-
-#: findings listed per run in the report, at most PER_KIND per (engine, kind); all are in
-#: the records and ``harness explain RUN CASE --list`` lists them
-MAX_FINDINGS = 40
-PER_KIND = 3
-
-
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.1f}%"
-
-
-def _vocab(run):
-    """The run's tokenizer, for token bytes (None when it cannot be loaded here)."""
-    try:
-        from harness.suite.engines import load_vocabulary
-
-        return load_vocabulary((run.meta.get("config") or {}).get("tokenizer", "llama3"))
-    except Exception:  # the report still shows ids
-        return None
-
-
-def _tok(vocab, tid: int | None) -> str:
-    if tid is None:
-        return "EOS"
-    return f"{tid} {vocab.tokens[tid]!r}" if vocab is not None else str(tid)
-
-
-def _findings_table(run, recs: list[Record], vocab) -> list:
-    found = run_findings(recs)
-    if not found:
-        return [Para("No findings.")]
-    # a few of each (engine, kind), most severe kinds first, so that one noisy kind does
-    # not hide the others
-    seen: dict[tuple[str, str], int] = {}
-    shown = []
-    for f in found:
-        key = (f["engine"], f["kind"])
-        seen[key] = seen.get(key, 0) + 1
-        if seen[key] <= PER_KIND and len(shown) < MAX_FINDINGS:
-            shown.append(f)
-    rows = []
-    for f in shown:
-        where = f"instance {f['instance']}" if "instance" in f else f"walk {f.get('walk')}"
-        rows.append([f["kind"], f["engine"], f["case"], where, str(f["step"]),
-                     _tok(vocab, f["token"]) if f["token"] is not None else "–",
-                     (f.get("why") or "")[:160]])
-    return [Para(f"{len(found)} findings, most severe first ({len(rows)} shown, at most "
-                 f"{PER_KIND} per engine and kind). "
-                 f"`harness explain {run.path} CASE --engine ENGINE --kind KIND` prints one "
-                 "with its schema, instance, token sequence and what each engine allowed at "
-                 "the step, replayed from the record."),
-            Table(["kind", "engine", "case", "where", "step", "token", "why"], rows,
-                  align=["l"] * 7)]
-
 
 def sec_mask_diff(ctx: ReportContext) -> list[Section] | None:
     out = []
@@ -94,7 +39,7 @@ def sec_mask_diff(ctx: ReportContext) -> list[Section] | None:
                          f"{er['rollback_differs']} / {er['rollback_checks']} "
                          f"({er['rollback_refused']} refused)",
                          str(d["oracle_rejected"])])
-        tag = f" ({run.key})" if ctx.multi else ""
+        tag = ctx.tag(run)
         blocks: list = [
             Para("Each valid instance's canonical tokenisation replayed through the engine and "
                  "the reference engine (the oracle, unbounded whitespace) in lockstep. "
@@ -122,7 +67,7 @@ def sec_mask_diff(ctx: ReportContext) -> list[Section] | None:
                                f"{p['first'][1]} --step {p['first'][2]}" if p["first"] else "–"]
                               for p in nop], align=["l", "r", "r", "r", "l"])]
         out.append(Section(f"Token-level mask diff{tag}", blocks))
-        out.append(Section(f"Mask-diff findings{tag}", _findings_table(run, recs, _vocab(run)),
+        out.append(Section(f"Mask-diff findings{tag}", findings_blocks(run, recs),
                            level=3))
     return out or None
 
@@ -171,18 +116,18 @@ def sec_tightness(ctx: ReportContext) -> list[Section] | None:
         sizes = tsum.sizes_by(recs)
         subs = tsum.tightness_subsets(sizes, k)
         engines = sorted(sizes)
-        rows = [[s] + [f"{_pct(c[e]['forced_share'])} / {_pct(c[e]['le_k_share'])}" if e in c else "–"
+        rows = [[s] + [f"{figures.percent(c[e]['forced_share'])} / {figures.percent(c[e]['le_k_share'])}" if e in c else "–"
                        for e in engines] for s, c in subs.items()]
         total = {e: tsum.tightness_of(np.asarray([n for _, n in sizes[e].values()]), k)
                  for e in engines}
-        rows.append(["all"] + [f"{_pct(total[e]['forced_share'])} / {_pct(total[e]['le_k_share'])}"
+        rows.append(["all"] + [f"{figures.percent(total[e]['forced_share'])} / {figures.percent(total[e]['le_k_share'])}"
                                for e in engines])
         per_schema = tsum.tightness_schemas(sizes, k)
-        srows = [[case] + [f"{_pct(c[e]['forced_share'])} / {_pct(c[e]['le_k_share'])} "
+        srows = [[case] + [f"{figures.percent(c[e]['forced_share'])} / {figures.percent(c[e]['le_k_share'])} "
                            f"({c[e]['steps']})" if e in c else "–" for e in engines]
                  for case, c in per_schema.items()]
         pairs = tsum.tightness_pairs(sizes, k)
-        tag = f" ({run.key})" if ctx.multi else ""
+        tag = ctx.tag(run)
         out.append(Section(f"Constraint tightness{tag}", [
             Para(f"Per step, the size of the allowed set (EOS counts as one token). Cells: share "
                  f"of steps with exactly one allowed token (forced: jump-forward potential) / "
@@ -193,7 +138,7 @@ def sec_tightness(ctx: ReportContext) -> list[Section] | None:
             Table(["schema", *engines], srows),
             Para("How often two engines disagree on the same step (same instance, same prefix):"),
             Table(["engines", "steps", "size differs", "forced differs", f"≤{k} differs"],
-                  [[" vs ".join(p["engines"]), str(p["steps"]), _pct(p["size_differs"]),
-                    _pct(p["forced_differs"]), _pct(p["le_k_differs"])] for p in pairs]),
+                  [[" vs ".join(p["engines"]), str(p["steps"]), figures.percent(p["size_differs"]),
+                    figures.percent(p["forced_differs"]), figures.percent(p["le_k_differs"])] for p in pairs]),
         ]))
     return out or None

@@ -37,20 +37,22 @@ engine pair over steps without an oracle: ``steps``, ``mask_differs``, ``schemas
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
 from itertools import combinations
 from typing import Any, Iterable
 
 import numpy as np
 
-from harness.suite import outcomes
+from harness.suite import figures, outcomes
 from harness.suite.engines import ORACLE
 from suites.mask_diff.options import DEFAULTS
 from harness.suite import Record, RunMeta, Summary
+from harness.suite.report import Table, text_table
 
 
 
-def _md_records(records: Iterable[Record]) -> list[dict[str, Any]]:
+def _md_records(records: Iterable[Record]) -> list[Record]:
     return [r for r in records if r.get("instances") and "mask_diff" in r["instances"][0]
             and r["outcome"] not in outcomes.DEATHS]
 
@@ -229,10 +231,6 @@ def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
     return render_text(summary)
 
 
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.1f}%"
-
-
 def render_text(summary: Summary) -> str:
     """Console table: one row per engine (mask diff, EOS/rollback, tightness)."""
     lines = []
@@ -240,18 +238,19 @@ def render_text(summary: Summary) -> str:
     if md:
         lines.append("mask diff against the reference engine (steps; witnesses confirmed: "
                      "FA = false accepts, over ok = forbidden tokens completed to valid documents):")
-        lines.append(f"  {'engine':<22} {'schemas':>7} {'no-oracle':>9} {'steps':>7} {'over':>6} "
-                     f"{'(ws)':>6} {'under':>6} {'(ws)':>6} {'witness FA':>10} {'over ok':>7} {'EOS early':>9} "
-                     f"{'EOS refused':>11} {'rollback≠':>9} {'forced':>7} {'≤k':>7}")
+        pct = figures.percent
+        table = Table(["engine", "schemas", "no-oracle", "steps", "over", "(ws)", "under", "(ws)",
+                       "witness FA", "over ok", "EOS early", "EOS refused", "rollback≠",
+                       "forced", "≤k"], [])
         for l, e in md.items():
             d, er, t = e["mask_diff"], e["eos_rollback"], e["tightness"]
-            lines.append(
-                f"  {l:<22} {d['schemas']:>7} {d['schemas_no_oracle']:>9} {d['steps']:>7} "
-                f"{d['over_steps']:>6} {d['over_ws_only_steps']:>6} {d['under_steps']:>6} "
-                f"{d['under_ws_only_steps']:>6} {d['witnesses'].get('false_accept', 0):>10} "
-                f"{d['over_witnesses'].get('valid', 0):>7} "
-                f"{er['eos_early']:>9} {er['eos_refused']:>11} {er['rollback_differs']:>9} "
-                f"{_pct(t['forced_share']):>7} {_pct(t['le_k_share']):>7}")
+            table.rows.append([l, *(str(x) for x in (
+                d["schemas"], d["schemas_no_oracle"], d["steps"], d["over_steps"],
+                d["over_ws_only_steps"], d["under_steps"], d["under_ws_only_steps"],
+                d["witnesses"].get("false_accept", 0), d["over_witnesses"].get("valid", 0),
+                er["eos_early"], er["eos_refused"], er["rollback_differs"])),
+                pct(t["forced_share"]), pct(t["le_k_share"])])
+        lines.append(textwrap.indent(text_table(table), "  "))
         tok = summary.get("tokens", {})
         for p in tok.get("no_oracle_pairs", ()):
             lines.append(f"  no oracle: {p['engines'][0]} vs {p['engines'][1]}: masks differ on "

@@ -6,17 +6,14 @@ come from :mod:`suites.serve.summary` (``summary["serve"]``); nothing is recompu
 
 from __future__ import annotations
 
-from suites.serve.summary import HEADER, RATIO_HEADER, notes, ratio_rows, rows
-from harness.suite.report import Bullets, Para, ReportContext, Section, Table
+from suites.serve.summary import ALIGN, HEADER, RATIO_ALIGN, RATIO_HEADER, notes, ratio_rows, rows
+from harness.suite.report import Block, Bullets, Para, ReportContext, Section, Table
 
 
 def sec_serve(ctx: ReportContext) -> Section | None:
-    blocks = []
-    for run in ctx.runs:
-        b = run.summary.get("serve")
-        if not b:
-            continue
-        prefix = f"{run.key}: " if len(ctx.runs) > 1 else ""
+    blocks: list[Block] = []
+    for run, b in ctx.blocks("serve"):
+        prefix = ctx.prefix(run)
         blocks.append(Para(f"{prefix}request form {b.get('form')}, model {b.get('model')} "
                            f"(random weights), max_tokens {b.get('max_tokens')}. Times in ms; "
                            "mode c = constrained, u = the same stream (prompts, seeds, "
@@ -24,13 +21,13 @@ def sec_serve(ctx: ReportContext) -> Section | None:
                            "(strict JSON, then jsonschema), the server having answered HTTP "
                            "200 — a constraint not enforced. Runaways: the token budget ended "
                            "the output (with the share of whitespace in it)."))
-        blocks.append(Table(HEADER, rows(b), align=["l", "l", "l"] + ["r"] * (len(HEADER) - 3)))
+        blocks.append(Table(HEADER, rows(b), align=ALIGN))
         rr, foot = ratio_rows(b)
         if rr:
             blocks.append(Para("Constrained / unconstrained (means: on a small machine streamed "
                                "tokens arrive bunched, and a median gap can read ~0; a ratio "
                                "that is not a figure shows – with its reason below):"))
-            blocks.append(Table(RATIO_HEADER, rr, align=["l", "l"] + ["r"] * 6,
+            blocks.append(Table(RATIO_HEADER, rr, align=RATIO_ALIGN,
                                 note="\n".join(foot) or None))
         lines = notes(b)
         if lines:

@@ -39,6 +39,7 @@ import numpy as np
 
 from harness.suite import figures
 from harness.suite import Record, RunMeta, Summary
+from harness.suite.report import Table, text_table
 
 HEADLINE = ("request_throughput", "output_throughput", "ttft", "tpot", "itl", "e2el")
 #: Two streamed tokens read less than this apart (ms) came in one network read: the client
@@ -294,13 +295,10 @@ def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
 
 
 def _f(v: Any, nd: int = 1) -> str:
-    if v is None:
-        return "–"
+    """A figure, or a distribution's p50, with ``nd`` decimals and thousands separators."""
     if isinstance(v, dict):
         v = v.get("p50")
-        if v is None:
-            return "–"
-    return f"{v:,.{nd}f}"
+    return figures.fixed(None if v is None else float(v), nd, grouped=True)
 
 
 def rows(block: dict[str, Any]) -> list[list[str]]:
@@ -331,6 +329,8 @@ def rows(block: dict[str, Any]) -> list[list[str]]:
 HEADER = ["row", "stream", "mode", "done/requests", "schemas", "req/s", "tok/s", "goodput",
           "TTFT p50", "p99", "TPOT p50", "p99", "ITL p50", "p99", "invalid", "runaways",
           "refused", "crashed"]
+#: how the columns of :data:`HEADER` align (the row, stream and mode left, figures right)
+ALIGN = ["l", "l", "l"] + ["r"] * (len(HEADER) - 3)
 
 
 def ratio_rows(block: dict[str, Any]) -> tuple[list[list[str]], list[str]]:
@@ -387,13 +387,8 @@ def notes(block: dict[str, Any]) -> list[str]:
 
 
 RATIO_HEADER = ["row", "stream", "req/s", "tok/s", "TTFT", "TPOT", "ITL", "E2EL"]
-
-
-def text_table(header: list[str], body: list[list[str]]) -> str:
-    widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(header)]
-    fmt = lambda r: "  ".join(c.ljust(w) if i < 3 else c.rjust(w)  # noqa: E731
-                              for i, (c, w) in enumerate(zip(r, widths)))
-    return "\n".join([fmt(header)] + [fmt(r) for r in body])
+#: how the columns of :data:`RATIO_HEADER` align (names left, ratios right)
+RATIO_ALIGN = ["l", "l"] + ["r"] * (len(RATIO_HEADER) - 2)
 
 
 def render_text(block: dict[str, Any]) -> str:
@@ -401,10 +396,10 @@ def render_text(block: dict[str, Any]) -> str:
     parts = [f"serving benchmark (request form {block.get('form')}, model "
              f"{block.get('model')}, max_tokens {block.get('max_tokens')}; times in ms; mode "
              "c = constrained, u = the same stream unconstrained)",
-             text_table(HEADER, rows(block))]
+             text_table(Table(HEADER, rows(block), align=ALIGN))]
     rr, foot = ratio_rows(block)
     if rr:
-        parts += ["\nconstrained / unconstrained (means)", text_table(RATIO_HEADER, rr), *foot]
+        parts += ["\nconstrained / unconstrained (means)", text_table(Table(RATIO_HEADER, rr, align=RATIO_ALIGN)), *foot]
     v = block.get("versions") or {}
     said = [f"{s['engine']}: the server says version {s['server_version']}"
             for s in block.get("servers") or [] if s.get("server_version")]

@@ -8,7 +8,7 @@ from collections import defaultdict
 from typing import Any
 
 from suites.tools.summary import COMPILE_HEADER, ENGINE_HEADER, compile_table, engine_table
-from harness.suite.report import Figure, Para, ReportContext, Section, Table
+from harness.suite.report import Block, Figure, Para, ReportContext, Section, Table
 from harness.suite.report import figure_png, pyplot
 
 _STYLE = {"cold_ms": ("-", "o", "cold"), "warm_ms": (":", "s", "warm"),
@@ -46,11 +46,8 @@ def compile_figure(rows: list[dict[str, Any]]) -> Figure:
 
 
 def sec_tools(ctx: ReportContext) -> Section | None:
-    blocks = []
-    for run in ctx.runs:
-        t = run.summary.get("tools")
-        if not t:
-            continue
+    blocks: list[Block] = []
+    for run, t in ctx.blocks("tools"):
         blocks.append(Para("Each engine gets every tool-call request in its own native form "
                            "(the form column). Cold: a fresh compiler; warm: the same request "
                            "again through the engine's own cache; overlap: a request sharing "

@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from harness.suite.measure import instance_outcome
-from harness.suite import InstanceRecord, Record, RunMeta, Summary
+from harness.suite import InstanceRecord, Record, RunMeta, Summary, figures
+from harness.suite.report import Table, text_table
 
 __all__ = ["COMPILE_HEADER", "ENGINE_HEADER", "compile_rows", "engine_rows", "summary_block"]
 
@@ -140,15 +141,11 @@ def engine_rows(records: list[Record]) -> list[dict[str, Any]]:
     return out
 
 
-def _f(x: Any, d: int = 2) -> str:
-    if x is None:
-        return "–"
-    return f"{x:.{d}f}" if isinstance(x, float) else str(x)
-
-
 def compile_table(rows: list[dict[str, Any]]) -> list[list[str]]:
-    return [[r["engine"], str(r["tools"]), str(r["cases"]), _f(r["cold_ms"]), _f(r["warm_ms"]),
-             _f(r["warm_hit"]), _f(r["overlap_ms"]), _f(r["ttfm_ms"]), str(r["errors"])]
+    return [[r["engine"], str(r["tools"]), str(r["cases"]),
+             *(figures.fixed(r[k]) for k in ("cold_ms", "warm_ms", "warm_hit", "overlap_ms",
+                                             "ttfm_ms")),
+             str(r["errors"])]
             for r in rows]
 
 
@@ -161,17 +158,10 @@ def engine_table(rows: list[dict[str, Any]]) -> list[list[str]]:
         out.append([r["engine"], r["form"], str(r["cases"]), str(r["refused"]),
                     f"{r['false_rejects']}/{r['valid']}",
                     *(f"{fa[k]}/{n[k]}" for k in INVALID_KINDS),
-                    _f(r["tbm_text_us"], 1), _f(r["tbm_call_us"], 1),
+                    figures.fixed(r["tbm_text_us"], 1), figures.fixed(r["tbm_call_us"], 1),
                     f"{w.get('valid', 0)}/{n_w}" if n_w else "–",
-                    _f(r["p_50_calls"], 3)])
+                    figures.fixed(r["p_50_calls"], 3)])
     return out
-
-
-def _text_table(header: list[str], body: list[list[str]]) -> list[str]:
-    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h)
-              for i, h in enumerate(header)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-    return [line(header), *(line(b) for b in body)]
 
 
 def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
@@ -186,10 +176,10 @@ def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
     if run_dir is not None:
         (Path(run_dir) / "tools.json").write_text(json.dumps(summary["tools"], indent=2))
     lines = ["Tool calls: compile against the number of tools (ms, median over cases)",
-             *_text_table(COMPILE_HEADER, compile_table(crows)), "",
+             text_table(Table(COMPILE_HEADER, compile_table(crows), align="l")), "",
              "Tool calls: verdicts, TBM by segment, fuzz (FR: valid outputs refused; FA: "
              "invalid outputs accepted, by kind)",
-             *_text_table(ENGINE_HEADER, engine_table(erows))]
+             text_table(Table(ENGINE_HEADER, engine_table(erows), align="l"))]
     errs = [r for r in crows if r["error"]]
     for r in errs:
         lines.append(f"  {r['engine']} @ {r['tools']} tools: {r['error'][:160]}")

@@ -11,15 +11,15 @@ import numpy as np
 
 from harness.analysis import metrics
 from harness.analysis.verdict import unit_outcomes
-from harness.measure.figures import show
+from harness.measure.figures import number, show
 from harness.measure import outcomes
 from harness.report import console as table
 from harness.report.model import (Block, Bullets, Fields, Figure, Para, ReportContext, RunData,
                                   Section, Table, merged_summary, run_cache)
 from harness.report.plots import (OUTCOME_COLORS, _cdf_figure, _styles, figure_png,
                                   pyplot, tbm_us, ttfm_ms)
-from harness.report.text import fmt, plot_text, ratio, short
-from harness.records import Summary
+from harness.report.text import plot_text, ratio, short
+from harness.records import Record, Summary
 
 def _engine_line(e: dict[str, Any]) -> str:
     state = "" if e.get("status") == "run" else f" — not run: {e.get('reason')}"
@@ -51,19 +51,19 @@ def sec_metadata(ctx: ReportContext) -> Section:
             ("folder", str(run.path)),
             ("suite", suite_line(cfg, suite, run.summary["headline"].get("units", "cases"))),
             ("engines", "; ".join(_engine_line(e) for e in meta.get("engines", []))),
-            ("tokenizer", f"{tok.get('name')} ({fmt(tok.get('size'))} ids)"),
-            ("limits", f"{fmt(lim.get('timeout_s', cfg.get('timeout_s')))} s and "
+            ("tokenizer", f"{tok.get('name')} ({number(tok.get('size'))} ids)"),
+            ("limits", f"{number(lim.get('timeout_s', cfg.get('timeout_s')))} s and "
                        f"{lim.get('memory_gib', cfg.get('memory_gib'))} GiB per job, "
                        f"{lim.get('jobs', cfg.get('jobs'))} worker(s), engine threads "
                        f"{lim.get('engine_threads', 1)}"),
             ("serialisations", f"{', '.join(cfg.get('serializations', []))}; outcomes and TBM "
                                f"from {cfg.get('primary')}; EOS required after the last token"),
             ("machine", f"{mach.get('cpu_model', mach.get('processor'))}, {mach.get('cpus')} CPUs, "
-                        f"{fmt(round(mach['mem_total_kib'] / 2**20, 1)) if mach.get('mem_total_kib') else '?'} GiB; "
+                        f"{number(round(mach['mem_total_kib'] / 2**20, 1)) if mach.get('mem_total_kib') else '?'} GiB; "
                         f"{mach.get('platform')}; Python {mach.get('python')}"),
             ("commit", str(meta.get("git_commit"))),
             ("command", " ".join(str(c) for c in cmd)),
-            ("records", f"{len(run.records):,} jobs; wall {fmt(run.summary.get('wall_s'))} s; "
+            ("records", f"{len(run.records):,} jobs; wall {number(run.summary.get('wall_s'))} s; "
                         f"parallel efficiency {run.summary.get('parallel_efficiency')}"),
         ]
 
@@ -126,7 +126,7 @@ def _tradeoff_figure(summary: Summary) -> Figure | None:
     # soundness would write over each other (and past the axes)
     for label, cov, fa, p99 in pts:
         ax.scatter([cov], [fa], s=60 + 900 * p99 / top, alpha=0.6,
-                   label=plot_text(f"{label} (TBM p99 {fmt(p99)} µs)"))
+                   label=plot_text(f"{label} (TBM p99 {number(p99)} µs)"))
     leg = ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16),
                     ncol=2 if len(pts) > 3 else 1, markerscale=1.0)
     for h in getattr(leg, "legend_handles", None) or leg.legendHandles:
@@ -360,9 +360,9 @@ def sec_slow_masks(ctx: ReportContext) -> Section | None:
                 continue
             share = e["tbm_us"].get("over_1ms_share", 0.0)
             worst = _worst_schemas(run, eng)
-            rows.append([ctx.col(run, eng), fmt(e["tokens"]), fmt(int(round(share * e["tokens"]))),
-                         f"{100 * share:.3f}%", fmt(e["tbm_us"].get("p99.9")),
-                         fmt(e["tbm_us"].get("max")), worst])
+            rows.append([ctx.col(run, eng), number(e["tokens"]), number(int(round(share * e["tokens"]))),
+                         f"{100 * share:.3f}%", number(e["tbm_us"].get("p99.9")),
+                         number(e["tbm_us"].get("max")), worst])
     if not rows:
         return None
     return Section("Masks over 1 ms", [
@@ -428,7 +428,7 @@ DIFF_TBM = ("avg", "p50", "p90", "p99", "p99.9")
 DIFF_TTFM = ("p50", "p90", "p99")
 
 
-def _outcome_map(run: RunData) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
+def _outcome_map(run: RunData) -> dict[tuple[str, str], tuple[str, Record]]:
     """(engine, case) → (its outcome as the headline counts it, its record): the units."""
     heads = unit_outcomes(run.meta, run.records)
     return {(r["engine"], r["case_id"]): (heads[(r["engine"], r["case_id"])], r)
@@ -487,7 +487,7 @@ def sec_diff(ctx: ReportContext, limit: int = 300) -> list[Section]:
                 continue
             for k in DIFF_TBM:
                 x, y = a["tbm_us"].get(k), b["tbm_us"].get(k)
-                rows.append([eng, f"TBM {k} (µs)", fmt(x), fmt(y), ratio(y, x)])
+                rows.append([eng, f"TBM {k} (µs)", number(x), number(y), ratio(y, x)])
             x, y = a["tbm_us"].get("over_1ms_share"), b["tbm_us"].get("over_1ms_share")
             rows.append([eng, "masks > 1 ms",
                          f"{100 * x:.3f}%" if x is not None else "–",
