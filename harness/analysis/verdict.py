@@ -66,7 +66,7 @@ TTFM_PERCENTILES = (25, 50, 75, 90, 99)
 def model_of(meta: RunMeta):
     """The run's suite's :class:`~harness.suite.VerdictModel` (the default one when the suite
     is not installed here: a run folder of another installation still reads)."""
-    from harness.suite import VerdictModel
+    from harness.suite.cases import VerdictModel
 
     cls = suite_class((meta.get("config") or {}).get("suite"))
     model = getattr(cls, "verdict", None)

@@ -181,7 +181,7 @@ def build_suite(name: str, **opts: Any) -> Any:
     """The suite ``name`` with the selection options ``data``, ``subsets``, ``sample`` and
     ``schemas`` (and ``options``, its run options, for a suite that ``uses_options``). Raises :class:`harness.suite.SuiteError` (one line) for an unknown suite or
     a selection it cannot make."""
-    from harness.suite import SuiteError
+    from harness.suite.cases import SuiteError
 
     if name not in SUITES:
         raise SuiteError(f"unknown suite {name!r}; known: {', '.join(SUITES.names())}")

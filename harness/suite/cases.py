@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Protocol
 from harness.records import RunMeta
 
 __all__ = ["Case", "Instance", "Suite", "SuiteBase", "SuiteError", "VerdictModel",
-           "corpus_candidates", "find_corpus", "round_robin"]
+           "corpus_candidates", "find_corpus", "round_robin", "unique_schema"]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,7 +76,7 @@ class Case:
     #: with the job as ``case["request"]``.
     request: dict[str, Any] | None = None
     #: A grammar case (suite ``grammars``): family, source dialect and every form
-    #: (:meth:`suites.grammars.corpus.GrammarCase.payload`); travels as ``case["grammar"]``.
+    #: (:meth:`harness.suite.grammar_corpus.GrammarCase.payload`); travels as ``case["grammar"]``.
     grammar: dict[str, Any] | None = None
 
     def to_job(self) -> dict[str, Any]:
@@ -247,3 +247,14 @@ def find_corpus(name: str, data: str | None, looks_right: Callable[[Path], bool]
         if c.is_dir() and looks_right(c):
             return c
     raise SuiteError(missing.format(path=candidates[0]))
+
+
+def unique_schema(schema: Any, i: int) -> Any:
+    """``schema`` made unique for request ``i`` without changing what it accepts beyond one
+    optional property: objects with ``properties`` get ``req_<i>`` (an integer); anything
+    else is wrapped as ``{"allOf": [schema], "$comment": ...}``."""
+    if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
+        out = dict(schema)
+        out["properties"] = {**schema["properties"], f"req_{i}": {"type": "integer"}}
+        return out
+    return {"allOf": [schema], "$comment": f"request {i}"}
