@@ -181,7 +181,9 @@ def run(config: RunConfig, *, results: str | Path | None = None,
                         Path(results) if results is not None else default_results(),
                         resume=resume_path, argv=argv, progress=progress, executor=executor,
                         ray_address=ray_address)
-    finalize(store, echo=echo or log.info)
+    # the class the configuration resolved; a resumed run's is looked up by its stored name
+    finalize(store, echo=echo or log.info,
+             suite=config.suite_class if config is not None else None)
     handle = Run(store.path, Path(reports) / store.path.name if reports is not None else None)
     handle.report()
     return handle
