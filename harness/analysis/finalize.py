@@ -18,13 +18,13 @@ from harness.analysis import metrics
 from harness.analysis.verdict import suite_of
 from harness.registry import load_target
 from harness.store.run_store import RunStore
-from harness.records import Record, RunMeta
+from harness.records import Record, RunMeta, Summary
 
 __all__ = ["PUBLISHED_INPUTS", "finalize", "summarize_published", "summarize_run"]
 
 
 def summarize_run(meta: RunMeta, records: list[Record], run_dir: Path | None = None,
-                  suite: type | None = None) -> tuple[dict[str, Any], list[str]]:
+                  suite: type | None = None) -> tuple[Summary, list[str]]:
     """The summary of a run (:func:`harness.analysis.metrics.build_summary` plus the blocks
     its suite declares) and the console texts of those blocks.
 
@@ -56,7 +56,7 @@ PUBLISHED_INPUTS = ("servers/servers.json",)
 
 
 def summarize_published(store: RunStore, records: list[Record] | None = None
-                        ) -> tuple[dict[str, Any], list[str]]:
+                        ) -> tuple[Summary, list[str]]:
     """:func:`summarize_run` of a published run folder (``results/published/<run-id>/``),
     writing nothing into it: the suite blocks get a scratch folder holding the folder's
     :data:`PUBLISHED_INPUTS`, and what they write there is dropped."""
@@ -74,7 +74,7 @@ def summarize_published(store: RunStore, records: list[Record] | None = None
 
 
 def finalize(store: RunStore, echo: Callable[[str], Any] | None = print,
-             suite: type | None = None) -> dict[str, Any]:
+             suite: type | None = None) -> Summary:
     """Write summary.json and the Parquet tables (a published run folder: summary.json
     alone); hand the suite blocks' console text to ``echo`` (None: drop it); return the
     summary. ``suite``: the run's suite class when the caller holds it."""
@@ -85,8 +85,9 @@ def finalize(store: RunStore, echo: Callable[[str], Any] | None = print,
         # place, what else a run derives is not written there
         summary, texts = summarize_published(store, records)
         (store.path / "summary.json").write_text(json.dumps(summary, indent=2))
-        for text in texts if echo is not None else ():
-            echo(text + "\n")
+        for text in texts:
+            if echo is not None:
+                echo(text + "\n")
         return summary
     summary, texts = summarize_run(meta, records, store.path, suite)
     (store.path / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -96,6 +97,7 @@ def finalize(store: RunStore, echo: Callable[[str], Any] | None = print,
     idf = metrics.instance_frame(records)
     if len(idf):
         idf.to_parquet(store.path / "instances.parquet", index=False)
-    for text in texts if echo is not None else ():  # e.g. the drift matrix
-        echo(text + "\n")
+    for text in texts:  # e.g. the drift matrix
+        if echo is not None:
+            echo(text + "\n")
     return summary

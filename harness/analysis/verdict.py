@@ -188,9 +188,10 @@ def _tbm(units: list[Record], primary: str) -> dict[str, Any] | None:
     p50, p99 = np.percentile(us, [50, 99])
     # counted by the worker over these very steps; unknown (None) if a record lacks it
     counted = [r.get("preempted") for r in units if r.get("tokens")]
+    known = [int(c) for c in counted if c is not None]
     return {"p50": float(p50), "p99": float(p99),
             "over_1ms_share": float((us > 1000.0).mean()), "steps": int(us.size),
-            "preempted": (int(sum(counted)) if counted and None not in counted else None)}
+            "preempted": sum(known) if counted and len(known) == len(counted) else None}
 
 
 def _engine_headline(units: list[Record], model, primary: str,
@@ -248,9 +249,8 @@ def headline(meta: RunMeta, records: list[Record], suite: type | None = None) ->
         e = _engine_headline([r for r in units if r["engine"] == label], model, primary,
                              timeout_s)
         more = dict(extra.get(label) or {})
-        e["alerts"] = list(more.pop("alerts", ()))
-        e.update(more)
-        engines[label] = e
+        # the suite's own figures after the common ones (keys the headline type leaves open)
+        engines[label] = {**e, "alerts": list(more.pop("alerts", ())), **more}
     return {"unit": model.unit, "units": model.units, "truth": model.truth,
             "label_split": model.label_split, "primary": primary,
             "replay_table": bool(getattr(cls, "replay_table", True)), "engines": engines}

@@ -157,7 +157,7 @@ def run(config: RunConfig | None, results_root: Path, resume: Path | None = None
     suite = make_suite(config.suite_class, data=config.data, subsets=config.subsets,
                        sample=config.sample, schemas=config.schemas,
                        options=suite_options(config.suite_class, config))
-    specs = parse_engines(config.engines)
+    specs = parse_engines(str(config.engines))  # a comma-separated string once validated
     vocab = load_vocabulary(config.tokenizer)
     statuses = [engine_status(s) for s in specs]
     for st in statuses:
@@ -190,7 +190,11 @@ def run(config: RunConfig | None, results_root: Path, resume: Path | None = None
         session["ray_address"] = ray_address
     bar = Progress(total, enabled=progress)
     bad_instances = BadInstanceWarnings()
-    on_record = lambda r: (bad_instances(r), bar.update(r))  # noqa: E731
+
+    def on_record(r: Record) -> None:
+        bad_instances(r)
+        bar.update(r)
+
     if getattr(suite, "executor", None):  # the suite runs its own jobs (e.g. to servers)
         runner = load_target(suite.executor, f"suite {config.suite!r} executor")(
             store, config=config, on_record=on_record)

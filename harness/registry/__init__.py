@@ -78,7 +78,7 @@ class Registry(Generic[T]):
         self._loaded.pop(name, None)
 
     def _read_entry_points(self) -> None:
-        if self._entry_points_read:
+        if self._entry_points_read or self.group is None:
             return
         self._entry_points_read = True
         for ep in importlib.metadata.entry_points(group=self.group):

@@ -11,7 +11,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
-from harness.records import RunMeta
 
 __all__ = ["Case", "Instance", "Suite", "SuiteBase", "SuiteError", "VerdictModel",
            "corpus_candidates", "find_corpus", "round_robin", "unique_schema"]
@@ -60,7 +59,7 @@ class Case:
     schema_text: str = ""
     instances: tuple[Instance, ...] = ()
     load_error: str | None = None
-    meta: RunMeta = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
     #: (uri, schema) pairs that ground truth may resolve ``$ref`` against, offline
     #: (e.g. the JSON-Schema-Test-Suite's ``remotes/``). Engines never see them.
     resources: tuple[tuple[str, Any], ...] = ()
@@ -82,7 +81,7 @@ class Case:
     def to_job(self) -> dict[str, Any]:
         """The picklable payload a worker needs (no file access in the worker); each
         instance as :meth:`Instance.to_job`."""
-        job = {
+        job: dict[str, Any] = {
             "suite": self.suite,
             "case_id": self.case_id,
             "subset": self.subset,

@@ -56,7 +56,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from harness.records import RunMeta
 from harness.suite.cases import (PROJECT_ROOT, Case, Instance, SuiteBase, SuiteError,
                                  round_robin)
 
@@ -103,7 +102,7 @@ class GrammarCase:
     #: size of the injected alternation (``[inject]``), None without one
     size: int | None = None
     hand_written: int = 0
-    meta: RunMeta = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
 
     def payload(self) -> dict[str, Any]:
         """What a job needs (no file access in the worker)."""

@@ -129,7 +129,7 @@ def _schema_bytes(target: int):
 
 def _max_length(n: int):
     valid = "x" * min(n, 64)
-    cases = [(valid, True)]
+    cases: list[tuple[Any, bool]] = [(valid, True)]
     # a too-long string only where it is cheap to replay; a wrong type otherwise
     cases.append(("x" * (n + 1), False) if n <= 1000 else (5, False))
     return {"type": "string", "maxLength": n}, cases

@@ -72,7 +72,8 @@ def stratified_sample(names: Sequence[str], n: int) -> list[str]:
 def parse_case(path: Path) -> Case:
     """One corpus file → a :class:`Case`; a bad file gives a case with ``load_error``."""
     name = path.name
-    base = dict(suite=NAME, case_id=name, subset=subset_of(name), source=str(path))
+    base: dict[str, Any] = dict(suite=NAME, case_id=name, subset=subset_of(name),
+                                source=str(path))
     try:
         doc = json.loads(path.read_bytes())
     except json.JSONDecodeError as e:
