@@ -4,7 +4,7 @@ largest ``maxLength`` it held (every instance judged right)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from harness.suite import Record, RunMeta, Summary, outcomes
 
