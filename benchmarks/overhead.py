@@ -35,7 +35,7 @@ from engines.protocol import CompileError  # noqa: E402
 from harness.registry import EngineSpec, is_installed  # noqa: E402
 from harness.measure.replay import replay  # noqa: E402
 from engines.vocab import load_vocabulary# noqa: E402
-from suites.jsonschemabench import parse_case, resolve_data_dir  # noqa: E402
+from harness.suite.maskbench import parse_case, resolve_data_dir  # noqa: E402
 
 #: Schemas that all three engines compile within seconds, from different subsets.
 SCHEMAS = (

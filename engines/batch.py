@@ -11,14 +11,22 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Sequence
+from typing import Protocol, Sequence
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from engines.protocol import Matcher
+__all__ = ["BatchFiller", "BatchMatcher", "default_fill_threads"]
 
-__all__ = ["BatchFiller", "default_fill_threads"]
+
+class BatchMatcher(Protocol):
+    """What a batch step asks of a matcher: the two methods of
+    :class:`engines.protocol.Matcher` it calls. Named here rather than imported, so that
+    this module sits below the protocol (which returns a :class:`BatchFiller`) with no
+    import back up, not even a type-only one."""
+
+    def fill_mask(self, bitmask: np.ndarray) -> None: ...
+
+    def commit(self, token_id: int) -> bool: ...
 
 
 class BatchFiller:
@@ -48,7 +56,8 @@ class BatchFiller:
             self._rows = (id(bitmask), [bitmask[i] for i in range(bitmask.shape[0])])
         return self._rows[1]
 
-    def fill(self, matchers: Sequence[Matcher], bitmask: np.ndarray, rows: Sequence[int]) -> None:
+    def fill(self, matchers: Sequence[BatchMatcher], bitmask: np.ndarray,
+             rows: Sequence[int]) -> None:
         """Write ``matchers[i]``'s mask into ``bitmask[rows[i]]`` for every ``i``."""
         views = self._row_views(bitmask)
         if self._pool is None or len(matchers) < 2:
@@ -58,7 +67,7 @@ class BatchFiller:
         for _ in self._pool.map(lambda mr: mr[0].fill_mask(views[mr[1]]), zip(matchers, rows)):
             pass
 
-    def commit(self, matchers: Sequence[Matcher], tokens: Sequence[int]) -> list[bool]:
+    def commit(self, matchers: Sequence[BatchMatcher], tokens: Sequence[int]) -> list[bool]:
         """Commit ``tokens[i]`` to ``matchers[i]`` for every ``i``; each answer is what
         :meth:`Matcher.commit` answers (False: refused, the matcher is then dead).
 

@@ -12,14 +12,14 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from harness.config import RunConfig
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from harness.records import Summary
+    from harness.records import Record, RunMeta, Summary
 
 __all__ = ["Run", "run", "summarize", "make_report", "baseline", "gate", "explain", "GateOutcome",
            "InputError", "default_results", "default_reports"]
@@ -65,7 +65,7 @@ class Run:
         """The run's id (its folder's name when ``run.json`` has none)."""
         return str(self.meta().get("run_id") or self.path.name)
 
-    def meta(self) -> dict[str, Any]:
+    def meta(self) -> RunMeta:
         """``run.json``: configuration, engines, tokenizer, limits, machine, sessions."""
         return self._store.read_meta()
 
@@ -84,7 +84,7 @@ class Run:
         from harness.store.run_store import SUMMARY_FORMAT, check_format
 
         path = self.path / "summary.json"
-        summary = json.loads(path.read_text()) if path.exists() else {"format": 0}
+        summary: Summary = json.loads(path.read_text()) if path.exists() else {"format": 0}
         if summary.get("format", 1) < SUMMARY_FORMAT:
             # missing, or written before the headline existed: rebuilt from the records
             from harness.analysis.finalize import finalize
@@ -181,7 +181,9 @@ def run(config: RunConfig, *, results: str | Path | None = None,
                         Path(results) if results is not None else default_results(),
                         resume=resume_path, argv=argv, progress=progress, executor=executor,
                         ray_address=ray_address)
-    finalize(store, echo=echo or log.info)
+    # the class the configuration resolved; a resumed run's is looked up by its stored name
+    finalize(store, echo=echo or log.info,
+             suite=config.suite_class if config is not None else None)
     handle = Run(store.path, Path(reports) / store.path.name if reports is not None else None)
     handle.report()
     return handle
@@ -286,7 +288,8 @@ def gate(baseline: str | Path, run: str | Path, *, threshold: float = 0.2,
     if not records:
         raise InputError(f"{store.records_path}: no records: nothing to gate")
     try:
-        records, meta = g.rename_rows(records, meta, list(compare))
+        renamed = g.rename_rows(records, meta, list(compare))
+        records, meta = cast("list[Record]", renamed[0]), cast("RunMeta", renamed[1])
     except ValueError as e:
         raise InputError(f"--compare: {e}") from None
     b_primary = base.get("run", {}).get("primary_serialization")

@@ -100,6 +100,8 @@ class RunConfig:
             from harness.registry import SUITES
 
             raise ConfigError(f"unknown suite {self.suite!r}; known: {', '.join(SUITES.names())}")
+        # resolved here, once: every stage of the run takes the class from the config
+        object.__setattr__(self, "_suite_class", cls)
         try:
             parse_engines(engines)
         except RegistryError as e:
@@ -122,6 +124,13 @@ class RunConfig:
                               + (f"; its options: {', '.join(defaults)}" if defaults else ""))
         object.__setattr__(self, "options", {**defaults, **{k: v for k, v in self.options.items()
                                                              if v is not None}})
+
+    @property
+    def suite_class(self) -> type:
+        """The class registered as :attr:`suite`, resolved once when the configuration was
+        validated (the stages of a run take it from here, not from the registry)."""
+        cls: type = self.__dict__["_suite_class"]
+        return cls
 
     def to_dict(self) -> dict[str, Any]:
         """The ``config`` of ``run.json``: the keys above with the suite's options inline."""

@@ -29,7 +29,7 @@ if list(getattr(sys.modules.get("tests"), "__path__", [])) != [str(ROOT / "tests
     _tests.__path__ = [str(ROOT / "tests")]
     sys.modules["tests"] = _tests
 
-from suites.jsonschemabench import resolve_data_dir  # noqa: E402
+from harness.suite.maskbench import resolve_data_dir  # noqa: E402
 
 #: Real corpus files that all three engines compile within a second or so.
 REAL_FILES = (

@@ -62,7 +62,7 @@ echo "make_kit: a stratified sample of $SAMPLE corpus files -> $DIR/data"
 PYTHONPATH="$ROOT" "$PY" - "$DIR/data" "$SAMPLE" <<'EOF'
 import shutil, sys
 from pathlib import Path
-from suites.jsonschemabench import resolve_data_dir, stratified_sample
+from harness.suite.maskbench import resolve_data_dir, stratified_sample
 src = resolve_data_dir(None)
 names = stratified_sample(sorted(p.name for p in src.glob("*.json")), int(sys.argv[2]))
 for n in names:

@@ -15,15 +15,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.analysis import metrics
-from harness.registry import load_target, suite_class
+from harness.analysis.verdict import suite_of
+from harness.registry import load_target
 from harness.store.run_store import RunStore
-from harness.records import Record, RunMeta
+from harness.records import Record, RunMeta, Summary
 
 __all__ = ["PUBLISHED_INPUTS", "finalize", "summarize_published", "summarize_run"]
 
 
-def summarize_run(meta: RunMeta, records: list[Record],
-                  run_dir: Path | None = None) -> tuple[dict[str, Any], list[str]]:
+def summarize_run(meta: RunMeta, records: list[Record], run_dir: Path | None = None,
+                  suite: type | None = None) -> tuple[Summary, list[str]]:
     """The summary of a run (:func:`harness.analysis.metrics.build_summary` plus the blocks
     its suite declares) and the console texts of those blocks.
 
@@ -33,10 +34,14 @@ def summarize_run(meta: RunMeta, records: list[Record],
         ``run.json`` and the records of ``records.jsonl``.
     run_dir:
         The run folder, where suite blocks may write their own files; None writes nothing.
+    suite:
+        The run's suite class when the caller holds it (a run just made); None: looked up
+        by the name in ``meta``, once.
     """
-    summary = metrics.build_summary(meta, records)
+    if suite is None:
+        suite = suite_of(meta)
+    summary = metrics.build_summary(meta, records, suite)
     texts: list[str] = []
-    suite = suite_class((meta.get("config") or {}).get("suite"))
     for target in getattr(suite, "summary_blocks", ()):
         text = load_target(target, "summary block")(summary, meta, records, run_dir)
         if text:
@@ -51,7 +56,7 @@ PUBLISHED_INPUTS = ("servers/servers.json",)
 
 
 def summarize_published(store: RunStore, records: list[Record] | None = None
-                        ) -> tuple[dict[str, Any], list[str]]:
+                        ) -> tuple[Summary, list[str]]:
     """:func:`summarize_run` of a published run folder (``results/published/<run-id>/``),
     writing nothing into it: the suite blocks get a scratch folder holding the folder's
     :data:`PUBLISHED_INPUTS`, and what they write there is dropped."""
@@ -68,10 +73,11 @@ def summarize_published(store: RunStore, records: list[Record] | None = None
                              Path(scratch))
 
 
-def finalize(store: RunStore, echo: Callable[[str], Any] | None = print) -> dict[str, Any]:
+def finalize(store: RunStore, echo: Callable[[str], Any] | None = print,
+             suite: type | None = None) -> Summary:
     """Write summary.json and the Parquet tables (a published run folder: summary.json
     alone); hand the suite blocks' console text to ``echo`` (None: drop it); return the
-    summary."""
+    summary. ``suite``: the run's suite class when the caller holds it."""
     meta = store.read_meta()
     records = list(store.records())
     if store.published:
@@ -79,10 +85,11 @@ def finalize(store: RunStore, echo: Callable[[str], Any] | None = print) -> dict
         # place, what else a run derives is not written there
         summary, texts = summarize_published(store, records)
         (store.path / "summary.json").write_text(json.dumps(summary, indent=2))
-        for text in texts if echo is not None else ():
-            echo(text + "\n")
+        for text in texts:
+            if echo is not None:
+                echo(text + "\n")
         return summary
-    summary, texts = summarize_run(meta, records, store.path)
+    summary, texts = summarize_run(meta, records, store.path, suite)
     (store.path / "summary.json").write_text(json.dumps(summary, indent=2))
     sdf = metrics.schema_frame(records)
     if len(sdf):
@@ -90,6 +97,7 @@ def finalize(store: RunStore, echo: Callable[[str], Any] | None = print) -> dict
     idf = metrics.instance_frame(records)
     if len(idf):
         idf.to_parquet(store.path / "instances.parquet", index=False)
-    for text in texts if echo is not None else ():  # e.g. the drift matrix
-        echo(text + "\n")
+    for text in texts:  # e.g. the drift matrix
+        if echo is not None:
+            echo(text + "\n")
     return summary

@@ -146,15 +146,19 @@ def ttfm_censored(df: pd.DataFrame) -> int:
     return int(((df["outcome"] == outcomes.TIMEOUT) & df["ttfm_ms"].isna()).sum()) if len(df) else 0
 
 
-def summarize(records: list[Record], meta: RunMeta) -> Summary:
+def summarize(records: list[Record], meta: RunMeta, suite: type | None = None) -> Summary:
     """The machine-readable summary (``summary.json``; :doc:`docs/metrics.md`): the headline
     (:func:`harness.analysis.verdict.headline`, under ``"headline"``) and, per engine, the
-    whole table, whose outcome, soundness and TTFM figures are the headline's own."""
+    whole table, whose outcome, soundness and TTFM figures are the headline's own.
+    ``suite``: the run's suite class when the caller holds it (else looked up from
+    ``meta``, once)."""
     cfg = meta.get("config", {})
     primary = cfg.get("primary", "ascii")
     sers = cfg.get("serializations", [primary])
-    hl = verdict.headline(meta, records)
-    model = verdict.model_of(meta)
+    if suite is None:
+        suite = verdict.suite_of(meta)
+    hl = verdict.headline(meta, records, suite)
+    model = verdict.model_of(meta, suite)
     records = [r for r in records if verdict.is_unit(r, model)]
     sdf = schema_frame(records)
     idf = instance_frame(records)
@@ -296,10 +300,10 @@ def parallel_efficiency(records: list[Record], sessions: list[dict[str, Any]]) -
     return busy / capacity
 
 
-def build_summary(meta: RunMeta, records: list[Record]) -> Summary:
-    """``summary.json``'s content from the records: :func:`summarize` plus the run's
-    parallel efficiency and wall time (sum over its sessions, s)."""
-    summary = summarize(records, meta)
+def build_summary(meta: RunMeta, records: list[Record], suite: type | None = None) -> Summary:
+    """``summary.json``'s content from the records: :func:`summarize` (``suite`` as there)
+    plus the run's parallel efficiency and wall time (sum over its sessions, s)."""
+    summary = summarize(records, meta, suite)
     sessions = meta.get("sessions", [])
     eff = parallel_efficiency(records, sessions)
     summary["parallel_efficiency"] = round(eff, 4) if eff is not None else None

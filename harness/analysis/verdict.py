@@ -54,7 +54,8 @@ from harness.measure import figures, outcomes
 from harness.registry import load_target, suite_class
 from harness.records import EngineHeadline, Headline, Record, RunMeta
 
-__all__ = ["headline", "unit_outcome", "unit_outcomes", "record_outcome", "model_of", "is_unit",
+__all__ = ["headline", "unit_outcome", "unit_outcomes", "record_outcome", "model_of", "suite_of",
+           "is_unit",
            "accepts_invalid", "FINISHED", "TTFM_PERCENTILES"]
 
 #: Outcomes of units that compiled and finished within the limits.
@@ -63,12 +64,20 @@ FINISHED = (outcomes.PASSING, outcomes.VALIDATION_ERROR, outcomes.INVALIDATION_E
 TTFM_PERCENTILES = (25, 50, 75, 90, 99)
 
 
-def model_of(meta: RunMeta):
-    """The run's suite's :class:`~harness.suite.VerdictModel` (the default one when the suite
-    is not installed here: a run folder of another installation still reads)."""
-    from harness.suite import VerdictModel
+def suite_of(meta: RunMeta) -> type | None:
+    """The suite class of a finished run folder, looked up by the name its ``run.json``
+    holds (None when that suite is not installed here). A run being made already holds its
+    class (:attr:`harness.config.RunConfig.suite_class`) and passes it down instead."""
+    return suite_class((meta.get("config") or {}).get("suite"))
 
-    cls = suite_class((meta.get("config") or {}).get("suite"))
+
+def model_of(meta: RunMeta, suite: type | None = None):
+    """The run's suite's :class:`~harness.suite.VerdictModel` (the default one when the suite
+    is not installed here: a run folder of another installation still reads). ``suite``:
+    the run's suite class when the caller holds it (else looked up from ``meta``)."""
+    from harness.suite.cases import VerdictModel
+
+    cls = suite if suite is not None else suite_of(meta)
     model = getattr(cls, "verdict", None)
     return model if isinstance(model, VerdictModel) else VerdictModel()
 
@@ -136,10 +145,11 @@ def accepts_invalid(record: Record, model, primary: str) -> bool:
     return record["outcome"] == outcomes.INVALIDATION_ERROR or bool(record.get("accepts_invalid"))
 
 
-def unit_outcomes(meta: RunMeta, records: Iterable[Record]) -> dict[tuple[str, str], str]:
+def unit_outcomes(meta: RunMeta, records: Iterable[Record], suite: type | None = None
+                  ) -> dict[tuple[str, str], str]:
     """``(engine, case_id) → outcome`` of every unit, as the headline counts it (the gate's
-    ratchet and the per-subset tables read these)."""
-    model, primary = model_of(meta), primary_of(meta)
+    ratchet and the per-subset tables read these); ``suite`` as for :func:`model_of`."""
+    model, primary = model_of(meta, suite), primary_of(meta)
     return {(r["engine"], r["case_id"]): unit_outcome(r, model, primary)
             for r in records if is_unit(r, model)}
 
@@ -178,9 +188,10 @@ def _tbm(units: list[Record], primary: str) -> dict[str, Any] | None:
     p50, p99 = np.percentile(us, [50, 99])
     # counted by the worker over these very steps; unknown (None) if a record lacks it
     counted = [r.get("preempted") for r in units if r.get("tokens")]
+    known = [int(c) for c in counted if c is not None]
     return {"p50": float(p50), "p99": float(p99),
             "over_1ms_share": float((us > 1000.0).mean()), "steps": int(us.size),
-            "preempted": (int(sum(counted)) if counted and None not in counted else None)}
+            "preempted": sum(known) if counted and len(known) == len(counted) else None}
 
 
 def _engine_headline(units: list[Record], model, primary: str,
@@ -216,10 +227,12 @@ def _engine_headline(units: list[Record], model, primary: str,
     }
 
 
-def headline(meta: RunMeta, records: list[Record]) -> Headline:
+def headline(meta: RunMeta, records: list[Record], suite: type | None = None) -> Headline:
     """The run's headline (see the module's docstring) from ``run.json``'s dict and the
-    records of ``records.jsonl``. Pure: the same records give the same dict."""
-    model, primary = model_of(meta), primary_of(meta)
+    records of ``records.jsonl``; ``suite`` as for :func:`model_of`. Pure: the same records
+    give the same dict."""
+    cls = suite if suite is not None else suite_of(meta)
+    model, primary = model_of(meta, cls), primary_of(meta)
     timeout_s = (meta.get("config") or {}).get("timeout_s")
     units = [r for r in records if is_unit(r, model)]
     labels = [e["engine"] for e in meta.get("engines", [])]
@@ -236,10 +249,8 @@ def headline(meta: RunMeta, records: list[Record]) -> Headline:
         e = _engine_headline([r for r in units if r["engine"] == label], model, primary,
                              timeout_s)
         more = dict(extra.get(label) or {})
-        e["alerts"] = list(more.pop("alerts", ()))
-        e.update(more)
-        engines[label] = e
-    cls = suite_class((meta.get("config") or {}).get("suite"))
+        # the suite's own figures after the common ones (keys the headline type leaves open)
+        engines[label] = {**e, "alerts": list(more.pop("alerts", ())), **more}
     return {"unit": model.unit, "units": model.units, "truth": model.truth,
             "label_split": model.label_split, "primary": primary,
             "replay_table": bool(getattr(cls, "replay_table", True)), "engines": engines}

@@ -18,7 +18,7 @@ from harness.execution.executor import EXECUTORS, Executor, ExecutorError, Job
 from harness.store.run_store import (RunStore, StoreError, command_line, git_commit,
                                      machine_info, new_run_id)
 from engines.vocab import load_vocabulary
-from harness.registry import (SUITES, EngineSpec, build_suite, load_target, parse_engines,
+from harness.registry import (SUITES, EngineSpec, load_target, make_suite, parse_engines,
                               suite_class)
 from harness.records import JobPayload, Record
 
@@ -153,10 +153,11 @@ def run(config: RunConfig | None, results_root: Path, resume: Path | None = None
         config = RunConfig.from_dict(meta["config"])
     elif config is None:
         raise ValueError("a run needs a configuration or a run folder to resume")
-    suite = build_suite(config.suite, data=config.data, subsets=config.subsets,
-                        sample=config.sample, schemas=config.schemas,
-                        options=suite_options(suite_class(config.suite), config))
-    specs = parse_engines(config.engines)
+    # the suite's class was resolved once, when the configuration was validated
+    suite = make_suite(config.suite_class, data=config.data, subsets=config.subsets,
+                       sample=config.sample, schemas=config.schemas,
+                       options=suite_options(config.suite_class, config))
+    specs = parse_engines(str(config.engines))  # a comma-separated string once validated
     vocab = load_vocabulary(config.tokenizer)
     statuses = [engine_status(s) for s in specs]
     for st in statuses:
@@ -189,7 +190,11 @@ def run(config: RunConfig | None, results_root: Path, resume: Path | None = None
         session["ray_address"] = ray_address
     bar = Progress(total, enabled=progress)
     bad_instances = BadInstanceWarnings()
-    on_record = lambda r: (bad_instances(r), bar.update(r))  # noqa: E731
+
+    def on_record(r: Record) -> None:
+        bad_instances(r)
+        bar.update(r)
+
     if getattr(suite, "executor", None):  # the suite runs its own jobs (e.g. to servers)
         runner = load_target(suite.executor, f"suite {config.suite!r} executor")(
             store, config=config, on_record=on_record)

@@ -7,7 +7,7 @@ in some engines'). An engine's verdict that differs from the ground truth there 
 it; otherwise it is an ordinary false reject or accept of the engine, counted as one.
 
 The case names the construct as one regex atom (``dialect_construct``: ``\\d``, ``\\w``,
-``\\s``, their negations, or ``.``; ``suites.grammars.corpus.DIALECT_ATOMS``).
+``\\s``, their negations, or ``.``; ``harness.suite.grammar_corpus.DIALECT_ATOMS``).
 :class:`ConstructProbe` compiles the atom alone through the same engine, in the dialect
 the engine was given (a regex, or a Lark terminal), and asks it about each distinct
 character of the text: accepted when any tokenisation of the character is

@@ -1,7 +1,7 @@
 """What a job compiles and how its outputs are judged: a JSON schema or a grammar.
 
 A case payload carries a JSON schema (``schema_text``) or, for the grammar suite, a
-``grammar`` block (family, source dialect, every form; :mod:`suites.grammars.corpus`).
+``grammar`` block (family, source dialect, every form; :mod:`harness.suite.grammar_corpus`).
 :func:`target_for` turns either into a :class:`Target`, so that the token-level jobs
 (replay, ``mask-diff``, ``fuzz``) never ask which suite they run:
 

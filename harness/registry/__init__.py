@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Registry", "RegistryError", "UnknownEngine", "EngineSpec", "ENGINES", "SUITES",
            "REPORT_SECTIONS", "COMMANDS", "parse_engines", "adapter_class", "is_installed",
-           "registered", "suite_class", "build_suite", "load_target"]
+           "registered", "suite_class", "build_suite", "make_suite", "load_target"]
 
 T = TypeVar("T")
 
@@ -70,8 +70,15 @@ class Registry(Generic[T]):
         self._targets[name] = target
         self._loaded.pop(name, None)
 
+    def unregister(self, name: str) -> None:
+        """Drop ``name`` (a registration made for a while, e.g. by a test); a built-in or
+        an entry point comes back only with a new registry."""
+        self._read_entry_points()
+        self._targets.pop(name, None)
+        self._loaded.pop(name, None)
+
     def _read_entry_points(self) -> None:
-        if self._entry_points_read:
+        if self._entry_points_read or self.group is None:
             return
         self._entry_points_read = True
         for ep in importlib.metadata.entry_points(group=self.group):
@@ -181,7 +188,7 @@ def build_suite(name: str, **opts: Any) -> Any:
     """The suite ``name`` with the selection options ``data``, ``subsets``, ``sample`` and
     ``schemas`` (and ``options``, its run options, for a suite that ``uses_options``). Raises :class:`harness.suite.SuiteError` (one line) for an unknown suite or
     a selection it cannot make."""
-    from harness.suite import SuiteError
+    from harness.suite.cases import SuiteError
 
     if name not in SUITES:
         raise SuiteError(f"unknown suite {name!r}; known: {', '.join(SUITES.names())}")
@@ -189,6 +196,12 @@ def build_suite(name: str, **opts: Any) -> Any:
         cls = SUITES.load(name)
     except RegistryError as e:
         raise SuiteError(str(e)) from None
+    return make_suite(cls, **opts)
+
+
+def make_suite(cls: type, **opts: Any) -> Any:
+    """The suite class ``cls``, already resolved (e.g.
+    :attr:`harness.config.RunConfig.suite_class`), built with :func:`build_suite`'s options."""
     extra = {"options": opts.get("options")} if getattr(cls, "uses_options", False) else {}
     return cls(data=opts.get("data"), subsets=opts.get("subsets"), sample=opts.get("sample"),
                schemas=opts.get("schemas"), **extra)

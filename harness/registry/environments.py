@@ -218,8 +218,8 @@ def spawn_in(name: str | None) -> Iterator[None]:
     path += [p for p in own if p not in path]
     original_data, original_exe = spawn.get_preparation_data, spawn.get_executable()
 
-    def preparation_data(name_: str) -> dict[str, Any]:
-        data = original_data(name_)
+    def preparation_data(name: str) -> dict[str, Any]:
+        data = original_data(name)
         data["sys_path"] = path
         data.pop("init_main_from_path", None)
         data.pop("init_main_from_name", None)

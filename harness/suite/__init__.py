@@ -5,10 +5,15 @@ and from :mod:`engines.protocol`, and from nothing else of the project: not anot
 not a stage of the data path. ``docs/writing-a-suite.md`` is the guide. The package:
 
 - :mod:`harness.suite` (this module): cases and their selection (:class:`Case`,
-  :class:`Instance`, :func:`round_robin`, :func:`find_corpus`), the suite class and its
+  :class:`Instance`, :func:`round_robin`, :func:`find_corpus`, :func:`pick_instances`), the
+  shared corpora as suite bases (:class:`MaskBenchCorpus` and :class:`JsonSchemaBenchView`,
+  :class:`TokenSuite`, :class:`GrammarCorpus`), the suite class and its
   verdict (:class:`SuiteBase`, :class:`VerdictModel`), the typed records and payloads
   (:class:`Record`, :class:`JobPayload`, :class:`Summary` ...), outcomes and figures (the
   one number formatter, :mod:`harness.measure.figures`);
+- :mod:`harness.suite.maskbench`, :mod:`harness.suite.grammar_corpus`,
+  :mod:`harness.suite.hostile`: the corpora more than one suite reads (JSONSchemaBench's
+  MaskBench files, the grammar cases, the generated hostile schemas);
 - :mod:`harness.suite.options`: the value parsers of a suite's ``harness run`` options;
 - :mod:`harness.suite.report`: the table model and report sections;
 - :mod:`harness.suite.measure`: what a job measures with (replay, ground truth, targets,
@@ -35,12 +40,16 @@ _EXPORTS = {
     "ExecutorError": "harness.execution.executor:ExecutorError",
     "figures": "harness.measure.figures",
     "find_corpus": "harness.suite.cases:find_corpus",
+    "GrammarCorpus": "harness.suite.grammar_corpus:GrammarCorpus",
     "Instance": "harness.suite.cases:Instance",
     "InstanceRecord": "harness.records:InstanceRecord",
     "Job": "harness.execution.executor:Job",
     "JobPayload": "harness.records:JobPayload",
+    "JsonSchemaBenchView": "harness.suite.maskbench:JsonSchemaBenchView",
     "make_executor": "harness.execution.session:make_executor",
+    "MaskBenchCorpus": "harness.suite.maskbench:MaskBenchCorpus",
     "outcomes": "harness.measure.outcomes",
+    "pick_instances": "harness.measure.instances:pick_instances",
     "Record": "harness.records:Record",
     "RegistryError": "harness.registry:RegistryError",
     "rejects": "harness.analysis.rejects",
@@ -52,6 +61,8 @@ _EXPORTS = {
     "SuiteBase": "harness.suite.cases:SuiteBase",
     "SuiteError": "harness.suite.cases:SuiteError",
     "Summary": "harness.records:Summary",
+    "TokenSuite": "harness.suite.maskbench:TokenSuite",
+    "unique_schema": "harness.suite.cases:unique_schema",
     "VerdictModel": "harness.suite.cases:VerdictModel",
 }
 __all__ = list(_EXPORTS)
@@ -66,7 +77,10 @@ if TYPE_CHECKING:
     from harness.registry.environments import REPORTED, environment
     from harness.store.run_store import RunStore
     from harness.suite.cases import (Case, Instance, SuiteBase, SuiteError, VerdictModel,
-        corpus_candidates, find_corpus, round_robin)
+        corpus_candidates, find_corpus, round_robin, unique_schema)
+    from harness.suite.grammar_corpus import GrammarCorpus
+    from harness.suite.maskbench import JsonSchemaBenchView, MaskBenchCorpus, TokenSuite
     from harness.analysis import rejects
     from harness.measure import figures
+    from harness.measure.instances import pick_instances
     from harness.measure import outcomes

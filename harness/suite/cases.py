@@ -11,10 +11,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
-from harness.records import RunMeta
 
 __all__ = ["Case", "Instance", "Suite", "SuiteBase", "SuiteError", "VerdictModel",
-           "corpus_candidates", "find_corpus", "round_robin"]
+           "corpus_candidates", "find_corpus", "round_robin", "unique_schema"]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,7 +59,7 @@ class Case:
     schema_text: str = ""
     instances: tuple[Instance, ...] = ()
     load_error: str | None = None
-    meta: RunMeta = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
     #: (uri, schema) pairs that ground truth may resolve ``$ref`` against, offline
     #: (e.g. the JSON-Schema-Test-Suite's ``remotes/``). Engines never see them.
     resources: tuple[tuple[str, Any], ...] = ()
@@ -76,13 +75,13 @@ class Case:
     #: with the job as ``case["request"]``.
     request: dict[str, Any] | None = None
     #: A grammar case (suite ``grammars``): family, source dialect and every form
-    #: (:meth:`suites.grammars.corpus.GrammarCase.payload`); travels as ``case["grammar"]``.
+    #: (:meth:`harness.suite.grammar_corpus.GrammarCase.payload`); travels as ``case["grammar"]``.
     grammar: dict[str, Any] | None = None
 
     def to_job(self) -> dict[str, Any]:
         """The picklable payload a worker needs (no file access in the worker); each
         instance as :meth:`Instance.to_job`."""
-        job = {
+        job: dict[str, Any] = {
             "suite": self.suite,
             "case_id": self.case_id,
             "subset": self.subset,
@@ -247,3 +246,14 @@ def find_corpus(name: str, data: str | None, looks_right: Callable[[Path], bool]
         if c.is_dir() and looks_right(c):
             return c
     raise SuiteError(missing.format(path=candidates[0]))
+
+
+def unique_schema(schema: Any, i: int) -> Any:
+    """``schema`` made unique for request ``i`` without changing what it accepts beyond one
+    optional property: objects with ``properties`` get ``req_<i>`` (an integer); anything
+    else is wrapped as ``{"allOf": [schema], "$comment": ...}``."""
+    if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
+        out = dict(schema)
+        out["properties"] = {**schema["properties"], f"req_{i}": {"type": "integer"}}
+        return out
+    return {"allOf": [schema], "$comment": f"request {i}"}

@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 from typing import Any, Callable, Iterable
 
-__all__ = ["add_flag", "batch_sizes", "config_from", "count", "floats", "ints", "merged",
-           "names", "positive_float", "positive_int"]
+__all__ = ["add_flag", "add_token_flags", "batch_sizes", "config_from", "count", "floats", "ints",
+           "merged", "names", "positive_float", "positive_int"]
 
 
 def _number(text: str, kind: type, what: str):
@@ -118,3 +118,14 @@ def add_flag(group, *flags: str, **kwargs: Any) -> None:
         group.add_argument(*flags, **kwargs)
     except argparse.ArgumentError:
         pass
+
+
+def add_token_flags(group) -> None:
+    """The flags the token-level suites share (``mask-diff``, ``fuzz``:
+    :class:`harness.suite.TokenSuite`): ``--walk-tokens`` and ``--corpus``."""
+    add_flag(group, "--walk-tokens", dest="walk_tokens", type=positive_int,
+             help="mask-diff witnesses and fuzz walks: token budget per walk; no EOS by then "
+                  "is a runaway (default 384)")
+    add_flag(group, "--corpus", choices=("jsonschemabench", "grammars"),
+             help="mask-diff / fuzz: the cases' corpus: JSONSchemaBench schemas (default) or "
+                  "the grammar corpus (regexes, choices, CFGs)")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterable
 
 from harness.measure.languages import ReaderError, reader
-from suites.grammars.corpus import CorpusError, GrammarCase, case_files, load_file
+from harness.suite.grammar_corpus import CorpusError, GrammarCase, case_files, load_file
 
 __all__ = ["CaseCheck", "check_case", "main"]
 

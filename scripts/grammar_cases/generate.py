@@ -25,7 +25,7 @@ where the case of every size gives it the same label (the instances are shared b
 
 Only the ``[generated]`` table is rewritten (with the comment line above it); everything
 before it is kept byte for byte. Prints one line per file; a file that cannot be loaded
-prints its :class:`~suites.grammars.corpus.CorpusError` line and is skipped (exit 1).
+prints its :class:`~harness.suite.grammar_corpus.CorpusError` line and is skipped (exit 1).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from harness.measure.languages import ReaderError, reader
-from suites.grammars.corpus import CorpusError, GrammarCase, case_files, load_file
+from harness.suite.grammar_corpus import CorpusError, GrammarCase, case_files, load_file
 
 __all__ = ["COMMENT", "MAX_CHARS", "PER_LABEL", "Generated", "generate_case", "generate_file",
            "main", "render_section", "toml_string"]

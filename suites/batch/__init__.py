@@ -32,8 +32,7 @@ import os
 from typing import Any, Iterator, Mapping, Sequence
 
 from harness.suite.options import merged
-from harness.suite import Case, SuiteError, VerdictModel
-from suites.jsonschemabench import JsonSchemaBenchView
+from harness.suite import Case, JsonSchemaBenchView, SuiteError, VerdictModel
 
 NAME = "batch"
 DEFAULT_SAMPLE = 16

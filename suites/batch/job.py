@@ -117,14 +117,14 @@ def _members(job: JobPayload, adapter, vocab, n_instances: int, primary: str,
     ``compile_ns`` and its instances' token lists (stop token appended)."""
     from engines.protocol import CompileError, one_line
     from harness.suite.measure import SchemaTarget
-    from suites.mask_diff.job import _pick_instances
+    from harness.suite import pick_instances
 
     usable, refused = [], []
     stop = vocab.eos_id
     keep: dict[tuple[int, str], Any] = {}
     for payload in job["case"]["request"]["members"]:
         target = SchemaTarget(payload)
-        insts = _pick_instances(payload, target, primary, n_instances)
+        insts = pick_instances(payload, target, primary, n_instances)
         if not insts:
             refused.append({"case_id": payload["case_id"],
                             "why": "no instance the ground truth calls valid"})

@@ -5,7 +5,7 @@ whose schemas repeat with a Zipf distribution over a pool of distinct schemas (r
 drawn with probability ∝ ``1 / k**s``); exponent ``0`` means every request brings a new
 schema. The pool is made from the ``jsonschemabench`` corpus's stratified sample
 (``--sample``, default 40; ``--subset``, ``--schemas``): pool entry ``k`` is sample schema
-``k mod n`` made unique (:func:`suites.serve.unique_schema`), so that repeats are exactly
+``k mod n`` made unique (:func:`harness.suite.unique_schema`), so that repeats are exactly
 the ranks drawn twice. Each (stream, engine) job replays the stream through one
 long-lived compiler with the engine's own cache on
 (:meth:`engines.protocol.EngineAdapter.cached_compiler`,
@@ -25,8 +25,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from harness.suite.options import merged
-from harness.suite import Case, SuiteError, VerdictModel
-from suites.jsonschemabench import JsonSchemaBenchView
+from harness.suite import Case, JsonSchemaBenchView, SuiteError, VerdictModel
 
 NAME = "churn"
 DEFAULT_SAMPLE = 40
@@ -79,7 +78,7 @@ class ChurnSuite(JsonSchemaBenchView):
         self._cases: list[Case] | None = None
 
     def _build(self) -> list[Case]:
-        from suites.serve import unique_schema
+        from harness.suite import unique_schema
 
         base = [c for c in self.inner.cases() if not c.load_error]
         if not base:

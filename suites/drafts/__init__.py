@@ -26,8 +26,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from harness.suite.options import merged
-from harness.suite import SuiteError, VerdictModel
-from suites.jsonschemabench import JsonSchemaBenchView
+from harness.suite import JsonSchemaBenchView, SuiteError, VerdictModel
 
 NAME = "drafts"
 DEFAULT_SAMPLE = 12

@@ -234,7 +234,7 @@ def run_drafts_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     from engines.protocol import CompileError, one_line
     from harness.suite.measure import adapters
     from harness.suite.measure import target_for
-    from suites.mask_diff.job import _pick_instances
+    from harness.suite import pick_instances
 
     case = job["case"]
     from suites.drafts.options import DEFAULTS
@@ -250,7 +250,7 @@ def run_drafts_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
 
     phase("groundtruth")
     target = target_for(case)
-    instances = _pick_instances(case, target, job.get("primary", "ascii"),
+    instances = pick_instances(case, target, job.get("primary", "ascii"),
                                 int(o["draft_instances"]))
 
     phase("compile")

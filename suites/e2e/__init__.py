@@ -8,8 +8,7 @@ Jobs are of kind ``e2e`` (:mod:`suites.e2e.job`).
 
 from __future__ import annotations
 
-from harness.suite import VerdictModel
-from suites.jsonschemabench import JsonSchemaBenchView
+from harness.suite import JsonSchemaBenchView, VerdictModel
 
 NAME = "e2e"
 DEFAULT_SAMPLE = 40

@@ -1,15 +1,14 @@
 """Suite ``fuzz``: seeded random walks under each engine's mask, every output judged.
 
 Its cases are the ``jsonschemabench`` corpus's, or with ``--corpus grammars`` the grammar
-corpus's (:class:`suites.mask_diff.TokenSuite`: the same selection as ``mask-diff``; a
+corpus's (:class:`harness.suite.TokenSuite`: the same selection as ``mask-diff``; a
 12-case stratified sample by default), without their instances: the engine generates
 (:mod:`suites.fuzz.job`).
 """
 
 from __future__ import annotations
 
-from harness.suite import VerdictModel
-from suites.mask_diff import TokenSuite
+from harness.suite import TokenSuite, VerdictModel
 
 
 class FuzzSuite(TokenSuite):

@@ -1,12 +1,11 @@
 """``harness run`` flags of the ``fuzz`` suite (``--corpus`` and ``--walk-tokens`` shared
-with ``mask-diff``: :func:`suites.mask_diff.options.add_shared_flags`)."""
+with ``mask-diff``: :func:`harness.suite.options.add_token_flags`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.suite.options import config_from, merged, positive_int
-from suites.mask_diff.options import add_shared_flags
+from harness.suite.options import add_token_flags, config_from, merged, positive_int
 
 #: configuration key → default
 DEFAULTS: dict[str, Any] = {
@@ -21,7 +20,7 @@ def add_run_arguments(p) -> None:
     g = p.add_argument_group("fuzz suite (random walks under the mask)")
     g.add_argument("--walks", type=positive_int,
                    help="random walks per schema and engine (default 8)")
-    add_shared_flags(g)
+    add_token_flags(g)
 
 
 def config_from_args(args) -> dict[str, Any]:

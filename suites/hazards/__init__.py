@@ -100,10 +100,10 @@ class Hazards(SuiteBase):
         self._cases: list[Case] | None = None
 
     def _corpus(self) -> list[Case]:
-        from suites.jsonschemabench import JsonSchemaBench
+        from harness.suite import MaskBenchCorpus
 
         try:
-            inner = JsonSchemaBench(data=self.data, sample=self.sample or DEFAULT_SAMPLE)
+            inner = MaskBenchCorpus(data=self.data, sample=self.sample or DEFAULT_SAMPLE)
         except SuiteError as e:
             self.corpus_note = f"corpus schemas not probed: {e}"
             log.warning("hazards: %s", self.corpus_note)

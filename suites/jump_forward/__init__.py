@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.suite import VerdictModel
-from suites.jsonschemabench import JsonSchemaBenchView
+from harness.suite import JsonSchemaBenchView, VerdictModel
 
 NAME = "jump-forward"
 DEFAULT_SAMPLE = 12

@@ -241,7 +241,7 @@ def run_jump_forward_job(job: JobPayload, phase=lambda p, info=None: None) -> Re
     from engines.protocol import CompileError, one_line
     from harness.suite.measure import adapters
     from harness.suite.measure import target_for
-    from suites.mask_diff.job import _pick_instances
+    from harness.suite import pick_instances
     from harness.suite.measure import ORACLE_LABEL, ORACLE_OPTIONS, Budget, oracle_adapter
     from suites.jump_forward.options import resolve
 
@@ -252,7 +252,7 @@ def run_jump_forward_job(job: JobPayload, phase=lambda p, info=None: None) -> Re
 
     phase("groundtruth")
     target = target_for(case)
-    instances = _pick_instances(case, target, primary, int(o["jf_instances"]))
+    instances = pick_instances(case, target, primary, int(o["jf_instances"]))
 
     phase("compile")
     t0 = time.perf_counter_ns()

@@ -50,7 +50,7 @@ from harness.suite.measure import reachability
 from harness.suite.measure import digest, has_bit, raw_digest, seed_for, token_classes
 from harness.suite.measure import rollback_checks
 from suites.mask_diff.options import resolve
-from harness.suite import CasePayload, JobPayload, Record
+from harness.suite import JobPayload, Record, pick_instances
 
 MAX_IDS = 8           # ids kept per diff side (the counts are exact)
 MAX_DIFFS = 200       # diff steps kept per instance (``diffs_total``, ``counts``: all)
@@ -69,39 +69,6 @@ def _complete(raw: bytes, target) -> tuple[bool | None, str | None]:
         return False, "not JSON: the text cannot end here" if tail else "not JSON: empty"
     r = target.judge(raw)
     return r["valid"], r.get("why")
-
-
-def _pick_instances(case: CasePayload, target, primary: str, k: int) -> list[dict[str, Any]]:
-    """The first ``k`` instances the ground truth calls valid, with the text to replay
-    (a grammar case's instances are texts; a schema's, values serialised as ``primary``)."""
-    from harness.suite.measure import SERIALIZATIONS
-
-    out = []
-    for item in case["instances"]:
-        index, data = item["index"], item["data"]
-        exact = item.get("text")
-        if target.kind == "grammar":
-            if exact is None or target.verdict(exact) is not True:
-                continue
-        else:
-            if exact is not None:
-                from harness.suite.measure import parse_instance_text
-
-                data, why = parse_instance_text(exact)
-                if why:
-                    continue
-            verdict, _ = target.truth.verdict(data)
-            if verdict is not True:
-                continue
-        try:
-            text = exact if exact is not None else SERIALIZATIONS[primary](data)
-        except (TypeError, ValueError):
-            continue
-        out.append({"index": index, "label": item["label"], "truth": True, "expected": True,
-                    "text": text, "ser": "text" if exact is not None else primary})
-        if len(out) >= k:
-            break
-    return out
 
 
 def run_mask_diff_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
@@ -129,7 +96,7 @@ def run_mask_diff_job(job: JobPayload, phase=lambda p, info=None: None) -> Recor
 
     phase("groundtruth")
     target = target_for(case)
-    instances = _pick_instances(case, target, primary, int(o["diff_instances"]))
+    instances = pick_instances(case, target, primary, int(o["diff_instances"]))
 
     phase("compile")
     t0 = time.perf_counter_ns()

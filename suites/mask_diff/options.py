@@ -2,14 +2,16 @@
 
 The values live in the run's configuration (run.json) and reach each job as
 ``payload["options"]``, so ``--resume`` continues with the same settings. ``--corpus`` and
-``--walk-tokens`` are shared with the ``fuzz`` suite (:func:`harness.suite.options.add_flag`).
+``--walk-tokens`` are shared with the ``fuzz`` suite
+(:func:`harness.suite.options.add_token_flags`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.suite.options import add_flag, config_from, merged, positive_float, positive_int
+from harness.suite.options import (add_token_flags, config_from, merged, positive_float,
+                                   positive_int)
 
 #: configuration key → default
 DEFAULTS: dict[str, Any] = {
@@ -22,19 +24,9 @@ DEFAULTS: dict[str, Any] = {
 KEYS = tuple(DEFAULTS)
 
 
-def add_shared_flags(g) -> None:
-    """The flags ``mask-diff`` and ``fuzz`` share."""
-    add_flag(g, "--walk-tokens", dest="walk_tokens", type=positive_int,
-             help="mask-diff witnesses and fuzz walks: token budget per walk; no EOS by then "
-                  "is a runaway (default 384)")
-    add_flag(g, "--corpus", choices=("jsonschemabench", "grammars"),
-             help="mask-diff / fuzz: the cases' corpus: JSONSchemaBench schemas (default) or "
-                  "the grammar corpus (regexes, choices, CFGs)")
-
-
 def add_run_arguments(p) -> None:
     g = p.add_argument_group("mask-diff suite (masks against the reference engine)")
-    add_shared_flags(g)
+    add_token_flags(g)
     g.add_argument("--tight-k", dest="tight_k", type=positive_int,
                    help="k of the 'at most k allowed tokens' share (default 8)")
     g.add_argument("--diff-instances", dest="diff_instances", type=positive_int,

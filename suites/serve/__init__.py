@@ -36,8 +36,8 @@ import json
 import math
 from typing import Any, Iterator, Mapping, Sequence
 
-from harness.suite import Case, SuiteError, VerdictModel
-from suites.jsonschemabench import JsonSchemaBenchView
+from harness.suite import (Case, GrammarCorpus, JsonSchemaBenchView, SuiteError, VerdictModel,
+                           unique_schema)
 
 NAME = "serve"
 DEFAULT_SAMPLE = 40
@@ -106,17 +106,6 @@ def rate_label(rate: str | float) -> str:
     return "inf" if math.isinf(v) else f"{v:g}"
 
 
-def unique_schema(schema: Any, i: int) -> Any:
-    """``schema`` made unique for request ``i`` without changing what it accepts beyond one
-    optional property: objects with ``properties`` get ``req_<i>`` (an integer); anything
-    else is wrapped as ``{"allOf": [schema], "$comment": ...}``."""
-    if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
-        out = dict(schema)
-        out["properties"] = {**schema["properties"], f"req_{i}": {"type": "integer"}}
-        return out
-    return {"allOf": [schema], "$comment": f"request {i}"}
-
-
 class ServeSuite(JsonSchemaBenchView):
     name = NAME
     executor = "suites.serve.executor:ServeExecutor"
@@ -145,8 +134,6 @@ class ServeSuite(JsonSchemaBenchView):
         if o["workload"] not in WORKLOADS:
             raise SuiteError(f"unknown workload {o['workload']!r}; known: {', '.join(WORKLOADS)}")
         if o["workload"] in GRAMMAR_WORKLOADS:
-            from suites.grammars import Grammars
-
             family = GRAMMAR_WORKLOADS[o["workload"]][0]
             if o["form"] == "response_format":
                 raise SuiteError(f"the {o['workload']} workload needs --request-form "
@@ -155,9 +142,9 @@ class ServeSuite(JsonSchemaBenchView):
             if subsets:
                 raise SuiteError(f"--subset does not apply to the {o['workload']} workload "
                                  f"(its cases are the grammar corpus's {family} family)")
-            self.inner = Grammars(subsets=[family], schemas=schemas,
-                                  sample=self.default_sample if sample is None and schemas is None
-                                  else sample)
+            self.inner = GrammarCorpus(subsets=[family], schemas=schemas,
+                                       sample=self.default_sample
+                                       if sample is None and schemas is None else sample)
         else:
             super().__init__(data=data, subsets=subsets, sample=sample, schemas=schemas)
         if options is not None and not o["launch"] and not o["server"]:

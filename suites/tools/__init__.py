@@ -60,7 +60,7 @@ class ToolsSuite(SuiteBase):
     def __init__(self, data: str | None = None, subsets: Sequence[str] | None = None,
                  sample: int | None = None, schemas: str | None = None,
                  options: Mapping[str, Any] | None = None) -> None:
-        from suites.jsonschemabench import resolve_data_dir
+        from harness.suite.maskbench import resolve_data_dir
         from suites.tools.options import DEFAULTS
 
         self.options = merged(DEFAULTS, options)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from suites.grammars.corpus import CASES_DIR
+from harness.suite.grammar_corpus import CASES_DIR
 from tests.conftest import harness, read_records
 
 CANNED = '{"name": "canned", "tags": ["a", "b"], "count": 3}'
@@ -137,7 +137,7 @@ def test_serve_grammar_workloads_against_the_canned_server(tmp_path):
         assert f"NOT ENFORCED: the canary of {workload}/rinf came back" in r.stdout
         recs = recs[1:]
         from harness.measure.languages import reader
-        from suites.grammars.corpus import load_corpus
+        from harness.suite.grammar_corpus import load_corpus
 
         cases = {c.case_id: c for c in load_corpus()}
         for x in recs:

@@ -13,7 +13,7 @@ import pytest
 
 from harness.measure.languages import reader
 from scripts.grammar_cases.check import check_case
-from suites.grammars.corpus import load_file
+from harness.suite.grammar_corpus import load_file
 from scripts.grammar_cases.generate import (COMMENT, MAX_CHARS, PER_LABEL, main, render_section,
                                       replace_section, toml_string)
 

@@ -21,10 +21,11 @@ from harness import registry
 from harness.measure.languages import ReaderError, reader
 from harness.measure.replay import replay
 from harness.measure.target import GrammarTarget
-from suites.grammars import Grammars, to_case
+from harness.suite.grammar_corpus import to_case
+from suites.grammars import Grammars
 from scripts.grammar_cases.check import check_case, main as check_main
-from suites.grammars.corpus import (CASES_DIR, CorpusError, case_files, gbnf_literal,
-                                    load_corpus, load_file, regex_escape)
+from harness.suite.grammar_corpus import (CASES_DIR, CorpusError, case_files, gbnf_literal,
+                                          load_corpus, load_file, regex_escape)
 
 CASES = [c for c in load_corpus() if not isinstance(c, CorpusError)]
 BY_ID = {c.case_id: c for c in CASES}

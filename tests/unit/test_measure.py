@@ -15,7 +15,8 @@ from harness.measure.groundtruth import GroundTruth
 from harness.measure.replay import ACCEPTED, NO_EOS, REJECTED, SERIALIZATIONS, replay
 from harness.measure.outcomes import classify
 from engines.vocab import load_vocabulary
-from suites.jsonschemabench import CORE12, JsonSchemaBench, stratified_sample, subset_of
+from harness.suite.maskbench import CORE12, stratified_sample, subset_of
+from suites.jsonschemabench import JsonSchemaBench
 
 SCHEMA = json.dumps({"type": "object", "properties": {"a": {"type": "integer"}},
                      "required": ["a"], "additionalProperties": False})

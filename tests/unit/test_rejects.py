@@ -183,8 +183,8 @@ def outlines(llama3):
 
 def _target(case_id):
     from harness.measure.target import GrammarTarget
-    from suites.grammars import to_case
-    from suites.grammars.corpus import CASES_DIR, load_file
+    from harness.suite.grammar_corpus import to_case
+    from harness.suite.grammar_corpus import CASES_DIR, load_file
 
     return GrammarTarget(to_case(load_file(CASES_DIR / f"{case_id}.toml")[0]).to_job())
 
@@ -244,7 +244,7 @@ def test_the_rewrite_reads_the_construct_as_the_engine_does():
 
 
 def test_a_bad_dialect_construct_is_one_line_naming_the_file(tmp_path):
-    from suites.grammars.corpus import CorpusError, load_file
+    from harness.suite.grammar_corpus import CorpusError, load_file
 
     p = tmp_path / "regex-x.toml"
     p.write_text("family = 'regex'\ndialect_sensitive = 'x'\ndialect_construct = '\\p'\n"

@@ -1,4 +1,6 @@
-"""The grammar corpus: one TOML file per case under ``suites/grammars/cases/``.
+"""The grammar corpus: one TOML file per case under ``suites/grammars/cases/``, read by the
+``grammars`` suite and by the suites that take its cases under their own name (``mask-diff``,
+``fuzz`` with ``--corpus grammars``; ``serve``'s grammar workloads): :class:`GrammarCorpus`.
 
 A case file (``docs/grammars.md`` is the user's guide to the format)::
 
@@ -45,17 +47,24 @@ used (bad TOML, no source, unknown family, a placeholder without sizes…) gives
 
 from __future__ import annotations
 
+import fnmatch
+import hashlib
+import json
 import random
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
-from harness.suite import RunMeta
+from typing import Any, Iterator, Sequence
 
-__all__ = ["CASES_DIR", "FAMILIES", "GrammarCase", "CorpusError", "case_files", "gbnf_literal",
-           "lark_literal", "load_file", "regex_escape"]
+from harness.suite.cases import (PROJECT_ROOT, Case, Instance, SuiteBase, SuiteError,
+                                 round_robin)
 
-CASES_DIR = Path(__file__).resolve().parent / "cases"
+__all__ = ["CASES_DIR", "FAMILIES", "GrammarCase", "GrammarCorpus", "CorpusError", "case_files",
+           "gbnf_literal", "lark_literal", "load_file", "regex_escape", "to_case"]
+
+#: The cases shipped with the project: data of the ``grammars`` suite's folder (a path, not an
+#: import: the framework imports no suite).
+CASES_DIR = PROJECT_ROOT / "suites" / "grammars" / "cases"
 FAMILIES = ("regex", "choice", "cfg")
 #: the source dialect of each family (its reader is the ground truth)
 SOURCE_OF = {"regex": "regex", "choice": "choice", "cfg": "lark"}
@@ -93,7 +102,7 @@ class GrammarCase:
     #: size of the injected alternation (``[inject]``), None without one
     size: int | None = None
     hand_written: int = 0
-    meta: RunMeta = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
 
     def payload(self) -> dict[str, Any]:
         """What a job needs (no file access in the worker)."""
@@ -310,3 +319,83 @@ def load_corpus(root: Path | None = None) -> Iterator[GrammarCase | CorpusError]
             yield e
         except Exception as e:  # a loader bug must not hide the other files
             yield CorpusError(f"{path.name}: {type(e).__name__}: {' '.join(str(e).split())[:200]}")
+
+
+def to_case(gc: GrammarCase, suite: str = "grammars", keep_instances: bool = True) -> Case:
+    """A corpus case as the harness's :class:`~harness.suite.Case` (instances as exact texts)."""
+    src = gc.forms[gc.source]
+    insts = tuple(Instance(i, text, label, f"{gc.case_id}/{i}", text=text)
+                  for i, (text, label) in enumerate(gc.instances)) if keep_instances else ()
+    return Case(suite=suite, case_id=gc.case_id, subset=gc.family,
+                source=str(gc.path.name),
+                schema_text=json.dumps(src, ensure_ascii=False) if gc.source == "choice" else src,
+                instances=insts, grammar=gc.payload(),
+                meta={"family": gc.family, "description": gc.description, "size": gc.size,
+                      "forms": sorted(gc.forms), "derived": list(gc.derived),
+                      "hand_written": gc.hand_written})
+
+
+def _bad_case(err: CorpusError, suite: str) -> Case:
+    name = str(err).split(":", 1)[0]
+    return Case(suite=suite, case_id=Path(name).stem, subset="unreadable", source=name,
+                load_error=str(err))
+
+
+class GrammarCorpus(SuiteBase):
+    """The grammar corpus, filtered by family (``--subset``), glob and stratified sample;
+    its cases carry ``suite_name`` (another suite's name when that suite reads the corpus)."""
+
+    name = "grammars"
+    keep_instances = True
+
+    def __init__(self, data: str | None = None, subsets: Sequence[str] | None = None,
+                 sample: int | None = None, schemas: str | None = None,
+                 suite_name: str | None = None) -> None:
+        self.root = Path(data) if data else CASES_DIR
+        if not self.root.is_dir() or not case_files(self.root):
+            raise SuiteError(f"no grammar case files (*.toml) in {self.root}")
+        wanted = list(subsets or [])
+        unknown = [s for s in wanted if s not in FAMILIES]
+        if unknown:
+            raise SuiteError(f"unknown grammar family/families {', '.join(unknown)}; "
+                             f"available: {', '.join(FAMILIES)}")
+        self.suite_name = suite_name or self.name
+        items: list[GrammarCase | CorpusError] = list(load_corpus(self.root))
+        keep: list[GrammarCase | CorpusError] = []
+        for it in items:
+            cid = it.case_id if isinstance(it, GrammarCase) else str(it).split(":", 1)[0].rsplit(".", 1)[0]
+            if isinstance(it, GrammarCase) and wanted and it.family not in wanted:
+                continue
+            if schemas and not fnmatch.fnmatch(cid, schemas):
+                continue
+            keep.append(it)
+        if sample is not None:
+            by_family: dict[str, list] = {}
+            for it in keep:
+                fam = it.family if isinstance(it, GrammarCase) else "unreadable"
+                by_family.setdefault(fam, []).append(it)
+            key = lambda it: hashlib.sha256(  # noqa: E731
+                (it.case_id if isinstance(it, GrammarCase) else str(it)).encode()).hexdigest()
+            keep = round_robin([sorted(v, key=key) for _, v in sorted(by_family.items())], sample)
+        if not keep:
+            raise SuiteError(f"no grammar cases in {self.root} match the selection")
+        self.items = keep
+        self.options = {"subsets": wanted or None, "sample": sample, "schemas": schemas}
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def case_ids(self) -> list[str]:
+        return [c.case_id for c in self.cases()]
+
+    def cases(self) -> Iterator[Case]:
+        for it in self.items:
+            if isinstance(it, CorpusError):
+                yield _bad_case(it, self.suite_name)
+            else:
+                yield to_case(it, self.suite_name, self.keep_instances)
+
+    def describe(self) -> dict[str, Any]:
+        return {"suite": self.suite_name, "data": str(self.root),
+                "files_on_disk": len(case_files(self.root)), "selected": len(self.items),
+                **self.options}

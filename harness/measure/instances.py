@@ -1,0 +1,44 @@
+"""Instance picking: which of a case's instances a token-level job replays, and as what text
+(shared by the ``mask-diff``, ``batch``, ``drafts`` and ``jump-forward`` suites through
+:func:`harness.suite.pick_instances`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.measure.jsontext import parse_instance_text
+from harness.measure.replay import SERIALIZATIONS
+from harness.records import CasePayload
+
+__all__ = ["pick_instances"]
+
+
+def pick_instances(case: CasePayload, target: Any, primary: str, k: int) -> list[dict[str, Any]]:
+    """The first ``k`` instances of a job's ``case`` the ground truth calls valid, each with
+    the text to replay (a grammar case's instances are texts; a schema's, values serialised
+    as ``primary``, e.g. ``"ascii"``); ``target`` is the case's
+    :func:`harness.suite.measure.target_for`. Fewer than ``k`` when fewer are valid."""
+    out: list[dict[str, Any]] = []
+    for item in case["instances"]:
+        index, data = item["index"], item["data"]
+        exact = item.get("text")
+        if target.kind == "grammar":
+            if exact is None or target.verdict(exact) is not True:
+                continue
+        else:
+            if exact is not None:
+                data, why = parse_instance_text(exact)
+                if why:
+                    continue
+            verdict, _ = target.truth.verdict(data)
+            if verdict is not True:
+                continue
+        try:
+            text = exact if exact is not None else SERIALIZATIONS[primary](data)
+        except (TypeError, ValueError):
+            continue
+        out.append({"index": index, "label": item["label"], "truth": True, "expected": True,
+                    "text": text, "ser": "text" if exact is not None else primary})
+        if len(out) >= k:
+            break
+    return out
