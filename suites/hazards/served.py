@@ -54,7 +54,7 @@ MESSAGES = [{"role": "system", "content": "You answer with one JSON value and no
 def hostile_requests() -> list[dict[str, Any]]:
     """The hostile requests of hazard 1: ``{"name", "fields"}`` (the body fields that carry
     the constraint)."""
-    from suites.adversarial import FAMILIES, FAMILY_BY_NAME, make_case
+    from harness.suite.hostile import FAMILIES, FAMILY_BY_NAME, make_case
 
     out = []
     for fam in FAMILIES:

@@ -294,18 +294,6 @@ def test_shared_code_never_tests_a_suite_name():
 #: (``harness.suite`` and its modules) and the engine protocol.
 SUITE_API = ("harness.suite", "engines.protocol")
 
-#: Imports from one suite into another that other helpers' parts of issue 49 remove (their
-#: files): hazards' served hazards on serve's executor and adversarial's families (serving,
-#: moving to the serving API), fuzz's report on mask-diff's table helpers (the table model).
-#: The lead empties this after the merge.
-KNOWN_CROSS_SUITE = {
-    ("suites.hazards.executor", "suites.serve.executor"),
-    ("suites.hazards.served", "suites.serve.executor"),
-    ("suites.hazards.served", "suites.adversarial"),
-    ("suites.fuzz.report", "suites.mask_diff.report"),
-}
-
-
 def _project_imports(path: Path) -> list[tuple[int, str]]:
     """(line, module) of every absolute import of the project in a file, at module level,
     in functions and under ``if TYPE_CHECKING:`` alike."""
@@ -328,11 +316,6 @@ def _suite_files() -> list[tuple[str, Path]]:
             if len(path.relative_to(ROOT / "suites").parts) > 1]
 
 
-def _module_of(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
 def test_suites_import_only_the_suite_api():
     """Every import of the project in ``suites/`` is of the suite API, the engine
     protocol, or the suite's own package (another suite's is the next test's)."""
@@ -348,18 +331,12 @@ def test_suites_import_only_the_suite_api():
 
 def test_no_suite_imports_another():
     """What two suites share lives in the suite API (``harness.suite``), not in one of them."""
-    bad, seen = [], set()
+    bad = []
     for folder, path in _suite_files():
-        mod = _module_of(path)
         for line, name in _project_imports(path):
             if name.startswith("suites.") and name.split(".")[1] != folder:
-                if (mod, name) in KNOWN_CROSS_SUITE:
-                    seen.add((mod, name))
-                else:
-                    bad.append(f"{path.relative_to(ROOT)}:{line}: imports {name}")
+                bad.append(f"{path.relative_to(ROOT)}:{line}: imports {name}")
     assert not bad, bad
-    assert seen == KNOWN_CROSS_SUITE, f"no longer imported, drop from the list: " \
-                                      f"{sorted(KNOWN_CROSS_SUITE - seen)}"
 
 
 def test_the_suite_import_checks_see_a_bad_import(tmp_path):
