@@ -13,7 +13,7 @@ from typing import Any
 
 from harness.report.model import (Bullets, Fields, Figure, Para, ReportContext, Section, Table,
                                   load_run, run_keys)
-from harness.registry import REPORT_SECTIONS, REPORT_TAIL, load_target, suite_class
+from harness.registry import REPORT_SECTIONS, REPORT_TAIL, load_target
 from harness.report.text import markdown_table, md_text
 
 def section_builders(ctx: ReportContext) -> list[Any]:
@@ -24,8 +24,7 @@ def section_builders(ctx: ReportContext) -> list[Any]:
     builders = [REPORT_SECTIONS.load(n) for n in names]
     seen: set[str] = set()
     for run in ctx.runs:
-        suite = suite_class((run.meta.get("config") or {}).get("suite"))
-        for target in getattr(suite, "report_sections", ()):
+        for target in getattr(run.suite, "report_sections", ()):
             if target not in seen:
                 seen.add(target)
                 builders.append(load_target(target, "report section"))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, cast
 
 from harness.analysis.finalize import summarize_run
+from harness.analysis.verdict import suite_of
 from harness.store.run_store import RunStore
 from harness.records import EngineHeadline, Record, RunMeta, Summary
 
@@ -95,6 +96,9 @@ class RunData:
     meta: RunMeta
     records: list[Record]
     summary: Summary
+    #: The run's suite class, looked up once by the name in ``run.json`` when the folder is
+    #: read (None: a suite this installation lacks; the report then shows no section of it)
+    suite: type | None = None
 
     @property
     def run_id(self) -> str:
@@ -148,9 +152,11 @@ def load_run(path: Path, key: str = "A", summary: Summary | None = None) -> RunD
     store = RunStore.open_readonly(path)
     meta = store.read_meta()
     records = list(store.records())
+    suite = suite_of(meta)
     if summary is None:
-        summary = cast(Summary, summarize_run(meta, records)[0])
-    return RunData(key=key, path=store.path, meta=meta, records=records, summary=summary)
+        summary = cast(Summary, summarize_run(meta, records, suite=suite)[0])
+    return RunData(key=key, path=store.path, meta=meta, records=records, summary=summary,
+                   suite=suite)
 
 
 def run_keys(n: int) -> list[str]:

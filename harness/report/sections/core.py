@@ -223,7 +223,7 @@ def _outcome_bars(ctx: ReportContext) -> Figure | None:
 
 def _subset_counts(run: RunData):
     """Units per (subset, engine) and outcome, as the headline counts them."""
-    heads = unit_outcomes(run.meta, run.records)
+    heads = unit_outcomes(run.meta, run.records, suite=run.suite)
     sdf = metrics.schema_frame([r for r in run.records if (r["engine"], r["case_id"]) in heads])
     if not len(sdf):
         return None
@@ -430,7 +430,7 @@ DIFF_TTFM = ("p50", "p90", "p99")
 
 def _outcome_map(run: RunData) -> dict[tuple[str, str], tuple[str, Record]]:
     """(engine, case) → (its outcome as the headline counts it, its record): the units."""
-    heads = unit_outcomes(run.meta, run.records)
+    heads = unit_outcomes(run.meta, run.records, suite=run.suite)
     return {(r["engine"], r["case_id"]): (heads[(r["engine"], r["case_id"])], r)
             for r in run.records if (r["engine"], r["case_id"]) in heads}
 
