@@ -192,6 +192,9 @@ class ReferenceMatcher(BoundMatcher):
 
 
 class ReferenceCompiled(CompiledGrammar):
+    #: set on a grammar compiled from a tool-call or grammar request: the native form it became
+    form: str
+
     def __init__(self, compiled, words: int):
         self.compiled = compiled
         self._words = words

@@ -90,8 +90,15 @@ class ReplayResult(TypedDict, total=False):
     commit_ns: list[int]  # commit per step, ns
     reject_at: int       # the first token refused
     disagreement: str    # mask and commit (or EOS) disagree: an engine bug
+    eos_mask_ns: int     # the mask filled at the end to read EOS, ns
+    error: str           # status ``error``: what the engine raised
     reject_kind: str     # a false reject: unwritable | tokenization | undecided
     reachable_tokens: list[int]  # ``tokenization``: the accepted tokenisation
+    reach_calls: int     # matcher calls the reachability search made
+    reach_why: str       # ``undecided``: why
+    same_as: str         # a serialisation spelling the same text: that one's replay
+    seed: int            # a segmentation replay (``seg<k>``): its random tokenisation's seed
+    of: str              # a segmentation replay: the serialisation whose text it re-tokenises
 
 
 class InstanceRecord(TypedDict, total=False):
@@ -104,6 +111,8 @@ class InstanceRecord(TypedDict, total=False):
     label_disagrees: bool
     label_reason: str
     bad_instance: str    # the instance itself cannot be used (why)
+    text: str            # the exact text replayed (an instance given as text)
+    truth_error: str     # why ground truth could not decide (``truth`` is then None)
     results: dict[str, ReplayResult]  # serialisation → replay
 
 
@@ -119,12 +128,15 @@ class Record(TypedDict, total=False):
     suite: str
     subset: str
     outcome: str         # one of harness.measure.outcomes.OUTCOMES
-    error: str           # one line, for a compile error, a death or bad input
+    error: str | None    # one line, for a compile error, a death or bad input (None: bad
+                         # input whose loader gave no reason)
     phase: str           # where a job that died was
-    engine_version: str
+    engine_version: str | None  # None: the package's version is not known
     setup_ns: int        # building the worker's vocabulary and adapter (first job only);
                          # a job that died: the time before its own limit began
     compile_ns: int      # schema text → compiled grammar
+    matcher_ns: int      # compiled grammar → its first matcher
+    first_mask_ns: int   # that matcher's first fill_mask
     ttfm_ns: int         # schema text → first mask filled
     busy_ns: int         # the worker's time on the job
     wall_ns: int         # the driver's time from dispatch to record
@@ -136,6 +148,11 @@ class Record(TypedDict, total=False):
     ttfm_preempted: int  # involuntary context switches between compile start and first mask
     accepts_invalid: bool  # a unit judged otherwise than by its instances accepted one
     instances: list[InstanceRecord]
+    engine_stats: dict[str, Any]  # the engine's own statistics, where it has any
+    stderr: str          # a job that died: the tail of its worker's stderr
+    host: str            # the Ray executor: the node that ran the job
+    schema_text: str     # mask_diff and fuzz: the schema, for ``harness explain``
+    schema_id: str       # format 1 only: the case id (upgrade_record renames it)
     serve: dict[str, Any]
 
 
@@ -190,8 +207,8 @@ class Summary(TypedDict, total=False):
     """``summary.json`` (docs/metrics.md): the headline and the whole table per engine."""
 
     format: int          # SUMMARY_FORMAT
-    run_id: str
-    suite: str
+    run_id: str | None   # None: run.json named none
+    suite: str | None
     primary_serialization: str
     serializations: list[str]
     headline: Headline

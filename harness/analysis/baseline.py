@@ -36,7 +36,7 @@ import json
 import shlex
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -155,7 +155,7 @@ def bootstrap_stat(entries: list[dict[str, Any]], key: str, counts: np.ndarray,
     block = max(1, 2_000_000 // max(1, S * K))
     for i in range(0, counts.shape[0], block):
         c = counts[i:i + block]
-        if tokens:
+        if n is not None and rng is not None:  # both set exactly when ``tokens``
             m = rng.multinomial(n, SKETCH_WEIGHTS_P, size=(c.shape[0], S)).astype(float)
             if i == 0:
                 m[0] = base_w
@@ -184,7 +184,7 @@ def usable(entry: dict[str, Any], key: str) -> bool:
     return entry.get("ttfm_ms") is not None or bool(entry.get("ttfm_censored"))
 
 
-def headline_figures(h: dict[str, Any]) -> dict[str, Any]:
+def headline_figures(h: Mapping[str, Any]) -> dict[str, Any]:
     """The headline's value of each gated statistic (:data:`STATS` keys; None where not
     measured or censored), the TTFM censoring, the TBM steps with the worker's
     preemptions over them and the TTFM schemas with those preempted during their TTFM, from

@@ -17,13 +17,13 @@ from typing import Any, Callable
 from harness.analysis import metrics
 from harness.registry import load_target, suite_class
 from harness.store.run_store import RunStore
-from harness.records import Record, RunMeta
+from harness.records import Record, RunMeta, Summary
 
 __all__ = ["PUBLISHED_INPUTS", "finalize", "summarize_published", "summarize_run"]
 
 
 def summarize_run(meta: RunMeta, records: list[Record],
-                  run_dir: Path | None = None) -> tuple[dict[str, Any], list[str]]:
+                  run_dir: Path | None = None) -> tuple[Summary, list[str]]:
     """The summary of a run (:func:`harness.analysis.metrics.build_summary` plus the blocks
     its suite declares) and the console texts of those blocks.
 
@@ -51,7 +51,7 @@ PUBLISHED_INPUTS = ("servers/servers.json",)
 
 
 def summarize_published(store: RunStore, records: list[Record] | None = None
-                        ) -> tuple[dict[str, Any], list[str]]:
+                        ) -> tuple[Summary, list[str]]:
     """:func:`summarize_run` of a published run folder (``results/published/<run-id>/``),
     writing nothing into it: the suite blocks get a scratch folder holding the folder's
     :data:`PUBLISHED_INPUTS`, and what they write there is dropped."""
@@ -68,7 +68,7 @@ def summarize_published(store: RunStore, records: list[Record] | None = None
                              Path(scratch))
 
 
-def finalize(store: RunStore, echo: Callable[[str], Any] | None = print) -> dict[str, Any]:
+def finalize(store: RunStore, echo: Callable[[str], object] | None = print) -> Summary:
     """Write summary.json and the Parquet tables (a published run folder: summary.json
     alone); hand the suite blocks' console text to ``echo`` (None: drop it); return the
     summary."""
@@ -79,8 +79,9 @@ def finalize(store: RunStore, echo: Callable[[str], Any] | None = print) -> dict
         # place, what else a run derives is not written there
         summary, texts = summarize_published(store, records)
         (store.path / "summary.json").write_text(json.dumps(summary, indent=2))
-        for text in texts if echo is not None else ():
-            echo(text + "\n")
+        if echo is not None:
+            for text in texts:
+                echo(text + "\n")
         return summary
     summary, texts = summarize_run(meta, records, store.path)
     (store.path / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -90,6 +91,7 @@ def finalize(store: RunStore, echo: Callable[[str], Any] | None = print) -> dict
     idf = metrics.instance_frame(records)
     if len(idf):
         idf.to_parquet(store.path / "instances.parquet", index=False)
-    for text in texts if echo is not None else ():  # e.g. the drift matrix
-        echo(text + "\n")
+    if echo is not None:
+        for text in texts:  # e.g. the drift matrix
+            echo(text + "\n")
     return summary

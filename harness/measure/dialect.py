@@ -155,18 +155,20 @@ class ConstructProbe:
         if self._compiled() is None:
             out["why"] = self._why
             return out
+        atom = self.atom
+        assert atom is not None  # without a construct nothing compiled
         accepts: dict[str, bool] = {}
         differ: dict[str, bool | None] = {}
         for ch in dict.fromkeys(text):
             v = self.engine_accepts(ch)
-            py = re.fullmatch(self.atom, ch) is not None
+            py = re.fullmatch(atom, ch) is not None
             if v is None:
                 out.update(chars=differ, why=f"the engine's verdict on {ch!r} alone is undecided")
                 return out
             accepts[ch] = v
             if v != py:
                 differ[ch] = v
-        pred = predicted_verdict(self.target.forms["regex"], self.atom, text, accepts)
+        pred = predicted_verdict(self.target.forms["regex"], atom, text, accepts)
         out.update(explained=pred == engine_verdict, predicted=pred, chars=differ)
         if pred != engine_verdict:
             out["why"] = (f"{self.atom} read as the engine reads it predicts "

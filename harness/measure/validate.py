@@ -35,8 +35,8 @@ def check_output(raw: bytes, truth: Any) -> dict[str, Any]:
     if not verdict:
         err = None
         try:
-            e = next(iter(truth.validator.iter_errors(value)), None)
-            err = " ".join(str(e.message).split())[:300] if e is not None else None
+            first = next(iter(truth.validator.iter_errors(value)), None)
+            err = " ".join(str(first.message).split())[:300] if first is not None else None
         except Exception:
             pass
         return {"valid": False, "why": f"schema-invalid: {err}" if err else "schema-invalid"}

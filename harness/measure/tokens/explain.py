@@ -51,6 +51,7 @@ def explain(run: str | Path, case: str, *, engine: str | None = None, kind: str 
     if (instance is None) != (step is None):
         raise ExplainError("--instance and --step go together")
     if step is not None:
+        assert instance is not None  # checked above: they go together
         found = _hand_picked(mine, engine, instance, step)
         if isinstance(found, str):
             raise ExplainError(f"{run}: {found}")
@@ -118,6 +119,12 @@ def _bytes(vocab, tid: int) -> str:
     return repr(vocab.tokens[tid])
 
 
+def _fuzz_budget(rec: Record) -> object:
+    """The token budget of a fuzz record's walks (None: not a fuzz record)."""
+    fuzz = rec.get("fuzz")  # suites/fuzz/records.py: FuzzBlock
+    return fuzz.get("budget") if isinstance(fuzz, dict) else None
+
+
 def _print_record(out: list[str], f: dict[str, Any], rec: Record, total: int, n: int,
                   full: bool, vocab) -> None:
     from harness.measure.tokens.findings import DESCRIPTIONS
@@ -131,7 +138,7 @@ def _print_record(out: list[str], f: dict[str, Any], rec: Record, total: int, n:
               + _clip(f.get("text") or "", 800, full))
     else:
         out.append(f"\nwalk {f.get('walk')} (seed {f.get('seed')}, length-aware policy, budget "
-              f"{(rec.get('fuzz') or {}).get('budget')} tokens)")
+              f"{_fuzz_budget(rec)} tokens)")
     toks = f["tokens"]
     step = f["step"]
     out.append(f"\ntoken sequence: {len(toks)} tokens (tokenizer {vocab.name}); the step is {step}")
@@ -236,8 +243,8 @@ def _replay(out: list[str], f: dict[str, Any], rec: Record, meta: RunMeta,
             masks[label] = g
             continue
         r = refused.get(label)
-        info = _mask_at(g, toks, at, tc, bm) if r is None or r >= at else None
-        masks[label] = info if info is not None else (
+        got = _mask_at(g, toks, at, tc, bm) if r is None or r >= at else None
+        masks[label] = got if got is not None else (
             f"refuses step {r} (token {toks[r]} {_bytes(vocab, toks[r])}) before step {at}")
     token = toks[at] if at < len(toks) else None
     oracle = masks.get(oracle_label)
@@ -245,8 +252,8 @@ def _replay(out: list[str], f: dict[str, Any], rec: Record, meta: RunMeta,
         if isinstance(info, str):
             out.append(f"  {label:<24} {info}")
             continue
-        a, e = info
-        parts = [f"{int(a.sum()):,} tokens", f"EOS {'allowed' if e else 'refused'}"]
+        a, eos = info
+        parts = [f"{int(a.sum()):,} tokens", f"EOS {'allowed' if eos else 'refused'}"]
         if token is not None:
             parts.append(f"token {token} {'allowed' if a[token] else 'forbidden'}")
         elif f.get("token") is not None:
@@ -260,8 +267,8 @@ def _replay(out: list[str], f: dict[str, Any], rec: Record, meta: RunMeta,
             out.append(f"  {'':<24}   allows {extra.size} the spec forbids: {_examples(vocab, extra)}")
         if missing.size:
             out.append(f"  {'':<24}   forbids {missing.size} the spec allows: {_examples(vocab, missing)}")
-        if e != oe:
-            out.append(f"  {'':<24}   EOS {'allowed' if e else 'refused'}, the spec says "
+        if eos != oe:
+            out.append(f"  {'':<24}   EOS {'allowed' if eos else 'refused'}, the spec says "
                   f"{'allowed' if oe else 'refused'}")
     if not isinstance(oracle, tuple):
         out.append("  (no oracle mask here: the engines are compared with each other only)")

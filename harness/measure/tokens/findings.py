@@ -20,7 +20,7 @@ token concerned. Kinds, most severe first:
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 from harness.records import Record
 
 #: unconfirmed under- and over-constrained steps listed per instance (all are counted in
@@ -50,8 +50,10 @@ DESCRIPTIONS: dict[str, str] = {
 KINDS = tuple(DESCRIPTIONS)
 
 
-def record_findings(r: dict[str, Any]) -> list[dict[str, Any]]:
-    """The findings of one record (mask-diff or fuzz job), most severe first."""
+def record_findings(r: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The findings of one record (mask-diff or fuzz job), most severe first; it reads the
+    suites' blocks (an instance's ``mask_diff``, the record's ``fuzz``: their types are in
+    ``suites/mask_diff/records.py`` and ``suites/fuzz/records.py``)."""
     out: list[dict[str, Any]] = []
     base = {"engine": r["engine"], "case": r["case_id"], "suite": r.get("suite")}
     for inst in r.get("instances") or ():
@@ -61,7 +63,7 @@ def record_findings(r: dict[str, Any]) -> list[dict[str, Any]]:
         toks = md["tokens"]
         ib = {**base, "instance": inst["index"], "serialization": md.get("serialization"),
               "text": inst.get("text")}
-        res = next(iter(inst.get("results", {}).values()), {})
+        res: Mapping[str, Any] = next(iter(inst.get("results", {}).values()), {})
         for w in md.get("witnesses", ()):
             if w["verdict"] == "valid":
                 continue  # listed as an oracle error below
@@ -75,13 +77,13 @@ def record_findings(r: dict[str, Any]) -> list[dict[str, Any]]:
         if res.get("status") == "rejected":
             s = res["reject_at"]
             why = "a token of a valid instance refused"
-            kind = res.get("reject_kind")  # harness.measure.reachability
-            if kind == "unwritable":
+            reject_kind = res.get("reject_kind")  # harness.measure.reachability
+            if reject_kind == "unwritable":
                 why += "; no tokenisation of the text is accepted: the engine cannot write it"
-            elif kind == "tokenization":
+            elif reject_kind == "tokenization":
                 why += ("; the text is still reachable: another tokenisation is accepted, "
                         f"{res.get('reachable_tokens')}")
-            elif kind == "undecided":
+            elif reject_kind == "undecided":
                 why += ("; whether another tokenisation is accepted is undecided "
                         f"({res.get('reach_why')})")
             out.append({**ib, "kind": "false_reject", "step": s, "token": toks[s],
@@ -133,11 +135,11 @@ def record_findings(r: dict[str, Any]) -> list[dict[str, Any]]:
                                 f"the oracle's completion: {w['verdict']} ({w.get('why')})"))
             out.append(f)
     for w in (r.get("fuzz") or {}).get("walks", ()):
-        kind = {"invalid": "fuzz_invalid", "dead_end": "dead_end", "runaway": "runaway",
-                "commit_refused": "fuzz_error", "error": "fuzz_error"}.get(w["status"])
-        if kind is None:
+        walk_kind = {"invalid": "fuzz_invalid", "dead_end": "dead_end", "runaway": "runaway",
+                     "commit_refused": "fuzz_error", "error": "fuzz_error"}.get(w["status"])
+        if walk_kind is None:
             continue
-        out.append({**base, "kind": kind, "walk": w["walk"], "seed": w["seed"],
+        out.append({**base, "kind": walk_kind, "walk": w["walk"], "seed": w["seed"],
                     "step": len(w["tokens"]), "token": None, "tokens": w["tokens"],
                     "why": w.get("why")})
     out.sort(key=lambda f: KINDS.index(f["kind"]))

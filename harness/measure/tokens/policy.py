@@ -73,7 +73,7 @@ def choose(allowed: np.ndarray, eos: bool, n: int, budget: int, tc: TokenClasses
         end, delta = tc.end[state], tc.delta[state]
         close = allowed & (end == OUT) & (delta < 0)
         if state == IN:  # leave the string, closing containers after it if possible
-            prefs = (close, allowed & (end == OUT) & (delta <= 0))
+            prefs: tuple[np.ndarray | None, ...] = (close, allowed & (end == OUT) & (delta <= 0))
         else:  # close a container; else end the value (a separator); else open a string
             # (a name is then spelled in it) rather than take a whole quoted token ("",
             # "#": junk keys); else a token that opens nothing (numbers, literals)
@@ -157,6 +157,8 @@ def walk(matcher: Matcher, bitmask: np.ndarray, tc: TokenClasses, rng: np.random
     state, depth = scan(tc, prefix)
     fresh = False
     plan: list[int] = []
+    opener = tc.opener
+    assert opener is not None, "TokenClasses.of sets every class"
     try:
         while n < budget:
             matcher.fill_mask(bitmask)
@@ -184,7 +186,7 @@ def walk(matcher: Matcher, bitmask: np.ndarray, tc: TokenClasses, rng: np.random
             out.tokens.append(tid)
             before = state
             state, depth = tc.advance(state, depth, tid)
-            fresh = before == OUT and bool(tc.opener[tid])
+            fresh = before == OUT and bool(opener[tid])
             if not matcher.commit(tid):
                 out.status, out.why = REFUSED, f"token {tid} was in the mask, commit refused it"
                 return out
