@@ -50,7 +50,8 @@ from harness.suite.measure import reachability
 from harness.suite.measure import digest, has_bit, raw_digest, seed_for, token_classes
 from harness.suite.measure import rollback_checks
 from suites.mask_diff.options import resolve
-from harness.suite import CasePayload, JobPayload, Record
+from harness.suite import CasePayload, JobPayload
+from suites.mask_diff.records import MaskDiffOracle, MaskDiffRecord
 
 MAX_IDS = 8           # ids kept per diff side (the counts are exact)
 MAX_DIFFS = 200       # diff steps kept per instance (``diffs_total``, ``counts``: all)
@@ -104,7 +105,7 @@ def _pick_instances(case: CasePayload, target, primary: str, k: int) -> list[dic
     return out
 
 
-def run_mask_diff_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
+def run_mask_diff_job(job: JobPayload, phase=lambda p, info=None: None) -> MaskDiffRecord:
     from harness.suite.engines import allocate_bitmask
     from engines.protocol import CompileError, one_line
     from harness.suite.measure import target_for
@@ -115,7 +116,7 @@ def run_mask_diff_job(job: JobPayload, phase=lambda p, info=None: None) -> Recor
     case, eng = job["case"], job["engine"]
     o = resolve(job.get("options"))
     primary = job.get("primary", "ascii")
-    record: Record = {"engine": eng["label"], "case_id": case["case_id"],
+    record: MaskDiffRecord = {"engine": eng["label"], "case_id": case["case_id"],
                               "suite": case["suite"], "subset": case["subset"],
                               "schema_text": case["schema_text"], "token_options": o}
     t_busy = time.perf_counter_ns()
@@ -147,7 +148,7 @@ def run_mask_diff_job(job: JobPayload, phase=lambda p, info=None: None) -> Recor
     record["form"] = target.form
 
     budget = Budget(o["oracle_timeout_s"])
-    oracle: dict[str, Any] = {"engine": ORACLE_LABEL, "options": ORACLE_OPTIONS}
+    oracle: MaskDiffOracle = {"engine": ORACLE_LABEL, "options": ORACLE_OPTIONS}
     ogrammar = None
     t0 = time.perf_counter_ns()
     try:

@@ -47,22 +47,24 @@ from harness.suite import outcomes
 from harness.suite.engines import ORACLE
 from suites.mask_diff.options import DEFAULTS
 from harness.suite import Record, RunMeta, Summary
+from suites.mask_diff.records import (EosRollbackBlock, MaskDiffEngineBlock, MaskDiffRecord,
+                                      MaskDiffSummary, TightnessBlock)
 
 
 
-def _md_records(records: Iterable[Record]) -> list[dict[str, Any]]:
+def _md_records(records: Iterable[Record]) -> list[MaskDiffRecord]:
     return [r for r in records if r.get("instances") and "mask_diff" in r["instances"][0]
             and r["outcome"] not in outcomes.DEATHS]
 
 
-def _k(records: list[Record], default: int | None = None) -> int:
+def _k(records: list[MaskDiffRecord], default: int | None = None) -> int:
     for r in records:
         if r.get("token_options", {}).get("tight_k"):
             return int(r["token_options"]["tight_k"])
     return int(default or DEFAULTS["tight_k"])
 
 
-def mask_diff_block(recs: list[Record]) -> dict[str, Any]:
+def mask_diff_block(recs: list[MaskDiffRecord]) -> MaskDiffEngineBlock:
     c: Counter = Counter()
     wit: Counter = Counter()
     owit: Counter = Counter()
@@ -107,7 +109,7 @@ def mask_diff_block(recs: list[Record]) -> dict[str, Any]:
     return out
 
 
-def eos_rollback_block(recs: list[Record]) -> dict[str, Any]:
+def eos_rollback_block(recs: list[MaskDiffRecord]) -> EosRollbackBlock:
     c: Counter = Counter()
     for r in recs:
         for inst in r["instances"]:
@@ -125,13 +127,13 @@ def _share(mask: np.ndarray) -> float | None:
     return round(float(mask.mean()), 4) if mask.size else None
 
 
-def tightness_of(sizes: np.ndarray, k: int) -> dict[str, Any]:
+def tightness_of(sizes: np.ndarray, k: int) -> TightnessBlock:
     return {"steps": int(sizes.size), "k": k, "forced_share": _share(sizes == 1),
             "le_k_share": _share(sizes <= k),
             "median_size": float(np.median(sizes)) if sizes.size else None}
 
 
-def sizes_by(records: list[Record]) -> dict[str, dict[tuple[str, int, int], tuple[str, int]]]:
+def sizes_by(records: list[MaskDiffRecord]) -> dict[str, dict[tuple[str, int, int], tuple[str, int]]]:
     """engine → (case, instance, step) → (subset, allowed-set size); ``reference`` holds the
     oracle's sizes (taken once per instance)."""
     out: dict[str, dict[tuple[str, int, int], tuple[str, int]]] = {}
@@ -184,7 +186,7 @@ def tightness_pairs(sizes: dict[str, dict], k: int) -> list[dict[str, Any]]:
     return out
 
 
-def no_oracle_pairs(records: list[Record]) -> list[dict[str, Any]]:
+def no_oracle_pairs(records: list[MaskDiffRecord]) -> list[dict[str, Any]]:
     """Engines compared with each other, by allowed-set digest, where no oracle ran."""
     dig: dict[str, dict[tuple[str, int, int], str]] = {}
     for r in records:
@@ -205,7 +207,7 @@ def no_oracle_pairs(records: list[Record]) -> list[dict[str, Any]]:
     return out
 
 
-def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
+def summary_block(summary: MaskDiffSummary, meta: RunMeta, records: list[Record],
                   run_dir: Any = None) -> str | None:
     """Add the blocks above to ``summary`` (in place); return console text, or None when
     the run holds no mask-diff records."""
