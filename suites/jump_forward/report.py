@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from suites.jump_forward.records import JumpForwardRow
 from suites.jump_forward.summary import ALL, HEADER, notes, table_rows
 from harness.suite.report import Bullets, Figure, Para, ReportContext, Section, Table
 from harness.suite.report import figure_png, pyplot
@@ -17,7 +18,7 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"
 
 
-def share_table(rows: list[dict[str, Any]]) -> Table:
+def share_table(rows: list[JumpForwardRow]) -> Table:
     """Subsets down, engines across: the engine's jump-forward share, then the spec's."""
     engines = sorted({r["engine"] for r in rows})
     subsets = sorted({r["subset"] for r in rows if r["subset"] != ALL}) + [ALL]
@@ -35,7 +36,7 @@ def share_table(rows: list[dict[str, Any]]) -> Table:
     return Table(["subset", *engines, "spec (reference)"], body)
 
 
-def share_figure(rows: list[dict[str, Any]]) -> Figure | None:
+def share_figure(rows: list[JumpForwardRow]) -> Figure | None:
     """Grouped bars: per subset, each engine's jump-forward share; a black tick marks the
     spec's (the reference engine's forced tokens)."""
     rows = [r for r in rows if r["jf_share"] is not None]

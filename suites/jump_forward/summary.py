@@ -44,7 +44,9 @@ import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
-from harness.suite import Record, RunMeta, Summary
+from harness.suite import RunMeta
+from suites.jump_forward.records import (JumpForwardRecord, JumpForwardRow, JumpForwardSummary,
+                                         JumpForwardSummaryBlock, NotMeasured)
 
 __all__ = ["HEADER", "NOT_MEASURED", "jump_forward_rows", "summary_block", "table_rows"]
 
@@ -66,7 +68,7 @@ def _acc() -> dict[str, Any]:
             "ff_calls": 0, "mask_ns": 0, "mask_calls": 0}
 
 
-def _add(a: dict[str, Any], r: dict[str, Any]) -> None:
+def _add(a: dict[str, Any], r: JumpForwardRecord) -> None:
     a["cases"].add(r["case_id"])
     if r.get("outcome") == "compile_error":
         a["compile_errors"] += 1
@@ -110,7 +112,7 @@ def _share(n: int, of: int) -> float | None:
     return n / of if of else None
 
 
-def _row(engine: str, subset: str, a: dict[str, Any]) -> dict[str, Any]:
+def _row(engine: str, subset: str, a: dict[str, Any]) -> JumpForwardRow:
     return {
         "engine": engine, "subset": subset, "cases": len(a["cases"]),
         "compile_errors": a["compile_errors"], "instances": a["instances"],
@@ -134,7 +136,7 @@ def _row(engine: str, subset: str, a: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def jump_forward_rows(records: list[Record]) -> dict[str, Any]:
+def jump_forward_rows(records: list[JumpForwardRecord]) -> JumpForwardSummaryBlock:
     """``{"rows", "not_measured", "evidence"}``: one row per (engine, subset) plus one per
     engine over all subsets (``subset == "all"``), sorted by engine then subset;
     ``not_measured``: engines without a jump-forward API (or with no schema compiled),
@@ -166,7 +168,7 @@ def jump_forward_rows(records: list[Record]) -> dict[str, Any]:
                                                "instance": inst["index"], **e})
     rows = [_row(e, s, a) for (e, s), a in accs.items()]
     rows.sort(key=lambda x: (x["engine"], x["subset"] == ALL, x["subset"]))
-    not_measured = [{"engine": e, "reason": NOT_MEASURED if v is False else
+    not_measured: list[NotMeasured] = [{"engine": e, "reason": NOT_MEASURED if v is False else
                      "no schema compiled: not measured"}
                     for e, v in sorted(api.items()) if not v]
     return {"rows": rows, "not_measured": not_measured, "evidence": evidence}
@@ -180,7 +182,7 @@ def _f(x: float | None, d: int = 1) -> str:
     return "–" if x is None else f"{x:.{d}f}"
 
 
-def table_rows(block: dict[str, Any]) -> list[list[str]]:
+def table_rows(block: JumpForwardSummaryBlock) -> list[list[str]]:
     """The console and report table: the rows, then one line per engine not measured."""
     out = [[r["engine"], r["subset"], str(r["cases"]), str(r["steps"]), _pct(r["offered"]),
             _pct(r["spec_forced"]), _f(r.get("spec_bytes"), 2), _pct(r.get("spec_tokens")),
@@ -193,7 +195,7 @@ def table_rows(block: dict[str, Any]) -> list[list[str]]:
     return out
 
 
-def notes(block: dict[str, Any]) -> list[str]:
+def notes(block: JumpForwardSummaryBlock) -> list[str]:
     """Lines under the table: why a spec share of 0 can sit beside steps the spec forces."""
     out = []
     for r in block["rows"]:
@@ -218,7 +220,7 @@ def _table(header: list[str], body: list[list[str]]) -> list[str]:
     return out
 
 
-def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
+def summary_block(summary: JumpForwardSummary, meta: RunMeta, records: list[JumpForwardRecord],
                   run_dir: Path | None = None) -> str | None:
     """``summary["jump_forward"]`` and ``jump_forward.json`` in the run folder; console
     text (None when the run holds no jump-forward records)."""
