@@ -19,7 +19,8 @@ from typing import Any
 
 from harness.suite.measure import adapters
 from harness.suite import outcomes
-from harness.suite import JobPayload, Record
+from harness.suite import JobPayload
+from suites.hazards.records import HazardRecord
 
 __all__ = ["run_hazard_job"]
 
@@ -156,7 +157,7 @@ JOBS = {"keywords": _keywords, "padded_vocab": _padded, "whitespace": _whitespac
         "bad_tool": _bad_tool, "reasoning": _reasoning}
 
 
-def run_hazard_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
+def run_hazard_job(job: JobPayload, phase=lambda p, info=None: None) -> HazardRecord:
     """One (hazard case, engine) job; see the module docstring."""
     case = job["case"]
     req = case["request"]

@@ -1,0 +1,80 @@
+"""The hazards suite's blocks, typed: ``record["hazard"]`` (one job: one hazard probed on
+one engine row, :mod:`suites.hazards.job`, or through a server,
+:mod:`suites.hazards.served`) and ``summary["hazards"]`` (:mod:`suites.hazards.summary`).
+Each hazard adds keys of its own to the block, beside the common ones typed here; its
+module (``suites/hazards/<hazard>.py``) says what they mean."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from harness.suite import Record, Summary
+
+__all__ = ["HazardBlock", "HazardCell", "HazardRecord", "HazardRow", "HazardsSummary",
+           "HazardsSummaryBlock", "KeywordVerdict"]
+
+
+class HazardBlock(TypedDict, total=False):
+    """``record["hazard"]``: the common keys of every hazard's block."""
+
+    name: str            # the hazard (suites.hazards.HAZARDS)
+    verdict: str         # the hazard's own verdict words (kept, ignored, leaks, bounded …)
+    witness: str         # the evidence, in one line
+    not_measured: str    # why the row could not be probed
+    form: str            # the engine's native form the probe compiled (tool calls, reasoning)
+    error: str
+    # keywords
+    rows: list[dict[str, Any]]  # one judged keyword occurrence each (suites.hazards.keywords)
+    source: str | None
+    # padded_vocab
+    vocab: str           # the tokenizer whose padded vocabulary was probed
+    # whitespace: the walk with the engine's default settings and with its bounding setting
+    default: dict[str, Any]
+    bounded: dict[str, Any] | bool  # whitespace: a walk; reasoning: the length bound held
+
+
+class HazardRecord(Record, total=False):
+    """A hazards job's record: the core keys plus its block."""
+
+    hazard: HazardBlock
+
+
+class HazardCell(TypedDict, total=False):
+    """One (hazard, engine) cell of the table."""
+
+    verdict: str
+    witness: str | None
+    text: str            # the cell as printed
+
+
+class HazardRow(TypedDict):
+    """One hazard of the table."""
+
+    hazard: str
+    number: int
+    title: str
+    concerns: str
+    cells: dict[str, HazardCell]  # engine row → cell
+
+
+class KeywordVerdict(TypedDict, total=False):
+    """A keyword's worst verdict on one engine, with where it was seen."""
+
+    verdict: str
+    witness: str | None
+    case: str
+    path: str | None
+
+
+class HazardsSummaryBlock(TypedDict):
+    """``summary["hazards"]``."""
+
+    engines: list[str]
+    rows: list[HazardRow]
+    keywords: dict[str, dict[str, KeywordVerdict]]  # engine → keyword → verdict
+
+
+class HazardsSummary(Summary, total=False):
+    """``summary.json`` of a hazards run."""
+
+    hazards: HazardsSummaryBlock
