@@ -28,7 +28,9 @@ import numpy as np
 
 from harness.suite import rejects
 from harness.suite import outcomes
-from harness.suite import Record, RunMeta, Summary
+from harness.suite import Record, RunMeta
+from suites.grammars.records import (FamilyRow, GrammarRecord, GrammarsSummary,
+                                     GrammarsSummaryBlock, WrongInstance)
 
 __all__ = ["construct_alone", "dialect_findings", "dialect_not_explained", "false_accepts",
            "false_rejects", "family_table", "reject_kinds_by_engine", "size_series",
@@ -46,7 +48,7 @@ KINDS_NOTE = ("rej kinds c/t/u: of the false rejects, valid texts the engine can
               "is accepted / undecided")
 
 
-def _grammar_records(records: Iterable[Record]) -> list[dict[str, Any]]:
+def _grammar_records(records: Iterable[Record]) -> list[GrammarRecord]:
     """Records of grammar cases. A job that died (timeout, OOM, crash) leaves a record the
     runner wrote, without ``family``: it takes the family its case has in the other
     engines' records, so a death still counts against coverage."""
@@ -57,13 +59,13 @@ def _grammar_records(records: Iterable[Record]) -> list[dict[str, Any]]:
                                                     and r.get("outcome") in outcomes.DEATHS)]
 
 
-def family_table(records: Iterable[Record]) -> list[dict[str, Any]]:
+def family_table(records: Iterable[GrammarRecord]) -> list[FamilyRow]:
     """One row per (family, engine), families in corpus order, engines as they ran."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[GrammarRecord]] = defaultdict(list)
     for r in _grammar_records(records):
         groups[(r["family"], r["engine"])].append(r)
     order = {"regex": 0, "choice": 1, "cfg": 2}
-    rows = []
+    rows: list[FamilyRow] = []
     for (fam, eng), rs in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1])):
         compiled = [r for r in rs if r["outcome"] in _FINISHED]
         fr = fa = dis = 0
@@ -169,7 +171,7 @@ def dialect_not_explained(records: Iterable[Record]) -> list[dict[str, Any]]:
     return out
 
 
-def _wrong_instances(records: Iterable[Record], kind: str) -> list[dict[str, Any]]:
+def _wrong_instances(records: Iterable[GrammarRecord], kind: str) -> list[WrongInstance]:
     """Instances of finished jobs whose replay is a ``kind`` (``false_accept`` or
     ``false_reject``) against the ground truth, with engine, case, form and text."""
     out = []
@@ -190,19 +192,19 @@ def _wrong_instances(records: Iterable[Record], kind: str) -> list[dict[str, Any
     return out
 
 
-def false_accepts(records: Iterable[Record]) -> list[dict[str, Any]]:
+def false_accepts(records: Iterable[GrammarRecord]) -> list[WrongInstance]:
     """Every confirmed false accept: an instance the ground truth calls invalid that the
     engine accepted (EOS included), with the text as its witness."""
     return _wrong_instances(records, "false_accept")
 
 
-def false_rejects(records: Iterable[Record]) -> list[dict[str, Any]]:
+def false_rejects(records: Iterable[GrammarRecord]) -> list[WrongInstance]:
     """Every false reject: a valid instance the engine refused (where, how, and its kind:
     ``reject_kind``, with ``reachable_tokens`` for ``tokenization``)."""
     return _wrong_instances(records, "false_reject")
 
 
-def reject_kinds_by_engine(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+def reject_kinds_by_engine(rows: list[FamilyRow]) -> dict[str, dict[str, int]]:
     """engine → the false reject kinds of :func:`family_table`'s rows, summed over
     families."""
     out: dict[str, dict[str, int]] = {}
@@ -221,7 +223,7 @@ def _fmt(x: Any, digits: int = 1) -> str:
     return str(x)
 
 
-def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
+def table_rows(rows: list[FamilyRow]) -> list[list[str]]:
     """:data:`TABLE_HEADER` rows as text."""
     return [[r["family"], r["engine"], str(r["cases"]),
              f"{r['compiled']}/{r['cases']}",
@@ -244,7 +246,7 @@ def _short(text: str, n: int = 60) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
+def summary_block(summary: GrammarsSummary, meta: RunMeta, records: list[Record],
                   run_dir: Path | None = None) -> str | None:
     """Add ``summary["grammars"]`` (table, size series, findings); write ``grammars.json``
     into ``run_dir``; return console text (None when the run holds no grammar records)."""
@@ -252,7 +254,7 @@ def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
     if not recs:
         return None
     table = family_table(recs)
-    block = {"table": table, "sizes": size_series(recs),
+    block: GrammarsSummaryBlock = {"table": table, "sizes": size_series(recs),
              "translation": translation_findings(records), "dialect": dialect_findings(recs),
              "dialect_not_explained": dialect_not_explained(recs),
              "false_accepts": false_accepts(recs), "false_rejects": false_rejects(recs),
@@ -263,7 +265,7 @@ def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
     return render_text(block)
 
 
-def render_text(block: dict[str, Any]) -> str:
+def render_text(block: GrammarsSummaryBlock) -> str:
     lines = ["Grammars: family × engine (false rej / acc: instances against the ground-truth "
              "parser; dialect: differences on dialect-sensitive cases that the construct, "
              "tested alone, explains, counted apart)",
@@ -319,7 +321,7 @@ def construct_alone(chars: dict[str, Any] | None) -> str:
         ", …" if len(chars) > 6 else "") + ")"
 
 
-def translation_block(summary: Summary, meta: RunMeta,
+def translation_block(summary: GrammarsSummary, meta: RunMeta,
                       records: list[Record], run_dir: Path | None = None) -> str | None:
     """For ``fuzz`` / ``mask-diff`` on the grammar corpus: the translation findings on the
     engines' outputs (``summary["grammar_translation"]``); None when none were checked."""
