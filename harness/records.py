@@ -153,7 +153,6 @@ class Record(TypedDict, total=False):
     host: str            # the Ray executor: the node that ran the job
     schema_text: str     # mask_diff and fuzz: the schema, for ``harness explain``
     schema_id: str       # format 1 only: the case id (upgrade_record renames it)
-    serve: dict[str, Any]
 
 
 # ------------------------------------------------------------------ the run and its summary

@@ -30,6 +30,7 @@ from harness.suite import ExecutorError, Job
 from harness.suite import outcomes
 from harness.suite import RunStore
 from harness.suite import Record
+from suites.serve.records import ServeBlock, ServeRecord
 
 log = logging.getLogger("harness")
 
@@ -232,17 +233,17 @@ class ServeExecutor:
     def _base(self, job: Job) -> dict[str, Any]:
         return {"engine": job.engine, "case_id": job.case_id, "subset": job.subset}
 
-    def _record(self, job: Job, res, stream_t0: float, crashed: str | None) -> dict[str, Any]:
+    def _record(self, job: Job, res, stream_t0: float, crashed: str | None) -> ServeRecord:
         from harness.suite.serving import verdict as judge
         from harness.suite.measure import target_for
         from harness.suite.measure import json_prefix_error
 
         case, req = job.payload["case"], job.payload["case"]["request"]
-        rec = {**self._base(job), "suite": case["suite"]}
+        rec: ServeRecord = {**self._base(job), "suite": case["suite"]}
         ttft = res.ttft_ns
         tokens = res.tokens
         tpot = ((res.total_ns - ttft) / (tokens - 1)) if ttft and tokens > 1 else None
-        s: dict[str, Any] = {
+        s: ServeBlock = {
             "stream": req["stream"], "rate": req["rate"], "mode": req["mode"],
             "index": req["index"], "constrained": req["constrained"], "form": self.o["form"],
             "kind": req["kind"], "source": req["source"], "status": res.status,

@@ -38,7 +38,8 @@ from typing import Any, Iterable
 import numpy as np
 
 from harness.suite import figures
-from harness.suite import Record, RunMeta, Summary
+from harness.suite import Record, RunMeta
+from suites.serve.records import ServeBlock, ServeRecord, ServeSummary, ServeSummaryBlock
 
 HEADLINE = ("request_throughput", "output_throughput", "ttft", "tpot", "itl", "e2el")
 #: Two streamed tokens read less than this apart (ms) came in one network read: the client
@@ -106,7 +107,7 @@ def goodput_failure(x: dict[str, Any], slo_ttft_ms: float | None,
     return None
 
 
-def stream_metrics(records: list[Record], slo_ttft_ms: float | None = None,
+def stream_metrics(records: list[ServeRecord], slo_ttft_ms: float | None = None,
                    slo_tpot_ms: float | None = None) -> dict[str, Any]:
     """The metrics above for one stream's records (its canary excluded)."""
     s = [r["serve"] for r in records if r.get("serve") and not r["serve"].get("canary")]
@@ -179,10 +180,10 @@ def ratios(c: dict[str, Any], u: dict[str, Any]) -> tuple[dict[str, Any], dict[s
     return out, why
 
 
-def serve_block(records: Iterable[Record], config: dict[str, Any]) -> dict[str, Any]:
+def serve_block(records: Iterable[ServeRecord], config: dict[str, Any]) -> dict[str, Any]:
     """``{row: {stream: {"constrained": metrics, "unconstrained": metrics, "ratio": {...},
     "ratio_why": {...}, "canary": {...}}}}``."""
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], list[ServeRecord]] = defaultdict(list)
     canaries: dict[tuple[str, str], dict[str, Any]] = {}
     for r in records:
         s = r.get("serve")
@@ -205,7 +206,7 @@ def serve_block(records: Iterable[Record], config: dict[str, Any]) -> dict[str, 
     return out
 
 
-def canary_summary(s: dict[str, Any]) -> dict[str, Any]:
+def canary_summary(s: ServeBlock) -> dict[str, Any]:
     """A stream's canary in a word: ``enforced``, ``NOT ENFORCED``, ``refused``, ``runaway``
     (the budget ended it before it could be judged) or ``no answer``, with the text."""
     v = s.get("verdict")
@@ -218,7 +219,7 @@ def canary_summary(s: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def headline_extra(records: list[Record], meta: RunMeta) -> dict[str, Any]:
+def headline_extra(records: list[ServeRecord], meta: RunMeta) -> dict[str, Any]:
     """The serve suite's own headline figures per engine row: its units are constrained
     requests (``requests``), from ``schemas`` distinct schemas (or grammar cases); the HTTP
     200 outputs among them (``outputs``) and those that break the constraint
@@ -274,7 +275,7 @@ def versions_block(meta: RunMeta) -> dict[str, Any]:
     return {"standalone": own, "servers": servers}
 
 
-def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
+def summary_block(summary: ServeSummary, meta: RunMeta, records: list[ServeRecord],
                   run_dir: Any = None) -> str | None:
     """Adds ``summary["serve"]`` (streams, versions, servers) and returns the console text."""
     import json
@@ -303,7 +304,7 @@ def _f(v: Any, nd: int = 1) -> str:
     return f"{v:,.{nd}f}"
 
 
-def rows(block: dict[str, Any]) -> list[list[str]]:
+def rows(block: ServeSummaryBlock) -> list[list[str]]:
     """One table row per (row, stream, mode): the figures of the console and the report."""
     out = []
     for eng, streams in block["streams"].items():
@@ -333,7 +334,7 @@ HEADER = ["row", "stream", "mode", "done/requests", "schemas", "req/s", "tok/s",
           "refused", "crashed"]
 
 
-def ratio_rows(block: dict[str, Any]) -> tuple[list[list[str]], list[str]]:
+def ratio_rows(block: ServeSummaryBlock) -> tuple[list[list[str]], list[str]]:
     """(rows, footnotes) of the ratio table: a ratio that is not a figure shows ``–`` and a
     footnote mark, the footnote its reason."""
     out, notes = [], []
@@ -354,7 +355,7 @@ def ratio_rows(block: dict[str, Any]) -> tuple[list[list[str]], list[str]]:
     return out, [f"[{i}] {n}" for i, n in enumerate(notes, 1)]
 
 
-def notes(block: dict[str, Any]) -> list[str]:
+def notes(block: ServeSummaryBlock) -> list[str]:
     """The lines under the tables: each stream's canary, why goodput fell short, requests
     whose per-token times could not be resolved, refusals with the server log's line."""
     out = []
@@ -396,7 +397,7 @@ def text_table(header: list[str], body: list[list[str]]) -> str:
     return "\n".join([fmt(header)] + [fmt(r) for r in body])
 
 
-def render_text(block: dict[str, Any]) -> str:
+def render_text(block: ServeSummaryBlock) -> str:
     """The console tables: figures per stream (times in ms), ratios, versions, refusals."""
     parts = [f"serving benchmark (request form {block.get('form')}, model "
              f"{block.get('model')}, max_tokens {block.get('max_tokens')}; times in ms; mode "
