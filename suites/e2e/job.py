@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from harness.suite import outcomes
-from harness.suite import JobPayload, Record
+from harness.suite import JobPayload
+from suites.e2e.records import E2EBlock, E2ERecord, E2EOutput
 
 E2E_DEFAULTS: dict[str, Any] = {
     "runtime": "auto",  # llamacpp where installed (CPU), else torch
@@ -139,7 +140,7 @@ def _warm(rt, prompt: list[int], max_new: int) -> dict[str, Any]:
     return w
 
 
-def run_e2e_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
+def run_e2e_job(job: JobPayload, phase=lambda p, info=None: None) -> E2ERecord:
     from engines.protocol import CompileError, one_line
     from harness.suite.serving import build_prompt
     from suites.e2e.runtime_cache import get_runtime
@@ -158,7 +159,7 @@ def run_e2e_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
         from suites.e2e.vllm_job import run_vllm_job
 
         return run_vllm_job(job, o, phase)
-    record: Record = {"engine": eng["label"], "case_id": case["case_id"],
+    record: E2ERecord = {"engine": eng["label"], "case_id": case["case_id"],
                               "suite": case["suite"], "subset": case["subset"]}
     t_busy = time.perf_counter_ns()
     phase("setup")
@@ -275,11 +276,12 @@ def run_e2e_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     record["protocol"] = protocol_rec
 
     phase("validate")
-    outputs, invalid, unknown = [], 0, 0
+    outputs: list[E2EOutput] = []
+    invalid = unknown = 0
     from harness.suite.measure import check_output, detokenize
 
     for s in res.sequences:
-        out: dict[str, Any] = {"stop": s.stop, "n_tokens": len(s.tokens),
+        out: E2EOutput = {"stop": s.stop, "n_tokens": len(s.tokens),
                                "stop_token": s.stop_token}
         raw = detokenize(vocab.tokens, s.tokens)
         out["text"] = raw[:400].decode("utf-8", "replace")
@@ -310,7 +312,7 @@ def run_e2e_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     tpot = float(con_steps.mean()) if con_steps.size else None
     tpot_u = float(unc_steps.mean()) if unc_steps.size else None
     stops = [s.stop for s in res.sequences]
-    e2e = {
+    e2e: E2EBlock = {
         "schedule": res.schedule,
         "api": con.get("api", "loop"),
         "apply_kernel": con.get("kernel"),

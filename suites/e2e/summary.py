@@ -44,7 +44,8 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 import numpy as np
-from harness.suite import Record, RunMeta, Summary
+from harness.suite import RunMeta, Summary
+from suites.e2e.records import E2ERecord, E2ESummary
 
 BOOTSTRAP = 2000  # resamples of the pairs
 RESOLVED = 0.03  # the 95% interval must lie within ±3% of the ratio
@@ -73,7 +74,7 @@ def _r(x: float | None, nd: int = 3) -> float | None:
     return None if x is None or not np.isfinite(x) else round(float(x), nd)
 
 
-def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
+def summary_block(summary: E2ESummary, meta: RunMeta, records: list[E2ERecord],
                   run_dir: Any = None) -> str | None:
     """The e2e suite's summary block: each engine's ``e2e`` entry (:func:`e2e_block`) and
     the run's microbenchmark (``e2e_mask_bench``); returns the console text
@@ -88,7 +89,7 @@ def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
     return render_text(summary)
 
 
-def merged_mask_bench(records: Iterable[Record]) -> dict[str, Any] | None:
+def merged_mask_bench(records: Iterable[E2ERecord]) -> dict[str, Any] | None:
     """The microbenchmark rows of the run: the shared rows once, each engine's kernel."""
     info, rows, seen = None, [], set()
     for r in records:
@@ -298,7 +299,7 @@ def _floor(recs: list[dict], by: dict[str, Any]) -> dict[str, Any] | None:
             "device": info.get("device"), "gpu": info.get("gpu")}
 
 
-def e2e_block(records: Iterable[Record]) -> dict[str, Any] | None:
+def e2e_block(records: Iterable[E2ERecord]) -> dict[str, Any] | None:
     recs = [r for r in records if r.get("e2e")]
     if not recs:
         return None

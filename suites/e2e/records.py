@@ -1,0 +1,97 @@
+"""The e2e suite's record keys and summary blocks, typed: an e2e job (a model decoding
+under the engine's masks, beside the same decode unconstrained: in process,
+:mod:`suites.e2e.job`; through a server, :mod:`suites.e2e.server_job`; or vLLM offline,
+:mod:`suites.e2e.vllm_job`) adds ``e2e`` and its step timings to the record; the summary
+adds ``summary["engines"][label]["e2e"]`` and ``summary["e2e_mask_bench"]``
+(:mod:`suites.e2e.summary`). Times are integer nanoseconds (``_ns``) in the record,
+``_us`` / ``_ms`` in the summary."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from harness.suite import Record, Summary
+
+__all__ = ["E2EBlock", "E2EConfig", "E2EOutput", "E2ERecord", "E2ESummary"]
+
+
+class E2EBlock(TypedDict, total=False):
+    """``record["e2e"]``: the job's headline figures (the in-process decode fills them all;
+    a server or vLLM job those it can see)."""
+
+    schedule: str        # how the mask and the forward pass are scheduled (or ``server``)
+    api: str             # the engine's integration path (loop, logits processor, openai:…)
+    apply_kernel: str | None
+    prompt_tokens: int
+    ttft_ns: float       # compile + matcher + prefill + first step
+    ttft_unconstrained_ns: float
+    prefill_ns: float
+    tpot_ns: float | None  # mean step over the primary batch size's blocks
+    tpot_p50_ns: float | None
+    tpot_p99_ns: float | None
+    tpot_unconstrained_ns: float | None
+    tpot_unconstrained_p50_ns: float | None
+    tpot_unconstrained_p99_ns: float | None
+    tpot_ratio: float | None  # constrained / unconstrained TPOT
+    steps_us: dict[str, Any]  # per step component: mean, p50, p99 (step_stats)
+    steps_unconstrained_us: dict[str, Any]
+    outputs: int
+    eos: int             # outputs ended by EOS
+    valid_outputs: int
+    invalid_outputs: int
+    unknown_outputs: int
+    runaways: int
+    dead_ends: int
+    rejected: int
+    eos_refused: int
+    mask_leaks: int
+    tokens: int
+    unconstrained_tokens: int
+    processor_calls: int
+    tokens_sampled: int
+    fill: str
+    apply_timings_us: dict[str, float | None]
+    by_batch: list[dict[str, Any]]  # the same figures per further batch size
+
+
+class E2EOutput(TypedDict, total=False):
+    """One sequence of the constrained decode."""
+
+    stop: str            # eos | runaway | dead_end | rejected | eos_refused | mask_leak
+    n_tokens: int
+    stop_token: int | None
+    text: str            # the first 400 bytes, decoded
+    valid: bool | None   # eos: the output checked (harness.measure.validate.check_output)
+    why: str
+    witness: list[int]   # the token sequence that went wrong
+
+
+class E2EConfig(TypedDict):
+    """``record["e2e_config"]`` of a vLLM job."""
+
+    runtime: str
+    backend: str
+    model: str
+    max_tokens: int
+    batch: int
+
+
+class E2ERecord(Record, total=False):
+    """An e2e job's record: the core keys plus its own."""
+
+    e2e: E2EBlock
+    e2e_config: E2EConfig
+    outputs: list[E2EOutput]
+    steps_ns: dict[str, list[int]]  # step component → per step, ns
+    steps_unconstrained_ns: dict[str, list[int]]
+    steps_by_batch_ns: dict[str, dict[str, list[int]]]  # batch size → step | unconstrained
+    protocol: dict[str, Any]  # the measurement protocol: blocks per batch size, warm-ups
+    mask_bench: dict[str, Any]  # the mask-kernel microbenchmark (info, rows)
+    server: dict[str, Any]  # a server job: constrained and unconstrained streams, verdict
+
+
+class E2ESummary(Summary, total=False):
+    """``summary.json`` of an e2e run (each engine's ``e2e`` block is in
+    ``summary["engines"][label]``, :func:`suites.e2e.summary.e2e_block`)."""
+
+    e2e_mask_bench: dict[str, Any]
