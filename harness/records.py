@@ -6,8 +6,10 @@ named once, from the first step (:mod:`harness.execution.session` builds the pay
 the report. The files carry a ``format`` version (:data:`RUN_FORMAT`, :data:`RECORD_FORMAT`,
 :data:`SUMMARY_FORMAT`); :mod:`harness.store.run_store` reads and writes them, upgrading the
 versions it knows and refusing any other with one line. Suites add keys of their own to a
-record (``e2e``, ``fuzz``, ``serve``, ``drafts`` …: typed here as ``dict[str, Any]``, each
-documented in its suite's summary module). This module imports nothing of the project.
+record and to the summary: each suite declares them beside its code, in
+``suites/<suite>/records.py``, as TypedDicts extending :class:`Record` and :class:`Summary`
+(listed under :class:`Record`). This module imports nothing of the project (the data path
+runs one way: the harness never imports a suite).
 """
 
 from __future__ import annotations
@@ -120,7 +122,34 @@ class Record(TypedDict, total=False):
     """One line of ``records.jsonl``: one finished (case, engine) job.
 
     Times are integer nanoseconds unless the key says otherwise; a job that died has no
-    ``instances``. Suites add keys of their own (``e2e``, ``fuzz``, ``mask_diff`` …)."""
+    ``instances``. A suite's job adds keys of its own, declared in ``suites/<suite>/records.py``
+    (a TypedDict extending this one) with its summary's keys:
+
+    ==============  =====================================  ===========================
+    suite           record keys                            summary keys
+    ==============  =====================================  ===========================
+    batch           ``batch`` (BatchRecord)                ``batch`` (BatchSummary)
+    churn           ``churn`` (ChurnRecord)                ``churn`` (ChurnSummary)
+    drafts          ``drafts`` (DraftsRecord)              ``drafts`` (DraftsSummary)
+    e2e             ``e2e``, ``outputs``, ``steps_ns`` …   ``engines[*].e2e``,
+                    (E2ERecord)                            ``e2e_mask_bench`` (E2ESummary)
+    fuzz            ``fuzz``, ``form`` (FuzzRecord)        ``engines[*].fuzz`` (FuzzEngineBlock)
+    grammars        ``family``, ``form``, ``translation``  ``grammars``,
+                    … (GrammarRecord)                      ``grammar_translation``
+    hazards         ``hazard`` (HazardRecord)              ``hazards`` (HazardsSummary)
+    jump_forward    ``jump_forward``, ``oracle``           ``jump_forward``
+                    (JumpForwardRecord)                    (JumpForwardSummary)
+    mask_diff       ``oracle``, ``form``, instances'       ``engines[*].mask_diff`` …,
+                    ``mask_diff`` (MaskDiffRecord)         ``tokens`` (MaskDiffSummary)
+    serve           ``serve`` (ServeRecord)                ``serve`` (ServeSummary)
+    tools           ``tool_count``, ``cold_ns``, ``fuzz``  ``tools`` (ToolsSummary)
+                    … (ToolsRecord)
+    adversarial     (core keys only)                       ``adversarial`` (AdversarialSummary)
+    ==============  =====================================  ===========================
+
+    The harness reads two of them itself, by key and without their types:
+    :mod:`harness.measure.tokens.findings` and ``explain`` read ``fuzz`` and the
+    instances' ``mask_diff``."""
 
     format: int          # RECORD_FORMAT
     engine: str          # engine label, ``name[:config][@env]``
@@ -137,7 +166,8 @@ class Record(TypedDict, total=False):
     compile_ns: int      # schema text → compiled grammar
     matcher_ns: int      # compiled grammar → its first matcher
     first_mask_ns: int   # that matcher's first fill_mask
-    ttfm_ns: int         # schema text → first mask filled
+    ttfm_ns: int         # schema text → first mask filled (a churn job that compiled
+                         # nothing writes None: see ChurnRecord)
     busy_ns: int         # the worker's time on the job
     wall_ns: int         # the driver's time from dispatch to record
     started_at: float    # Unix time, s

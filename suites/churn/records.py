@@ -36,7 +36,9 @@ class ChurnBlock(TypedDict, total=False):
 
 
 class ChurnRecord(Record, total=False):
-    """A churn job's record: the core keys plus its block."""
+    """A churn job's record: the core keys plus its block. Its ``ttfm_ns`` is the first
+    compiled request's TTFT, None when no request compiled (Record types it ``int``: the
+    readers of TTFM skip None)."""
 
     churn: ChurnBlock
 
