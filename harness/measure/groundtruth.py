@@ -9,7 +9,7 @@ fetched, it makes the verdict unknown (``None``) with the reason.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import jsonschema
 import referencing
@@ -20,6 +20,9 @@ from jsonschema.validators import validator_for
 
 from harness.measure.jsontext import parse_instance_text  # noqa: F401  (re-exported: the strict parse)
 from harness.records import CasePayload
+
+if TYPE_CHECKING:  # judge() imports validate when called
+    from harness.measure.validate import Judgement
 
 
 #: ``default_draft`` names (as in the JSON-Schema-Test-Suite's folders) → validator class.
@@ -112,7 +115,7 @@ class GroundTruth:
             pass
         return self.UNKNOWN
 
-    def judge(self, raw: bytes) -> dict[str, Any]:
+    def judge(self, raw: bytes) -> Judgement:
         """A finished output's verdict: ``{"valid": True|False|None, "why": …}`` after UTF-8,
         strict JSON and this schema (the judge interface of
         :class:`harness.measure.target.Target`)."""

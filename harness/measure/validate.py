@@ -7,7 +7,7 @@ token ids are the witness.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Sequence, TypedDict
 
 from harness.measure.jsontext import parse_instance_text
 
@@ -16,7 +16,14 @@ def detokenize(tokens: Sequence[bytes], ids: Sequence[int]) -> bytes:
     return b"".join(tokens[i] for i in ids)
 
 
-def check_output(raw: bytes, truth: Any) -> dict[str, Any]:
+class Judgement(TypedDict, total=False):
+    """A finished output judged: ``valid`` True, False or None (undecided), and why not."""
+
+    valid: bool | None
+    why: str
+
+
+def check_output(raw: bytes, truth: Any) -> Judgement:
     """``{"valid": True|False|None, "why": ...}``; None = jsonschema could not decide.
     ``truth``: a :class:`harness.measure.groundtruth.GroundTruth` (its ``GroundTruth.judge``
     calls this)."""
