@@ -51,7 +51,8 @@ from harness.suite.measure import digest, has_bit, raw_digest, seed_for, token_c
 from harness.suite.measure import rollback_checks
 from suites.mask_diff.options import resolve
 from harness.suite import CasePayload, JobPayload
-from suites.mask_diff.records import MaskDiffOracle, MaskDiffRecord
+from suites.mask_diff.records import (EarlyEos, MaskDiffBlock, MaskDiffOracle, MaskDiffRecord,
+                                      MaskDiffStep, Witness)
 
 MAX_IDS = 8           # ids kept per diff side (the counts are exact)
 MAX_DIFFS = 200       # diff steps kept per instance (``diffs_total``, ``counts``: all)
@@ -204,7 +205,7 @@ def _ids(mask: np.ndarray) -> list[int]:
 
 
 def _lockstep(m, om, tokens: list[int], bm: np.ndarray, obm: np.ndarray, tc, target,
-              budget, oracle: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+              budget, oracle: MaskDiffOracle) -> tuple[MaskDiffBlock, dict[str, Any]]:
     """Replay ``tokens`` through engine matcher ``m`` and oracle matcher ``om`` (or None)."""
     from harness.suite.measure import OracleTimeout
 
@@ -215,18 +216,18 @@ def _lockstep(m, om, tokens: list[int], bm: np.ndarray, obm: np.ndarray, tc, tar
     osizes: list[int | None] = []
     digests: list[str] = []
     raw: list[str] = []
-    diffs: list[dict[str, Any]] = []
+    diffs: list[MaskDiffStep] = []
     n_diffs = 0
     counts = dict.fromkeys(("over_steps", "over_ws_only_steps", "under_steps",
                             "under_ws_only_steps", "eos_over", "eos_under"), 0)
-    early: list[dict[str, Any]] = []
+    early: list[EarlyEos] = []
     eos_steps: list[int] = []
     refused: list[int] = []
     mask_ns: list[int] = []
     commit_ns: list[int] = []
     res: dict[str, Any] = {"status": "accepted", "n_tokens": n, "mask_ns": mask_ns,
                            "commit_ns": commit_ns}
-    md: dict[str, Any] = {"tokens": tokens, "sizes": sizes,
+    md: MaskDiffBlock = {"tokens": tokens, "sizes": sizes,
                           "oracle_sizes": osizes, "digests": digests, "diffs": diffs}
     prefix = b""
     for i in range(n + 1):
@@ -275,7 +276,7 @@ def _lockstep(m, om, tokens: list[int], bm: np.ndarray, obm: np.ndarray, tc, tar
                 if eos:
                     counts[f"eos_{eos}"] += 1
                 if len(diffs) < MAX_DIFFS:
-                    d: dict[str, Any] = {"step": i, "over": n_over, "under": n_under}
+                    d: MaskDiffStep = {"step": i, "over": n_over, "under": n_under}
                     if n_over:
                         d["over_ids"] = _ids(over)
                         d["over_ws"] = n_ws_over
@@ -315,7 +316,7 @@ def _lockstep(m, om, tokens: list[int], bm: np.ndarray, obm: np.ndarray, tc, tar
 
 
 def _witness(grammar, tokens: list[int], step: int, cands: np.ndarray, bm: np.ndarray, tc,
-             target, seed_parts: tuple, walk_tokens: int, names, goal: bool) -> dict[str, Any]:
+             target, seed_parts: tuple, walk_tokens: int, names, goal: bool) -> Witness:
     """Commit ``tokens[:step]`` and one token drawn from ``cands`` to a fresh matcher of
     ``grammar``, complete the document under its own mask (the length-aware policy), judge
     it with the case's ground truth (strict JSON and jsonschema, or the grammar's parser). Up to :data:`WITNESS_TRIES` draws until the verdict
@@ -323,7 +324,7 @@ def _witness(grammar, tokens: list[int], step: int, cands: np.ndarray, bm: np.nd
     from harness.suite.measure import DONE, walk
 
     vocab = tc.vocab
-    w: dict[str, Any] = {"step": step, "verdict": None}
+    w: Witness = {"step": step, "verdict": None}
     for attempt in range(WITNESS_TRIES):
         seed = seed_for(*seed_parts, step, attempt)
         rng = np.random.default_rng(seed)
@@ -349,9 +350,9 @@ def _witness(grammar, tokens: list[int], step: int, cands: np.ndarray, bm: np.nd
     return w
 
 
-def _witnesses(grammar, ogrammar, md: dict[str, Any], tokens: list[int], bm: np.ndarray, tc,
+def _witnesses(grammar, ogrammar, md: MaskDiffBlock, tokens: list[int], bm: np.ndarray, tc,
                target, case_id: str, index: int, walk_tokens: int,
-               budget) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+               budget) -> tuple[list[Witness], list[Witness]]:
     """Witnesses of the first under- and over-constrained steps, each with its exact token
     sequence and seed. Under: an extra token completed under the *engine's* mask, a
     ``false_accept`` when the document is invalid. Over: a token the engine forbids
@@ -361,8 +362,8 @@ def _witnesses(grammar, ogrammar, md: dict[str, Any], tokens: list[int], bm: np.
     from harness.suite.measure import OracleTimeout
 
     names = target.names(tc)
-    under_w: list[dict[str, Any]] = []
-    over_w: list[dict[str, Any]] = []
+    under_w: list[Witness] = []
+    over_w: list[Witness] = []
     for d in md["diffs"]:
         under, over = d.pop("_under", None), d.pop("_over", None)
         if under is not None and len(under_w) < MAX_WITNESS_STEPS:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+import numpy as np
+
 from harness.suite import InstanceRecord, Record, Summary
 
-__all__ = ["EosRollbackBlock", "MaskDiffBlock", "MaskDiffEngineBlock", "MaskDiffEos",
+__all__ = ["EarlyEos", "EosRollbackBlock", "MaskDiffBlock", "MaskDiffEngineBlock", "MaskDiffEos",
            "MaskDiffInstance", "MaskDiffOracle", "MaskDiffRecord", "MaskDiffStep",
            "MaskDiffSummary", "RollbackCheck", "TightnessBlock", "TokensSummaryBlock",
            "Witness"]
@@ -28,6 +30,10 @@ class MaskDiffStep(TypedDict, total=False):
     under_ids: list[int]
     under_ws: int
     eos: str             # over | under: the stop bit differs
+    # working keys of the job, dropped before the record is written: the candidate
+    # tokens of the witness draw
+    _over: np.ndarray
+    _under: np.ndarray
 
 
 class Witness(TypedDict, total=False):
@@ -42,10 +48,17 @@ class Witness(TypedDict, total=False):
     why: str | None
 
 
+class EarlyEos(TypedDict):
+    """EOS allowed on a prefix that is no valid document."""
+
+    step: int
+    why: str | None
+
+
 class MaskDiffEos(TypedDict):
     """Where the stop bit was checked on the instance's prefixes."""
 
-    early: list[dict[str, Any]]  # EOS allowed on a prefix that is no valid document
+    early: list[EarlyEos]
     refused: list[int]   # steps where EOS was refused on a valid document
     allowed_at: list[int]
 
@@ -76,6 +89,7 @@ class MaskDiffBlock(TypedDict, total=False):
     witnesses: list[Witness]
     over_witnesses: list[Witness]
     rollback: list[RollbackCheck]
+    _raw: list[str]      # working: per step, the raw mask (rollback checks), not written
 
 
 class MaskDiffInstance(InstanceRecord, total=False):
