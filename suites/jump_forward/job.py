@@ -47,7 +47,7 @@ import numpy as np
 from harness.suite import outcomes
 from harness.suite import JobPayload
 from suites.jump_forward.records import (JumpForwardBlock, JumpForwardInstance,
-                                         JumpForwardOracle, JumpForwardRecord)
+                                         JumpForwardOracle, JumpForwardRecord, JumpForwardSim)
 
 __all__ = ["CLASSES", "classify_step", "conflicts_with", "noncanonical", "run_jump_forward_job",
            "simulate"]
@@ -116,7 +116,7 @@ def conflicts_with(offered: bytes, allowed_ids: np.ndarray, eos: bool, vocab,
     return False
 
 
-def simulate(matcher, forced: Callable[[int], list[int]], text: bytes, vocab) -> dict[str, Any]:
+def simulate(matcher, forced: Callable[[int], list[int]], text: bytes, vocab) -> JumpForwardSim:
     """Jump-forward decoding of ``text`` on ``matcher`` (at its start state).
 
     At each byte offset ``pos``: ``forced(pos)`` gives the forced token ids; when they are
@@ -132,7 +132,7 @@ def simulate(matcher, forced: Callable[[int], list[int]], text: bytes, vocab) ->
 
     toks = vocab.tokens
     pos = free = passes = jumps = diverged = 0
-    out: dict[str, Any] = {"status": "done"}
+    out: JumpForwardSim = {"status": "done"}
     while pos < len(text):
         ids = forced(pos)
         if ids:
@@ -178,7 +178,7 @@ class _Oracle:
     """The reference engine's matchers under the job's time budget; ``ok`` turns False
     for good when the budget is spent (the record's ``oracle`` says where)."""
 
-    def __init__(self, budget, info: dict[str, Any], vocab) -> None:
+    def __init__(self, budget, info: JumpForwardOracle, vocab) -> None:
         self.grammar = None
         self.budget = budget
         self.info = info
@@ -425,7 +425,7 @@ def _steps(m, oracle: "_Oracle", tokens: list[int], bm: np.ndarray, vocab, first
 
 
 def _oracle_sim(oracle: "_Oracle", text: bytes, vocab,
-                ocache: dict[int, tuple[bytes, list[int]]]) -> dict[str, Any] | None:
+                ocache: dict[int, tuple[bytes, list[int]]]) -> JumpForwardSim | None:
     """:func:`simulate` with the oracle's forced tokens (cached by byte offset: the
     reference is byte-level, its state depends on the bytes only); None when the budget
     runs out."""

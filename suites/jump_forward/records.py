@@ -10,9 +10,24 @@ from typing import Any, TypedDict
 
 from harness.suite import Record, Summary
 
-__all__ = ["JumpForwardBlock", "JumpForwardInstance", "JumpForwardOracle",
+__all__ = ["JumpForwardBlock", "JumpForwardInstance", "JumpForwardOracle", "JumpForwardSim",
            "JumpForwardRecord", "JumpForwardRow", "JumpForwardSummary",
            "JumpForwardSummaryBlock", "NotMeasured"]
+
+
+class JumpForwardSim(TypedDict, total=False):
+    """Jump-forward decoding of an instance's text (:func:`suites.jump_forward.job.simulate`):
+    counts of tokens, offsets in bytes."""
+
+    status: str          # done | rejected
+    reject_at: int       # rejected: the byte offset
+    rejected_jump: bool  # rejected: the token came from a forced continuation
+    rejected_tokens: list[int]  # the forced tokens from the rejected one on
+    free: int            # tokens committed without a forward pass
+    passes: int          # tokens the model produced
+    jumps: int           # forced continuations taken
+    diverged: int        # offers whose bytes do not continue the text
+    share: float | None  # free / (free + passes); None for an empty text
 
 
 class JumpForwardInstance(TypedDict, total=False):
@@ -25,8 +40,8 @@ class JumpForwardInstance(TypedDict, total=False):
     status: str          # the replay's: accepted | rejected | no_eos | error
     counts: dict[str, int]  # per step kind: offered, wrong, unforced, short, exact …
     evidence: dict[str, list[dict[str, Any]]]  # wrong | mask_conflict | noncanonical → steps
-    sim: dict[str, Any]  # the generation simulated with the engine's continuations
-    oracle_sim: dict[str, Any]  # the same with the reference engine's forced bytes
+    sim: JumpForwardSim  # the generation simulated with the engine's continuations
+    oracle_sim: JumpForwardSim  # the same with the reference engine's forced bytes
 
 
 class JumpForwardBlock(TypedDict):
