@@ -31,7 +31,7 @@ import numpy as np
 
 from harness.suite import outcomes
 from harness.suite import JobPayload
-from suites.e2e.records import E2EBlock, E2ERecord, E2EOutput
+from suites.e2e.records import E2EBlock, E2ERecord, E2EOutput, StepStat
 
 E2E_DEFAULTS: dict[str, Any] = {
     "runtime": "auto",  # llamacpp where installed (CPU), else torch
@@ -99,9 +99,9 @@ def _ms(ns: float | None) -> float | None:
     return None if ns is None else round(ns / 1e6, 4)
 
 
-def step_stats(steps: dict[str, list[int]]) -> dict[str, Any]:
+def step_stats(steps: dict[str, list[int]]) -> dict[str, StepStat]:
     """Median / p99 / mean per component, µs, over decode steps (the prefill step excluded)."""
-    out = {}
+    out: dict[str, StepStat] = {}
     for k, v in steps.items():
         if not v:
             continue

@@ -12,7 +12,47 @@ from typing import Any, TypedDict
 
 from harness.suite import Record, Summary
 
-__all__ = ["E2EBlock", "E2EConfig", "E2EOutput", "E2ERecord", "E2ESummary"]
+__all__ = ["ComponentShare", "RatioInterval", "StepShares", "StepStat", "E2EBlock", "E2EConfig", "E2EOutput", "E2ERecord", "E2ESummary"]
+
+
+class StepStat(TypedDict):
+    """One step component over the decode steps, µs."""
+
+    p50: float
+    p99: float
+    mean: float
+
+
+class RatioInterval(TypedDict, total=False):
+    """A ratio of mean step times with its 95% bootstrap interval (value None: too few
+    samples or under the timer's resolution, ``note`` says which)."""
+
+    value: float | None
+    ci: list[float]      # [low, high]
+    resolved: bool       # the interval is within the module's RESOLVED of the value
+    pairs: int
+    steps: list[int]     # [A steps, B steps]
+    note: str
+
+
+class ComponentShare(TypedDict, total=False):
+    """A step component's mean and share of the mean step."""
+
+    mean_us: float | None
+    share: float | None
+    below_resolution: bool
+    overlap_us: float    # ``other``: how far the timed components overlap the step
+
+
+class StepShares(TypedDict, total=False):
+    """The components of the mean step in one mode's blocks (empty: no steps)."""
+
+    step_us: float
+    steps: int
+    components: dict[str, ComponentShare]
+    engine_exposed_us: float   # the engine's time on the critical path
+    harness_us: float
+    harness_share: float
 
 
 class E2EBlock(TypedDict, total=False):
@@ -33,8 +73,8 @@ class E2EBlock(TypedDict, total=False):
     tpot_unconstrained_p50_ns: float | None
     tpot_unconstrained_p99_ns: float | None
     tpot_ratio: float | None  # constrained / unconstrained TPOT
-    steps_us: dict[str, Any]  # per step component: mean, p50, p99 (step_stats)
-    steps_unconstrained_us: dict[str, Any]
+    steps_us: dict[str, StepStat]  # per step component
+    steps_unconstrained_us: dict[str, StepStat]
     outputs: int
     eos: int             # outputs ended by EOS
     valid_outputs: int
