@@ -113,7 +113,7 @@ class ServeExecutor:
     """Runs the serve suite's request jobs (see the module's docstring)."""
 
     def __init__(self, store: RunStore, config: RunConfig,
-                 on_record: Callable[[dict[str, Any]], None] = lambda r: None) -> None:
+                 on_record: Callable[[Record], None] = lambda r: None) -> None:
         from suites.serve.options import DEFAULTS
 
         self.store = store
@@ -230,7 +230,7 @@ class ServeExecutor:
         self.store.append(rec)
         self.on_record(rec)
 
-    def _base(self, job: Job) -> dict[str, Any]:
+    def _base(self, job: Job) -> ServeRecord:
         return {"engine": job.engine, "case_id": job.case_id, "subset": job.subset}
 
     def _record(self, job: Job, res, stream_t0: float, crashed: str | None) -> ServeRecord:

@@ -33,7 +33,7 @@ figures (:func:`ratios`).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
@@ -66,7 +66,7 @@ def _stats(values: list[float]) -> dict[str, float] | None:
             "p99": round(float(np.percentile(a, 99)), 3), "n": int(a.size)}
 
 
-def per_token_resolved(x: dict[str, Any]) -> bool:
+def per_token_resolved(x: ServeBlock) -> bool:
     """True when a request's per-token times are measurements: two tokens or more, and at
     most half of its token gaps under :data:`BUNCHED_MS` (tokens that arrived in one network
     read are timed by the read, not by the server)."""
@@ -89,7 +89,7 @@ def is_verdict_unit(record: Record) -> bool:
     return len(parts) >= 2 and parts[-2] == "c"  # a request never answered
 
 
-def goodput_failure(x: dict[str, Any], slo_ttft_ms: float | None,
+def goodput_failure(x: ServeBlock, slo_ttft_ms: float | None,
                     slo_tpot_ms: float | None) -> str | None:
     """The first check of :data:`GOODPUT_CHECKS` a request fails, or None (a good request)."""
     if x["status"] != 200:
@@ -180,7 +180,7 @@ def ratios(c: dict[str, Any], u: dict[str, Any]) -> tuple[dict[str, Any], dict[s
     return out, why
 
 
-def serve_block(records: Iterable[ServeRecord], config: dict[str, Any]) -> dict[str, Any]:
+def serve_block(records: Iterable[ServeRecord], config: Mapping[str, Any]) -> dict[str, Any]:
     """``{row: {stream: {"constrained": metrics, "unconstrained": metrics, "ratio": {...},
     "ratio_why": {...}, "canary": {...}}}}``."""
     groups: dict[tuple[str, str, str], list[ServeRecord]] = defaultdict(list)
