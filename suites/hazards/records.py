@@ -28,9 +28,28 @@ class HazardBlock(TypedDict, total=False):
     source: str | None
     # padded_vocab
     vocab: str           # the tokenizer whose padded vocabulary was probed
+    # padded_vocab (suites.hazards.padding): token ids at or past the tokenizer's size
+    width: int           # the padded width probed
+    leaked: int          # padded ids allowed
+    leaked_written: int  # of those, within the words the engine writes
+    examples: list[int]
+    allowed_below_n: int
     # whitespace: the walk with the engine's default settings and with its bounding setting
     default: dict[str, Any]
     bounded: dict[str, Any] | bool  # whitespace: a walk; reasoning: the length bound held
+    setting: str | None  # whitespace: the bounding setting
+    # bad_tool (suites.hazards.tools)
+    tools: int
+    bad_schema: str
+    alone: Any           # the bad tool's verdict alone
+    bad_valid_call_accepted: bool
+    # reasoning (suites.hazards.reasoning)
+    enforced: bool
+    leak: bool
+    leak_witness: str
+    free_text_us: float | None  # mask time per token in the free text, µs
+    answer_us: float | None
+    too_long_chars: int
 
 
 class HazardRecord(Record, total=False):
