@@ -25,15 +25,15 @@ GPU (``--apply auto``). The payload's ``options`` dict holds the run options
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
 from harness.suite import outcomes
 from harness.suite import JobPayload
-from suites.e2e.records import E2EBlock, E2ERecord, E2EOutput, StepStat
+from suites.e2e.records import E2EBlock, E2EJobOptions, E2ERecord, E2EOutput, StepStat
 
-E2E_DEFAULTS: dict[str, Any] = {
+E2E_DEFAULTS: E2EJobOptions = {
     "runtime": "auto",  # llamacpp where installed (CPU), else torch
     "model": "tiny",
     "quant": "Q8_0",  # llamacpp only
@@ -54,8 +54,8 @@ E2E_DEFAULTS: dict[str, Any] = {
 }
 
 
-def resolve_options(opts: dict[str, Any] | None) -> dict[str, Any]:
-    o = {**E2E_DEFAULTS, **{k: v for k, v in (opts or {}).items() if v is not None}}
+def resolve_options(opts: Mapping[str, Any] | None) -> E2EJobOptions:
+    o: E2EJobOptions = {**E2E_DEFAULTS, **{k: v for k, v in (opts or {}).items() if v is not None}}
     # --batch 1,4,8: every job decodes at each batch size (the first is the primary one)
     batches = [int(b) for b in (o["batch"] if isinstance(o["batch"], (list, tuple))
                                 else [o["batch"]])]
@@ -76,7 +76,7 @@ def resolve_options(opts: dict[str, Any] | None) -> dict[str, Any]:
     return o
 
 
-def mask_bench_plan(o: dict[str, Any]) -> tuple[tuple[int, ...], bool]:
+def mask_bench_plan(o: E2EJobOptions) -> tuple[tuple[int, ...], bool]:
     """(batch sizes, whether the engines' own kernels are timed) of the microbenchmark:
     ``--mask-bench N,M,...`` those sizes, every kernel; ``auto`` on a GPU: 1, 8, 32, 128,
     every kernel; ``auto`` on a CPU: the run's ``--batch`` sizes, the shared rows only (two

@@ -12,7 +12,31 @@ from typing import Any, TypedDict
 
 from harness.suite import Record, Summary
 
-__all__ = ["ComponentShare", "RatioInterval", "StepShares", "StepStat", "E2EBlock", "E2EConfig", "E2EOutput", "E2ERecord", "E2ESummary"]
+__all__ = ["E2EJobOptions", "ComponentShare", "RatioInterval", "StepShares", "StepStat", "E2EBlock", "E2EConfig", "E2EOutput", "E2ERecord", "E2ESummary"]
+
+
+class E2EJobOptions(TypedDict, total=False):
+    """A job's options with their defaults (:data:`suites.e2e.job.E2E_DEFAULTS`) resolved
+    (:func:`suites.e2e.job.resolve_options`): the run options plus the runtime's own."""
+
+    runtime: str         # auto | llamacpp | llamacpp:eval | torch | a serving route
+    model: str
+    quant: str           # llamacpp only
+    dtype: str | None    # torch only
+    max_tokens: int
+    batch: int           # the primary batch size (resolved; a list as given)
+    batches: list[int]   # every batch size, the primary first (resolved)
+    overlap: bool
+    device: str
+    seed: int
+    temperature: float
+    top_p: float
+    threads: int
+    apply: str
+    server: str | None
+    graphs: bool | None
+    blocks: int
+    mask_bench: str
 
 
 class StepStat(TypedDict):

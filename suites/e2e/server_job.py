@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
 
 from harness.suite import outcomes
 from harness.suite import JobPayload
-from suites.e2e.records import E2ERecord
+from suites.e2e.records import E2EJobOptions, E2ERecord
 
 
-def run_server_job(job: JobPayload, o: dict[str, Any], phase) -> E2ERecord:
+def run_server_job(job: JobPayload, o: E2EJobOptions, phase) -> E2ERecord:
     from harness.suite.serving import OpenAIClient, server_for, split_server, takes_seeds, verdict
     from harness.suite.serving import ASK, SYSTEM, schema_excerpt
     from harness.suite.engines import load_vocabulary

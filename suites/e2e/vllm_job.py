@@ -11,12 +11,12 @@ from typing import Any
 
 from harness.suite import outcomes
 from harness.suite import JobPayload
-from suites.e2e.records import E2ERecord
+from suites.e2e.records import E2EJobOptions, E2ERecord
 
 _LLM: dict[tuple, Any] = {}
 
 
-def run_vllm_job(job: JobPayload, o: dict[str, Any], phase) -> E2ERecord:
+def run_vllm_job(job: JobPayload, o: E2EJobOptions, phase) -> E2ERecord:
     from harness.suite import adapter_class
     from harness.suite.serving import write_hf_model
     from harness.suite.engines import cache_root
