@@ -11,7 +11,7 @@ from typing import Any, TypedDict
 
 from harness.suite import InstanceRecord, Record, Summary
 
-__all__ = ["DialectFinding", "FamilyRow", "GrammarInstance", "GrammarRecord",
+__all__ = ["DialectExplained", "DialectNotExplained", "TranslationDrift", "DialectFinding", "FamilyRow", "GrammarInstance", "GrammarRecord",
            "GrammarsSummary", "GrammarsSummaryBlock", "TranslationFinding",
            "WrongInstance"]
 
@@ -94,14 +94,53 @@ class WrongInstance(TypedDict, total=False):
     why: str
 
 
+class TranslationDrift(TypedDict):
+    """A text on which a translated form's reader disagrees with the ground truth, once per
+    (case, dialect, text)."""
+
+    case: str
+    dialect: str
+    text: str
+    truth: bool
+    translation_says: bool | None
+    where: str           # "instance" or "fuzz output of <engine>"
+
+
+class DialectExplained(TypedDict):
+    """An engine verdict off the ground truth that the construct alone explains."""
+
+    engine: str
+    case: str
+    form: str | None
+    construct: str
+    text: str
+    truth: bool
+    status: str
+    chars: dict[str, bool | None] | None  # character → the engine's verdict on it alone
+
+
+class DialectNotExplained(TypedDict):
+    """An engine verdict off the ground truth that the construct alone does not explain."""
+
+    engine: str
+    case: str
+    form: str | None
+    construct: str | None
+    text: str
+    truth: bool | None
+    status: str | None
+    reject_kind: str | None
+    why: str | None
+
+
 class GrammarsSummaryBlock(TypedDict):
     """``summary["grammars"]``."""
 
     table: list[FamilyRow]
-    sizes: dict[str, dict[str, dict[str, Any]]]  # file → engine → size → TTFM ms (None)
-    translation: list[dict[str, Any]]   # translation_findings: case, dialect, text, truth …
-    dialect: list[dict[str, Any]]
-    dialect_not_explained: list[dict[str, Any]]
+    sizes: dict[str, dict[str, dict[str, float | None]]]  # file → engine → size → TTFM ms
+    translation: list[TranslationDrift]
+    dialect: list[DialectExplained]
+    dialect_not_explained: list[DialectNotExplained]
     false_accepts: list[WrongInstance]
     false_rejects: list[WrongInstance]
     false_reject_kinds: dict[str, dict[str, int]]  # engine → kind → count
@@ -112,4 +151,4 @@ class GrammarsSummary(Summary, total=False):
     on the grammar corpus)."""
 
     grammars: GrammarsSummaryBlock
-    grammar_translation: list[dict[str, Any]]
+    grammar_translation: list[TranslationDrift]

@@ -29,8 +29,9 @@ import numpy as np
 from harness.suite import rejects
 from harness.suite import outcomes
 from harness.suite import Record, RunMeta
-from suites.grammars.records import (FamilyRow, GrammarRecord, GrammarsSummary,
-                                     GrammarsSummaryBlock, WrongInstance)
+from suites.grammars.records import (DialectExplained, DialectNotExplained, FamilyRow,
+                                     GrammarRecord, GrammarsSummary, GrammarsSummaryBlock,
+                                     TranslationDrift, WrongInstance)
 
 __all__ = ["construct_alone", "dialect_findings", "dialect_not_explained", "false_accepts",
            "false_rejects", "family_table", "reject_kinds_by_engine", "size_series",
@@ -105,11 +106,11 @@ def family_table(records: Iterable[GrammarRecord]) -> list[FamilyRow]:
     return rows
 
 
-def size_series(records: Iterable[Record]) -> dict[str, dict[str, dict[str, Any]]]:
+def size_series(records: Iterable[Record]) -> dict[str, dict[str, dict[str, float | None]]]:
     """Compile time against the size of an injected alternation (``[inject]`` cases, e.g.
     the SQL grammar at 10, 100 and 1,000 columns): ``{file: {engine: {size: ms}}}`` with
     ms = TTFM of the case at that size (None where it did not compile)."""
-    out: dict[str, dict[str, dict[str, Any]]] = defaultdict(lambda: defaultdict(dict))
+    out: dict[str, dict[str, dict[str, float | None]]] = defaultdict(lambda: defaultdict(dict))
     for r in _grammar_records(records):
         size = r.get("grammar_size")
         if size is None:
@@ -120,12 +121,12 @@ def size_series(records: Iterable[Record]) -> dict[str, dict[str, dict[str, Any]
     return {k: dict(v) for k, v in out.items()}
 
 
-def translation_findings(records: Iterable[Record]) -> list[dict[str, Any]]:
+def translation_findings(records: Iterable[Record]) -> list[TranslationDrift]:
     """Every text on which a translation's reader disagrees with the ground truth, once per
     (case, dialect, text): from replays (the engine's own form) and from fuzz outputs
     (every form, on every engine's outputs)."""
     seen: set[tuple[str, str, str]] = set()
-    out = []
+    out: list[TranslationDrift] = []
     for r in records:
         items = [(t["dialect"], t["text"], t["truth"], t.get("form_verdict"), "instance")
                  for t in r.get("translation", ())]
@@ -143,7 +144,7 @@ def translation_findings(records: Iterable[Record]) -> list[dict[str, Any]]:
     return out
 
 
-def dialect_findings(records: Iterable[Record]) -> list[dict[str, Any]]:
+def dialect_findings(records: Iterable[Record]) -> list[DialectExplained]:
     """Engine verdicts that differ from the ground truth on a ``dialect_sensitive`` case
     and that the flagged construct, tested alone through the engine, explains (``chars``:
     the text's characters the engine's construct reads otherwise than Python's, each with
@@ -154,11 +155,11 @@ def dialect_findings(records: Iterable[Record]) -> list[dict[str, Any]]:
             for r in _grammar_records(records) for d in r.get("dialect", ())]
 
 
-def dialect_not_explained(records: Iterable[Record]) -> list[dict[str, Any]]:
+def dialect_not_explained(records: Iterable[Record]) -> list[DialectNotExplained]:
     """Verdicts on a ``dialect_sensitive`` case that differ from the ground truth but that
     the flagged construct, tested alone, does not explain: ordinary false rejects or
     accepts of the engine (counted as such), listed with the probe's reason."""
-    out = []
+    out: list[DialectNotExplained] = []
     for r in _grammar_records(records):
         for i in r.get("instances", ()):
             p = i.get("dialect_probe")
