@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from harness.measure.tokens.rollback import RollbackCheck
 from harness.records import Record, RunMeta
 
 __all__ = ["ExplainError", "explain"]
@@ -346,7 +347,7 @@ def _reproduced(f, info, oracle, toks, step, refused) -> tuple[bool, str]:
     return False, f"unknown kind {kind}"
 
 
-def _rollback_again(grammar, toks: list[int], bm, k: int) -> dict[str, Any]:
+def _rollback_again(grammar, toks: list[int], bm, k: int) -> RollbackCheck:
     """The mask-diff job's rollback check for one ``k``, on a fresh matcher."""
     from harness.measure.tokens.rollback import rollback_checks
     from harness.measure.tokens.maskops import raw_digest

@@ -27,7 +27,7 @@ walk, so the record's seed and the engine reproduce the walk exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Sequence, TypedDict
 
 import numpy as np
 
@@ -45,6 +45,14 @@ ERROR = "error"        # the engine raised
 WS_SHARE = 0.1
 
 
+class WalkJson(TypedDict, total=False):
+    """A walk as JSON."""
+
+    status: str          # done | dead_end | runaway | commit_refused | error
+    tokens: list[int]
+    why: str
+
+
 @dataclass
 class Walk:
     """One walk: ``tokens`` are the ids the policy committed (the prefix excluded)."""
@@ -53,8 +61,8 @@ class Walk:
     tokens: list[int] = field(default_factory=list)
     why: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"status": self.status, "tokens": self.tokens}
+    def to_json(self) -> WalkJson:
+        d: WalkJson = {"status": self.status, "tokens": self.tokens}
         if self.why:
             d["why"] = self.why
         return d
