@@ -15,7 +15,8 @@ from harness.suite import InstanceRecord, Record, Summary
 
 __all__ = ["EarlyEos", "EosRollbackBlock", "MaskDiffBlock", "MaskDiffEngineBlock", "MaskDiffEos",
            "MaskDiffInstance", "MaskDiffOracle", "MaskDiffRecord", "MaskDiffStep",
-           "MaskDiffSummary", "RollbackCheck", "TightnessBlock", "TokensSummaryBlock",
+           "MaskDiffSummary", "NoOraclePair", "RollbackCheck", "TightnessBlock",
+           "TightnessPair", "TokensSummaryBlock",
            "Witness"]
 
 
@@ -163,14 +164,34 @@ class TightnessBlock(TypedDict, total=False):
     median_size: float | None
 
 
+class TightnessPair(TypedDict):
+    """Two engines over the steps both reached on the same instance: shares of steps."""
+
+    engines: list[str]
+    steps: int
+    size_differs: float | None
+    forced_differs: float | None
+    le_k_differs: float | None
+
+
+class NoOraclePair(TypedDict):
+    """Two engines compared with each other where no oracle ran."""
+
+    engines: list[str]
+    steps: int
+    mask_differs: int
+    schemas: int
+    first: tuple[str, int, int] | None  # (case, instance, step) of the first difference
+
+
 class TokensSummaryBlock(TypedDict, total=False):
     """``summary["tokens"]`` (see the summary's docstring)."""
 
     k: int
-    tightness_subsets: dict[str, dict[str, Any]]  # subset → engine → figures
-    tightness_schemas: dict[str, dict[str, Any]]  # case → engine → figures
-    tightness_pairs: list[dict[str, Any]]
-    no_oracle_pairs: list[dict[str, Any]]
+    tightness_subsets: dict[str, dict[str, TightnessBlock]]  # subset → engine → figures
+    tightness_schemas: dict[str, dict[str, TightnessBlock]]  # case → engine → figures
+    tightness_pairs: list[TightnessPair]
+    no_oracle_pairs: list[NoOraclePair]
 
 
 class MaskDiffSummary(Summary, total=False):

@@ -48,7 +48,8 @@ from harness.suite.engines import ORACLE
 from suites.mask_diff.options import DEFAULTS
 from harness.suite import Record, RunMeta, Summary
 from suites.mask_diff.records import (EosRollbackBlock, MaskDiffEngineBlock, MaskDiffRecord,
-                                      MaskDiffSummary, TightnessBlock)
+                                      MaskDiffSummary, NoOraclePair, TightnessBlock,
+                                      TightnessPair)
 
 
 
@@ -103,7 +104,7 @@ def mask_diff_block(recs: list[MaskDiffRecord]) -> MaskDiffEngineBlock:
     keys = ("schemas", "schemas_oracle", "schemas_no_oracle", "instances", "steps", "over_steps",
             "over_ws_only_steps", "under_steps", "under_ws_only_steps", "eos_over", "eos_under",
             "schemas_false_accept", "false_rejects", "oracle_rejected", "diff_steps_not_kept")
-    out: dict[str, Any] = {k: int(c[k]) for k in keys}
+    out: MaskDiffEngineBlock = {k: int(c[k]) for k in keys}
     out["witnesses"] = dict(sorted(wit.items()))
     out["over_witnesses"] = dict(sorted(owit.items()))
     return out
@@ -152,7 +153,7 @@ def sizes_by(records: list[MaskDiffRecord]) -> dict[str, dict[tuple[str, int, in
     return out
 
 
-def tightness_subsets(sizes: dict[str, dict], k: int) -> dict[str, dict[str, Any]]:
+def tightness_subsets(sizes: dict[str, dict], k: int) -> dict[str, dict[str, TightnessBlock]]:
     per: dict[str, dict[str, list[int]]] = {}
     for eng, d in sizes.items():
         for (subset, n) in d.values():
@@ -161,7 +162,7 @@ def tightness_subsets(sizes: dict[str, dict], k: int) -> dict[str, dict[str, Any
             for s in sorted(per)}
 
 
-def tightness_schemas(sizes: dict[str, dict], k: int) -> dict[str, dict[str, Any]]:
+def tightness_schemas(sizes: dict[str, dict], k: int) -> dict[str, dict[str, TightnessBlock]]:
     """case → engine → :func:`tightness_of` over that schema's steps."""
     per: dict[str, dict[str, list[int]]] = {}
     for eng, d in sizes.items():
@@ -171,8 +172,8 @@ def tightness_schemas(sizes: dict[str, dict], k: int) -> dict[str, dict[str, Any
             for c in sorted(per)}
 
 
-def tightness_pairs(sizes: dict[str, dict], k: int) -> list[dict[str, Any]]:
-    out = []
+def tightness_pairs(sizes: dict[str, dict], k: int) -> list[TightnessPair]:
+    out: list[TightnessPair] = []
     for a, b in combinations(sorted(sizes), 2):
         common = sizes[a].keys() & sizes[b].keys()
         if not common:
@@ -186,7 +187,7 @@ def tightness_pairs(sizes: dict[str, dict], k: int) -> list[dict[str, Any]]:
     return out
 
 
-def no_oracle_pairs(records: list[MaskDiffRecord]) -> list[dict[str, Any]]:
+def no_oracle_pairs(records: list[MaskDiffRecord]) -> list[NoOraclePair]:
     """Engines compared with each other, by allowed-set digest, where no oracle ran."""
     dig: dict[str, dict[tuple[str, int, int], str]] = {}
     for r in records:
@@ -195,7 +196,7 @@ def no_oracle_pairs(records: list[MaskDiffRecord]) -> list[dict[str, Any]]:
             for s, (d, on) in enumerate(zip(md["digests"], md["oracle_sizes"])):
                 if on is None:
                     dig.setdefault(r["engine"], {})[(r["case_id"], inst["index"], s)] = d
-    out = []
+    out: list[NoOraclePair] = []
     for a, b in combinations(sorted(dig), 2):
         common = dig[a].keys() & dig[b].keys()
         if not common:
