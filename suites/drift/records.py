@@ -5,9 +5,28 @@ core records: each probe is an instance."""
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Any, TypedDict
 
-__all__ = ["AxisDetail", "DriftObservation", "DriftPair"]
+__all__ = ["AxisDetail", "DriftObservation", "DriftPair", "Probe", "ProbeGroup"]
+
+
+class Probe(TypedDict):
+    """One probe: a JSON text and the specification's verdict on it."""
+
+    id: str
+    text: str
+    valid: bool
+
+
+class ProbeGroup(TypedDict):
+    """A group of probes under one schema (one case of the suite)."""
+
+    axis: str            # the drift axis (suites.drift.probes.AXES)
+    name: str
+    schema: Any          # the JSON schema (an object, or a boolean schema)
+    note: str
+    resources: dict[str, Any]  # URI → schema: what ``$ref`` may resolve against
+    probes: list[Probe]
 
 
 class DriftObservation(TypedDict):
