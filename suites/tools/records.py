@@ -11,8 +11,25 @@ from typing import TypedDict
 
 from harness.suite import InstanceRecord, Record, Summary
 
-__all__ = ["ToolsCompileRow", "ToolsEngineRow", "ToolsEvidence", "ToolsFuzzBlock",
+__all__ = ["CallSpan", "ToolsJudgement", "ToolsCompileRow", "ToolsEngineRow", "ToolsEvidence", "ToolsFuzzBlock",
            "ToolsInstance", "ToolsRecord", "ToolsSummary", "ToolsSummaryBlock", "ToolsWalk"]
+
+
+class CallSpan(TypedDict):
+    """A tool call found in an output: its tool and its character span."""
+
+    name: str
+    start: int
+    end: int
+
+
+class ToolsJudgement(TypedDict, total=False):
+    """An output judged against the request (:class:`suites.tools.truth.ToolTruth`)."""
+
+    valid: bool | None   # None: undecided
+    kind: str            # invalid: envelope | name | arguments | mode | truncated …
+    why: str
+    calls: list[CallSpan]
 
 
 class ToolsInstance(InstanceRecord, total=False):
