@@ -12,7 +12,30 @@ from typing import Any, TypedDict
 
 from harness.suite import Record, Summary
 
-__all__ = ["E2EJobOptions", "ComponentShare", "RatioInterval", "StepShares", "StepStat", "E2EBlock", "E2EConfig", "E2EOutput", "E2ERecord", "E2ESummary"]
+__all__ = ["LoopJson", "SequenceJson", "E2EJobOptions", "ComponentShare", "RatioInterval", "StepShares", "StepStat", "E2EBlock", "E2EConfig", "E2EOutput", "E2ERecord", "E2ESummary"]
+
+
+class SequenceJson(TypedDict):
+    """One decoded sequence (:class:`suites.e2e.loop.Sequence_`)."""
+
+    tokens: list[int]    # generated, the stop token excluded
+    stop: str | None     # eos | runaway | dead_end | rejected | eos_refused | mask_leak
+    stop_token: int | None
+    n_emitted: int       # tokens sampled, the stop token included
+    tpot_ns: int | None  # mean time per token after the first, ns
+
+
+class LoopJson(TypedDict):
+    """One decode loop (:class:`suites.e2e.loop.LoopResult`); times in ns."""
+
+    schedule: str
+    constrained: bool
+    prompt_tokens: int
+    prefill_ns: int
+    ttft_ns: int         # loop start → the batch's first token
+    total_ns: int
+    sequences: list[SequenceJson]
+    steps: dict[str, list[int]]  # step component → per step, ns
 
 
 class E2EJobOptions(TypedDict, total=False):
