@@ -31,7 +31,8 @@ import numpy as np
 
 from harness.suite import outcomes
 from harness.suite import JobPayload
-from suites.e2e.records import E2EBlock, E2EJobOptions, E2ERecord, E2EOutput, StepStat
+from suites.e2e.records import (E2EBlock, E2EJobOptions, E2ERecord, E2EOutput, StepStat,
+                                WarmUp)
 
 E2E_DEFAULTS: E2EJobOptions = {
     "runtime": "auto",  # llamacpp where installed (CPU), else torch
@@ -125,7 +126,7 @@ def _prepare(rt, prompt: list[int], max_new: int) -> None:
         prep(len(prompt), max(int(max_new), WINDOW + 1))
 
 
-def _warm(rt, prompt: list[int], max_new: int) -> dict[str, Any]:
+def _warm(rt, prompt: list[int], max_new: int) -> WarmUp:
     """The protocol's warm-up of the runtime's current batch size (first: the long one)."""
     from suites.e2e import protocol
 
@@ -174,7 +175,7 @@ def run_e2e_job(job: JobPayload, phase=lambda p, info=None: None) -> E2ERecord:
     batches = o["batches"] if not gbnf else o["batches"][:1]
     # one-time costs of this process, outside the job's time limit: the first warm-up of
     # every batch size (CUDA: with its graph capture) and the microbenchmark
-    first_warm: dict[str, Any] = {}
+    first_warm: dict[str, WarmUp] = {}
     for b in batches:
         rt_b = get_runtime({**o, "batch": b})
         if b not in _WARMED.get(id(rt_b), set()):

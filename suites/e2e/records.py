@@ -12,7 +12,7 @@ from typing import Any, TypedDict
 
 from harness.suite import Record, Summary
 
-__all__ = ["LoopJson", "SequenceJson", "E2EJobOptions", "ComponentShare", "RatioInterval", "StepShares", "StepStat", "E2EBlock", "E2EConfig", "E2EOutput", "E2ERecord", "E2ESummary"]
+__all__ = ["CopyBandwidth", "WarmUp", "LoopJson", "SequenceJson", "E2EJobOptions", "ComponentShare", "RatioInterval", "StepShares", "StepStat", "E2EBlock", "E2EConfig", "E2EOutput", "E2ERecord", "E2ESummary"]
 
 
 class SequenceJson(TypedDict):
@@ -36,6 +36,26 @@ class LoopJson(TypedDict):
     total_ns: int
     sequences: list[SequenceJson]
     steps: dict[str, list[int]]  # step component → per step, ns
+
+
+class WarmUp(TypedDict, total=False):
+    """The protocol's warm-up of one batch size (:func:`suites.e2e.protocol.warm_up`)."""
+
+    steps: int           # decode steps run until the step time was stable (or the cap)
+    s: float             # its wall time, s
+    stable: bool
+    max_steps: int       # the cap
+    window_ms: list[float]  # mean step per window, ms
+    first: bool          # the first warm-up of that batch size in this process
+
+
+class CopyBandwidth(TypedDict):
+    """The device's copy bandwidth (:func:`suites.e2e.protocol.copy_bandwidth`)."""
+
+    gb_per_s: float
+    bytes: int
+    reps: int
+    method: str
 
 
 class E2EJobOptions(TypedDict, total=False):
