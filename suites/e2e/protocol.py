@@ -21,6 +21,7 @@ from __future__ import annotations
 import statistics
 import subprocess
 import time
+
 from suites.e2e.records import CopyBandwidth, WarmUp
 
 WINDOW = 8  # steps per warm-up window
