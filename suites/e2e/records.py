@@ -12,7 +12,7 @@ from typing import Any, TypedDict
 
 from harness.suite import Record, Summary
 
-__all__ = ["CopyBandwidth", "WarmUp", "LoopJson", "SequenceJson", "E2EJobOptions", "ComponentShare", "RatioInterval", "StepShares", "StepStat", "E2EBlock", "E2EConfig", "E2EOutput", "E2ERecord", "E2ESummary"]
+__all__ = ["GraphCapture", "RuntimeWarmUp", "VocabCheck", "CopyBandwidth", "WarmUp", "LoopJson", "SequenceJson", "E2EJobOptions", "ComponentShare", "RatioInterval", "StepShares", "StepStat", "E2EBlock", "E2EConfig", "E2EOutput", "E2ERecord", "E2ESummary"]
 
 
 class SequenceJson(TypedDict):
@@ -56,6 +56,32 @@ class CopyBandwidth(TypedDict):
     bytes: int
     reps: int
     method: str
+
+
+class VocabCheck(TypedDict):
+    """llama.cpp's vocabulary compared with the harness's, token by token."""
+
+    n_vocab: int
+    checked: int         # ordinary tokens compared
+    mismatches: int
+    first: list[int]     # the first ids that differ
+
+
+class GraphCapture(TypedDict):
+    """A CUDA graph captured for one (batch size, length bucket)."""
+
+    batch: int
+    bucket: int
+    s: float             # the capture's time, s
+
+
+class RuntimeWarmUp(TypedDict):
+    """A first warm-up as the torch runtime keeps it."""
+
+    batch: int
+    steps: int
+    s: float
+    stable: bool
 
 
 class E2EJobOptions(TypedDict, total=False):
