@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from harness.measure.tokens.findings import Finding
 from harness.measure.tokens.rollback import RollbackCheck
 from harness.records import Record, RunMeta
 
@@ -96,7 +97,7 @@ def _clip(text: str, n: int, full: bool) -> str:
     return text if full or len(text) <= n else text[:n] + f"… ({len(text)} characters; --full)"
 
 
-def _hand_picked(records, engine: str | None, index: int, step: int) -> list[dict[str, Any]] | str:
+def _hand_picked(records, engine: str | None, index: int, step: int) -> list[Finding] | str:
     """A pseudo-finding at any step of a mask-diff instance (e.g. where engines without an
     oracle disagree); a string says why there is none."""
     for r in records:
@@ -126,7 +127,7 @@ def _fuzz_budget(rec: Record) -> object:
     return fuzz.get("budget") if isinstance(fuzz, dict) else None
 
 
-def _print_record(out: list[str], f: dict[str, Any], rec: Record, total: int, n: int,
+def _print_record(out: list[str], f: Finding, rec: Record, total: int, n: int,
                   full: bool, vocab) -> None:
     from harness.measure.tokens.findings import DESCRIPTIONS
 
@@ -154,8 +155,9 @@ def _print_record(out: list[str], f: dict[str, Any], rec: Record, total: int, n:
         out.append(f"  … {len(toks) - hi} tokens after")
     if step >= len(toks):
         out.append(f"  >> {step:5d}  (end: EOS)")
-    if f.get("token") is not None:
-        out.append(f"\nthe token at issue: {f['token']} {_bytes(vocab, f['token'])}")
+    at_issue = f.get("token")
+    if at_issue is not None:
+        out.append(f"\nthe token at issue: {at_issue} {_bytes(vocab, at_issue)}")
     if f.get("why"):
         out.append(f"recorded: {f['why']}")
     if f["kind"] in ("false_accept", "under", "fuzz_invalid") or (
@@ -192,7 +194,7 @@ def _first_refused(g, toks: list[int], bm) -> int | None:
     return None
 
 
-def _replay(out: list[str], f: dict[str, Any], rec: Record, meta: RunMeta,
+def _replay(out: list[str], f: Finding, rec: Record, meta: RunMeta,
             vocab) -> None:
     """Replay the sequence through every engine of the run and the oracle; print what each
     allowed at the step where it went wrong and whether the record's claim is reproduced."""
@@ -245,8 +247,12 @@ def _replay(out: list[str], f: dict[str, Any], rec: Record, meta: RunMeta,
             continue
         r = refused.get(label)
         got = _mask_at(g, toks, at, tc, bm) if r is None or r >= at else None
-        masks[label] = got if got is not None else (
-            f"refuses step {r} (token {toks[r]} {_bytes(vocab, toks[r])}) before step {at}")
+        if got is None:
+            assert r is not None  # _first_refused found no refusal: nor does _mask_at
+            masks[label] = (f"refuses step {r} (token {toks[r]} {_bytes(vocab, toks[r])}) "
+                            f"before step {at}")
+        else:
+            masks[label] = got
     token = toks[at] if at < len(toks) else None
     oracle = masks.get(oracle_label)
     for label, info in masks.items():
