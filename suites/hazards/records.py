@@ -29,11 +29,13 @@ class HazardBlock(TypedDict, total=False):
     # padded_vocab
     vocab: str           # the tokenizer whose padded vocabulary was probed
     # padded_vocab (suites.hazards.padding): token ids at or past the tokenizer's size
+    n: int               # the tokenizer's size
     width: int           # the padded width probed
-    leaked: int          # padded ids allowed
-    leaked_written: int  # of those, within the words the engine writes
-    examples: list[int]
-    allowed_below_n: int
+    logit_words: int     # 32-bit words of a mask over the padded logits
+    engine_words: int    # words the engine writes
+    api: str | None      # the engine's padded-vocabulary API
+    states: list[dict[str, Any]]  # per probed state: leaked, leaked_written, examples …
+    note: str
     # whitespace: the walk with the engine's default settings and with its bounding setting
     default: dict[str, Any]
     bounded: dict[str, Any] | bool  # whitespace: a walk; reasoning: the length bound held
@@ -44,6 +46,8 @@ class HazardBlock(TypedDict, total=False):
     alone: Any           # the bad tool's verdict alone
     bad_valid_call_accepted: bool
     # reasoning (suites.hazards.reasoning)
+    valid_status: str    # the replay of a valid answer
+    invalid_status: str  # the replay of an invalid one
     enforced: bool
     leak: bool
     leak_witness: str
