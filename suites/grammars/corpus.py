@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 from harness.suite import RunMeta
+from suites.grammars.records import Forms, GrammarPayload
 
 __all__ = ["CASES_DIR", "FAMILIES", "GrammarCase", "CorpusError", "case_files", "gbnf_literal",
            "lark_literal", "load_file", "regex_escape"]
@@ -81,7 +82,7 @@ class GrammarCase:
     case_id: str
     family: str
     source: str
-    forms: dict[str, Any]
+    forms: Forms
     instances: tuple[tuple[str, bool], ...]
     path: Path
     description: str = ""
@@ -95,7 +96,7 @@ class GrammarCase:
     hand_written: int = 0
     meta: RunMeta = field(default_factory=dict)
 
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> GrammarPayload:
         """What a job needs (no file access in the worker)."""
         return {"family": self.family, "source": self.source, "forms": self.forms,
                 "derived": list(self.derived), "size": self.size,
@@ -155,7 +156,7 @@ def regex_escape(s: str) -> str:
     return "".join(out)
 
 
-def _choice_forms(menu: list[str]) -> dict[str, Any]:
+def _choice_forms(menu: list[str]) -> Forms:
     return {
         "choice": list(menu),
         "gbnf": "root ::= " + " | ".join(gbnf_literal(c) for c in menu) + "\n",
@@ -228,7 +229,7 @@ def load_file(path: Path) -> list[GrammarCase]:
     if family not in FAMILIES:
         raise CorpusError(f"{path.name}: family must be one of {', '.join(FAMILIES)}, got {family!r}")
     source = SOURCE_OF[family]
-    forms: dict[str, Any] = {}
+    forms: Forms = {}
     written = doc.get("forms") or {}
     if not isinstance(written, dict) or not all(isinstance(v, str) for v in written.values()):
         raise CorpusError(f"{path.name}: [forms] must map dialects to grammar texts")

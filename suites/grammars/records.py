@@ -11,9 +11,25 @@ from typing import Any, TypedDict
 
 from harness.suite import InstanceRecord, Record, Summary
 
-__all__ = ["DialectExplained", "DialectNotExplained", "TranslationDrift", "DialectFinding", "FamilyRow", "GrammarInstance", "GrammarRecord",
+__all__ = ["Forms", "GrammarPayload", "DialectExplained", "DialectNotExplained", "TranslationDrift", "DialectFinding", "FamilyRow", "GrammarInstance", "GrammarRecord",
            "GrammarsSummary", "GrammarsSummaryBlock", "TranslationFinding",
            "WrongInstance"]
+
+
+#: dialect → the grammar in it: a text, or for ``choice`` the menu of strings
+Forms = dict[str, "str | list[str]"]
+
+
+class GrammarPayload(TypedDict):
+    """What a grammar case's job carries (``CasePayload["grammar"]``)."""
+
+    family: str          # regex | choice | cfg
+    source: str          # the dialect of the ground truth
+    forms: Forms
+    derived: list[str]   # forms translated by code
+    size: int | None     # an injected alternation's size
+    dialect_sensitive: str | None
+    dialect_construct: str | None  # the construct as one regex atom, tested alone
 
 
 class GrammarInstance(InstanceRecord, total=False):
