@@ -8,7 +8,7 @@ from typing import Any, TypedDict
 
 from harness.suite import Record, Summary
 
-__all__ = ["ServeBlock", "ServeRecord", "ServeSummary", "ServeSummaryBlock"]
+__all__ = ["CanarySummary", "MsStats", "StreamMetrics", "ServeBlock", "ServeRecord", "ServeSummary", "ServeSummaryBlock"]
 
 
 class ServeBlock(TypedDict, total=False):
@@ -45,6 +45,54 @@ class ServeRecord(Record, total=False):
     """A serve request's record: the core keys plus its block."""
 
     serve: ServeBlock
+
+
+class MsStats(TypedDict):
+    """Mean and percentiles of request times, ms, over ``n`` values."""
+
+    mean: float
+    p50: float
+    p99: float
+    n: int
+
+
+class StreamMetrics(TypedDict):
+    """One stream's metrics, constrained or unconstrained (its canary excluded); rates
+    per second of the stream's span."""
+
+    requests: int
+    completed: int
+    span_s: float
+    request_throughput: float | None
+    output_throughput: float | None   # tokens/s
+    goodput: float | None             # good requests/s
+    good: int
+    goodput_failures: dict[str, int]  # GOODPUT_CHECKS key → requests
+    output_tokens: int
+    ttft: MsStats | None
+    tpot: MsStats | None
+    itl: MsStats | None
+    e2el: MsStats | None
+    per_token_unresolved: int         # requests whose token times arrived bunched
+    constrained: int
+    schemas: int
+    valid: int
+    invalid: int
+    runaways: int
+    runaway_whitespace_share: float | None
+    refusals: int
+    refusal_messages: list[str]
+    crashes: int
+
+
+class CanarySummary(TypedDict, total=False):
+    """A stream's canary in a word, with the text."""
+
+    verdict: str         # enforced | NOT ENFORCED | refused | runaway | no answer
+    text: str
+    why: str
+    error: str | None
+    server_log: str
 
 
 class ServeSummaryBlock(TypedDict, total=False):

@@ -39,7 +39,8 @@ import numpy as np
 
 from harness.suite import figures
 from harness.suite import Record, RunMeta
-from suites.serve.records import ServeBlock, ServeRecord, ServeSummary, ServeSummaryBlock
+from suites.serve.records import (CanarySummary, MsStats, ServeBlock, ServeRecord, ServeSummary,
+                                  ServeSummaryBlock, StreamMetrics)
 
 HEADLINE = ("request_throughput", "output_throughput", "ttft", "tpot", "itl", "e2el")
 #: Two streamed tokens read less than this apart (ms) came in one network read: the client
@@ -58,7 +59,7 @@ _GOODPUT_WORDS = {"http_error": "not answered (HTTP error or no answer)",
                   "slo_ttft": "over the TTFT SLO", "slo_tpot": "over the TPOT SLO"}
 
 
-def _stats(values: list[float]) -> dict[str, float] | None:
+def _stats(values: list[float]) -> MsStats | None:
     a = np.asarray([v for v in values if v is not None], dtype=np.float64)
     if not a.size:
         return None
@@ -108,7 +109,7 @@ def goodput_failure(x: ServeBlock, slo_ttft_ms: float | None,
 
 
 def stream_metrics(records: list[ServeRecord], slo_ttft_ms: float | None = None,
-                   slo_tpot_ms: float | None = None) -> dict[str, Any]:
+                   slo_tpot_ms: float | None = None) -> StreamMetrics:
     """The metrics above for one stream's records (its canary excluded)."""
     s = [r["serve"] for r in records if r.get("serve") and not r["serve"].get("canary")]
     ok = [x for x in s if x["status"] == 200]
@@ -154,14 +155,14 @@ def stream_metrics(records: list[ServeRecord], slo_ttft_ms: float | None = None,
     }
 
 
-def _side(m: dict[str, Any], key: str) -> tuple[float | None, int | None]:
+def _side(m: Mapping[str, Any], key: str) -> tuple[float | None, int | None]:
     v = m.get(key)
     if isinstance(v, dict):
         return v.get("mean"), v.get("n")
     return v, m.get("completed")
 
 
-def ratios(c: dict[str, Any], u: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+def ratios(c: StreamMetrics, u: StreamMetrics) -> tuple[dict[str, Any], dict[str, str]]:
     """Each headline figure's ratio constrained / unconstrained, and for each one that is
     not a figure the reason (:func:`harness.measure.figures.ratio`): a side with fewer
     than three samples, or a time at or below the client's resolution (:data:`RESOLUTION_MS`).
@@ -184,7 +185,7 @@ def serve_block(records: Iterable[ServeRecord], config: Mapping[str, Any]) -> di
     """``{row: {stream: {"constrained": metrics, "unconstrained": metrics, "ratio": {...},
     "ratio_why": {...}, "canary": {...}}}}``."""
     groups: dict[tuple[str, str, str], list[ServeRecord]] = defaultdict(list)
-    canaries: dict[tuple[str, str], dict[str, Any]] = {}
+    canaries: dict[tuple[str, str], CanarySummary] = {}
     for r in records:
         s = r.get("serve")
         if s and s.get("canary"):
@@ -206,13 +207,13 @@ def serve_block(records: Iterable[ServeRecord], config: Mapping[str, Any]) -> di
     return out
 
 
-def canary_summary(s: ServeBlock) -> dict[str, Any]:
+def canary_summary(s: ServeBlock) -> CanarySummary:
     """A stream's canary in a word: ``enforced``, ``NOT ENFORCED``, ``refused``, ``runaway``
     (the budget ended it before it could be judged) or ``no answer``, with the text."""
     v = s.get("verdict")
     word = {"ok": "enforced", "constraint_not_enforced": "NOT ENFORCED", "refused": "refused",
             "runaway": "runaway"}.get(v, "no answer")
-    out = {"verdict": word, "text": (s.get("text") or "")[:80]}
+    out: CanarySummary = {"verdict": word, "text": (s.get("text") or "")[:80]}
     for k in ("why", "error", "server_log"):
         if s.get(k):
             out[k] = s[k]
