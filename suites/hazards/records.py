@@ -10,8 +10,28 @@ from typing import Any, TypedDict
 
 from harness.suite import Record, Summary
 
-__all__ = ["HazardBlock", "HazardCell", "HazardRecord", "HazardRow", "HazardsSummary",
+__all__ = ["WhitespaceRun", "WhitespaceWalk", "HazardBlock", "HazardCell", "HazardRecord", "HazardRow", "HazardsSummary",
            "HazardsSummaryBlock", "KeywordVerdict"]
+
+
+class WhitespaceRun(TypedDict, total=False):
+    """The longest whitespace run an engine allows at one position kind."""
+
+    run: int             # whitespace tokens in a row
+    capped: bool         # the run reached the cap: unbounded
+    error: str           # the engine refused the text before the position
+    skip: str            # the oracle allows no whitespace here
+
+
+class WhitespaceWalk(TypedDict, total=False):
+    """The whitespace hazard's walk over the position kinds (:mod:`suites.hazards.whitespace`)."""
+
+    positions: dict[str, WhitespaceRun]
+    longest: int | None  # the longest run over the positions
+    unbounded: list[str]  # the position kinds where the run reached the cap
+    text: str            # the walk in words (describe)
+    error: str           # the bounded setting did not compile or build
+    setting: str | None  # the bounding setting
 
 
 class HazardBlock(TypedDict, total=False):
@@ -37,8 +57,8 @@ class HazardBlock(TypedDict, total=False):
     states: list[dict[str, Any]]  # per probed state: leaked, leaked_written, examples …
     note: str
     # whitespace: the walk with the engine's default settings and with its bounding setting
-    default: dict[str, Any]
-    bounded: dict[str, Any] | bool  # whitespace: a walk; reasoning: the length bound held
+    default: WhitespaceWalk
+    bounded: WhitespaceWalk | bool  # whitespace: a walk; reasoning: the length bound held
     setting: str | None  # whitespace: the bounding setting
     # bad_tool (suites.hazards.tools)
     tools: int
