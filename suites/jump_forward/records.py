@@ -38,7 +38,21 @@ class JumpForwardInstance(TypedDict, total=False):
     n_tokens: int
     bytes: int           # the text's length, bytes
     status: str          # the replay's: accepted | rejected | no_eos | error
+    reject_at: int       # rejected: the step
+    oracle_rejected_at: int  # a valid instance the oracle refused: its bug
+    steps: int
     counts: dict[str, int]  # per step kind: offered, wrong, unforced, short, exact …
+    offered_steps: int   # steps with a continuation offered
+    offered_bytes: int
+    oracle_forced_steps: int  # steps the spec forces
+    oracle_forced_bytes: int
+    oracle_token_steps: int   # forced steps whose bytes are one token
+    token_steps: int
+    mask_conflict: int   # offers that contradict the engine's own mask
+    noncanonical: int    # offers in a non-canonical tokenisation
+    token_mismatch: int
+    ff_ns: list[int]     # forced-continuation calls, ns
+    mask_ns: list[int]   # mask fills, ns
     evidence: dict[str, list[dict[str, Any]]]  # wrong | mask_conflict | noncanonical → steps
     sim: JumpForwardSim  # the generation simulated with the engine's continuations
     oracle_sim: JumpForwardSim  # the same with the reference engine's forced bytes

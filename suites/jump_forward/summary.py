@@ -43,7 +43,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 from harness.suite import RunMeta
 from suites.jump_forward.records import (JumpForwardRecord, JumpForwardRow, JumpForwardSummary,
                                          JumpForwardSummaryBlock, NotMeasured)
@@ -58,7 +58,40 @@ ALL = "all"
 MAX_EVIDENCE = 5
 
 
-def _acc() -> dict[str, Any]:
+class _Acc(TypedDict):
+    """One (engine, subset) row's counts while the records are read (times in ns)."""
+
+    cases: set[str]
+    spec_token_known: bool  # False once a record (an older one) lacks oracle_token_steps
+    compile_errors: int
+    no_oracle: int
+    instances: int
+    rejected: int
+    steps: int
+    offered_steps: int
+    spec_forced_steps: int
+    wrong: int
+    unforced: int
+    short: int
+    exact: int
+    unchecked: int
+    conflicts: int
+    token_steps: int
+    noncanonical: int
+    token_mismatch: int
+    free: int
+    passes: int
+    spec_free: int
+    spec_passes: int
+    ff_ns: int
+    spec_forced_bytes: int
+    spec_token_steps: int
+    ff_calls: int
+    mask_ns: int
+    mask_calls: int
+
+
+def _acc() -> _Acc:
     return {"cases": set(), "compile_errors": 0, "no_oracle": 0, "instances": 0,
             "rejected": 0, "steps": 0, "offered_steps": 0, "spec_forced_steps": 0,
             "wrong": 0, "unforced": 0, "short": 0, "exact": 0, "unchecked": 0,
@@ -68,7 +101,7 @@ def _acc() -> dict[str, Any]:
             "ff_calls": 0, "mask_ns": 0, "mask_calls": 0}
 
 
-def _add(a: dict[str, Any], r: JumpForwardRecord) -> None:
+def _add(a: _Acc, r: JumpForwardRecord) -> None:
     a["cases"].add(r["case_id"])
     if r.get("outcome") == "compile_error":
         a["compile_errors"] += 1
@@ -112,7 +145,7 @@ def _share(n: int, of: int) -> float | None:
     return n / of if of else None
 
 
-def _row(engine: str, subset: str, a: dict[str, Any]) -> JumpForwardRow:
+def _row(engine: str, subset: str, a: _Acc) -> JumpForwardRow:
     return {
         "engine": engine, "subset": subset, "cases": len(a["cases"]),
         "compile_errors": a["compile_errors"], "instances": a["instances"],
@@ -150,7 +183,7 @@ def jump_forward_rows(records: list[JumpForwardRecord]) -> JumpForwardSummaryBlo
             api[r["engine"]] = bool(jf.get("api")) or api.get(r["engine"], False)
         else:
             api.setdefault(r["engine"], None)
-    accs: dict[tuple[str, str], dict[str, Any]] = defaultdict(_acc)
+    accs: dict[tuple[str, str], _Acc] = defaultdict(_acc)
     evidence: dict[str, list[dict[str, Any]]] = {"wrong": [], "mask_conflict": [],
                                                  "noncanonical": []}
     for r in recs:
