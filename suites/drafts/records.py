@@ -9,8 +9,8 @@ from typing import TypedDict
 
 from harness.suite import Record, Summary
 
-__all__ = ["DraftCompact", "DraftFailure", "DraftNote", "DraftPlan", "DraftRow",
-           "DraftsBlock", "DraftsEngineRow", "DraftsPerK", "DraftsRecord", "DraftsSummary",
+__all__ = ["DraftCompact", "DraftFailure", "DraftNote", "DraftPlan", "DraftRow", "DraftsBlock",
+           "DraftsEngineRow", "DraftsPerK", "DraftsRecord", "DraftsSummary",
            "DraftsSummaryBlock"]
 
 

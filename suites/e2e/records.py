@@ -12,7 +12,10 @@ from typing import Any, TypedDict
 
 from harness.suite import Record, Summary
 
-__all__ = ["GraphCapture", "RuntimeWarmUp", "VocabCheck", "CopyBandwidth", "WarmUp", "LoopJson", "SequenceJson", "E2EJobOptions", "ComponentShare", "RatioInterval", "StepShares", "StepStat", "E2EBlock", "E2EConfig", "E2EOutput", "E2ERecord", "E2ESummary"]
+__all__ = ["BatchFigures", "ComponentShare", "CopyBandwidth", "E2EBlock", "E2EConfig",
+           "E2EJobOptions", "E2EOutput", "E2ERecord", "E2ESummary", "Floor", "GraphCapture",
+           "LoopJson", "ProtocolSummary", "RatioInterval", "RuntimeWarmUp", "SequenceJson",
+           "StepClock", "StepShares", "StepStat", "VocabCheck", "WarmUp"]
 
 
 class SequenceJson(TypedDict):
@@ -146,6 +149,62 @@ class StepShares(TypedDict, total=False):
     engine_exposed_us: float   # the engine's time on the critical path
     harness_us: float
     harness_share: float
+
+
+class BatchFigures(TypedDict, total=False):
+    """One batch size's figures in an engine's e2e summary block (ms unless named)."""
+
+    tpot_ms: float | None
+    tpot_unconstrained_ms: float | None
+    tpot_ratio: float | None
+    tpot_ratio_ci: list[float] | None
+    tpot_ratio_resolved: bool | None
+    tpot_ratio_note: str | None
+    pairs: int | None
+    steps: list[int]     # [constrained, unconstrained] steps
+    interference: float | None  # the forward pass constrained / unconstrained
+    interference_ci: list[float] | None
+    interference_resolved: bool | None
+    interference_note: str | None
+    constrained: StepShares
+    unconstrained: StepShares
+    harness_share: float | None
+    harness_share_unconstrained: float | None
+    fill: str | None     # how the masks were filled at that size
+
+
+class StepClock(TypedDict):
+    """The GPU clock read during the blocks."""
+
+    source: str | None
+    sm_mhz_min: float | None
+    sm_mhz_max: float | None
+    reads: int
+
+
+class ProtocolSummary(TypedDict):
+    """The measurement protocol over an engine's records."""
+
+    by_batch: dict[str, BatchFigures]
+    warmup: dict[str, dict[str, object]]  # batch size → first warm-ups and re-warm counts
+    clock: StepClock
+    resolution_ns: dict[str, float]       # step (host) and component (device) clocks
+
+
+class Floor(TypedDict):
+    """The memory-bandwidth floor of a decode step against the measured step."""
+
+    weight_bytes_per_step: int
+    copy_gb_per_s: float
+    floor_ms: float
+    batch: int | None
+    step_ms: float | None
+    forward_ms: float | None
+    step_over_floor: float | None
+    graphs: bool | None
+    graphs_error: str | None
+    device: str | None
+    gpu: str | None
 
 
 class E2EBlock(TypedDict, total=False):

@@ -11,9 +11,9 @@ from typing import Any, TypedDict
 
 from harness.suite import InstanceRecord, Record, Summary
 
-__all__ = ["Forms", "GrammarPayload", "DialectExplained", "DialectNotExplained", "TranslationDrift", "DialectFinding", "FamilyRow", "GrammarInstance", "GrammarRecord",
-           "GrammarsSummary", "GrammarsSummaryBlock", "TranslationFinding",
-           "WrongInstance"]
+__all__ = ["DialectExplained", "DialectFinding", "DialectNotExplained", "FamilyRow", "Forms",
+           "GrammarInstance", "GrammarPayload", "GrammarRecord", "GrammarsSummary",
+           "GrammarsSummaryBlock", "TranslationDrift", "TranslationFinding", "WrongInstance"]
 
 
 #: dialect → the grammar in it: a text, or for ``choice`` the menu of strings

@@ -10,8 +10,8 @@ from typing import Any, TypedDict
 
 from harness.suite import Record, Summary
 
-__all__ = ["WhitespaceRun", "WhitespaceWalk", "HazardBlock", "HazardCell", "HazardRecord", "HazardRow", "HazardsSummary",
-           "HazardsSummaryBlock", "KeywordVerdict"]
+__all__ = ["HazardBlock", "HazardCell", "HazardRecord", "HazardRow", "HazardsSummary",
+           "HazardsSummaryBlock", "KeywordVerdict", "WhitespaceRun", "WhitespaceWalk"]
 
 
 class WhitespaceRun(TypedDict, total=False):

@@ -10,9 +10,9 @@ from typing import Any, TypedDict
 
 from harness.suite import Record, Summary
 
-__all__ = ["JumpForwardBlock", "JumpForwardInstance", "JumpForwardOracle", "JumpForwardSim",
-           "JumpForwardRecord", "JumpForwardRow", "JumpForwardSummary",
-           "JumpForwardSummaryBlock", "NotMeasured"]
+__all__ = ["JumpForwardBlock", "JumpForwardInstance", "JumpForwardOracle", "JumpForwardRecord",
+           "JumpForwardRow", "JumpForwardSim", "JumpForwardSummary", "JumpForwardSummaryBlock",
+           "NotMeasured"]
 
 
 class JumpForwardSim(TypedDict, total=False):

@@ -13,11 +13,10 @@ import numpy as np
 
 from harness.suite import InstanceRecord, Record, Summary
 
-__all__ = ["EarlyEos", "EosRollbackBlock", "MaskDiffBlock", "MaskDiffEngineBlock", "MaskDiffEos",
-           "MaskDiffInstance", "MaskDiffOracle", "MaskDiffRecord", "MaskDiffStep",
-           "MaskDiffSummary", "NoOraclePair", "RollbackCheck", "TightnessBlock",
-           "TightnessPair", "TokensSummaryBlock",
-           "Witness"]
+__all__ = ["EarlyEos", "EosRollbackBlock", "MaskDiffBlock", "MaskDiffEngineBlock",
+           "MaskDiffEos", "MaskDiffInstance", "MaskDiffOracle", "MaskDiffRecord",
+           "MaskDiffStep", "MaskDiffSummary", "NoOraclePair", "RollbackCheck",
+           "TightnessBlock", "TightnessPair", "TokensSummaryBlock", "Witness"]
 
 
 class MaskDiffStep(TypedDict, total=False):

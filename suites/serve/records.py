@@ -8,7 +8,8 @@ from typing import Any, TypedDict
 
 from harness.suite import Record, Summary
 
-__all__ = ["CanarySummary", "MsStats", "StreamMetrics", "ServeBlock", "ServeRecord", "ServeSummary", "ServeSummaryBlock"]
+__all__ = ["CanarySummary", "MsStats", "ServeBlock", "ServeRecord", "ServeSummary",
+           "ServeSummaryBlock", "StreamMetrics"]
 
 
 class ServeBlock(TypedDict, total=False):

@@ -11,8 +11,9 @@ from typing import TypedDict
 
 from harness.suite import InstanceRecord, Record, Summary
 
-__all__ = ["CallSpan", "ToolsJudgement", "ToolsCompileRow", "ToolsEngineRow", "ToolsEvidence", "ToolsFuzzBlock",
-           "ToolsInstance", "ToolsRecord", "ToolsSummary", "ToolsSummaryBlock", "ToolsWalk"]
+__all__ = ["CallSpan", "ToolsCompileRow", "ToolsEngineRow", "ToolsEvidence", "ToolsFuzzBlock",
+           "ToolsInstance", "ToolsJudgement", "ToolsRecord", "ToolsSummary",
+           "ToolsSummaryBlock", "ToolsWalk"]
 
 
 class CallSpan(TypedDict):
