@@ -45,8 +45,8 @@ from typing import Any, Iterable
 
 import numpy as np
 from harness.suite import RunMeta, Summary
-from suites.e2e.records import (ComponentShare, E2ERecord, E2ESummary, RatioInterval,
-                                StepShares)
+from suites.e2e.records import (BatchFigures, ComponentShare, E2ERecord, E2ESummary, Floor,
+                                ProtocolSummary, RatioInterval, StepShares)
 
 BOOTSTRAP = 2000  # resamples of the pairs
 RESOLVED = 0.03  # the 95% interval must lie within ±3% of the ratio
@@ -234,9 +234,9 @@ def _resolution(recs: list[E2ERecord]) -> dict[str, float]:
     return {"step": float(timer_resolution_ns("cpu")), "component": float(timer_resolution_ns(dev))}
 
 
-def _protocol(recs: list[E2ERecord], batches: list[str], schedule: str | None) -> dict[str, Any]:
+def _protocol(recs: list[E2ERecord], batches: list[str], schedule: str | None) -> ProtocolSummary:
     res = _resolution(recs)
-    by: dict[str, Any] = {}
+    by: dict[str, BatchFigures] = {}
     for b in batches:
         t = ratio_interval(_pairs(recs, b, "step"), res["step"])
         f = ratio_interval(_pairs(recs, b, "forward"), res["component"])
@@ -256,7 +256,7 @@ def _protocol(recs: list[E2ERecord], batches: list[str], schedule: str | None) -
         by[b]["harness_share"] = c.get("harness_share")
         by[b]["harness_share_unconstrained"] = by[b]["unconstrained"].get("harness_share")
     # warm-up: the first of each batch size (in any record), the re-warms before blocks
-    warm: dict[str, Any] = {}
+    warm: dict[str, dict[str, object]] = {}
     for r in recs:
         for b, w in ((r.get("protocol") or {}).get("warmup") or {}).items():
             d = warm.setdefault(b, {"first": [], "rewarm_steps": [], "rewarm_unstable": 0})
@@ -280,7 +280,7 @@ def _protocol(recs: list[E2ERecord], batches: list[str], schedule: str | None) -
     return {"by_batch": by, "warmup": warm, "clock": clock, "resolution_ns": res}
 
 
-def _floor(recs: list[E2ERecord], by: dict[str, Any]) -> dict[str, Any] | None:
+def _floor(recs: list[E2ERecord], by: dict[str, BatchFigures]) -> Floor | None:
     info = (recs[0].get("e2e_config") or {}).get("runtime_info") or {}
     wb = (info.get("weight_bytes") or {}).get("per_step")
     bw = (info.get("copy_bandwidth") or {}).get("gb_per_s")
@@ -411,7 +411,7 @@ def _fills(recs: list[E2ERecord]) -> dict[str, str]:
     return fills
 
 
-def _by_batch(recs: list[E2ERecord]) -> dict[str, Any]:
+def _by_batch(recs: list[E2ERecord]) -> dict[str, BatchFigures]:
     """TPOT per batch size from records without the protocol's blocks (older runs)."""
     pooled: dict[str, dict[str, list]] = {}
     for r in recs:
@@ -420,7 +420,7 @@ def _by_batch(recs: list[E2ERecord]) -> dict[str, Any]:
             acc["step"] += d.get("step", [])
             acc["unconstrained"] += d.get("unconstrained", [])
     fills = _fills(recs)
-    out = {}
+    out: dict[str, BatchFigures] = {}
     for b in sorted(pooled, key=int):
         c = np.asarray(pooled[b]["step"], dtype=np.float64) / 1e6
         u = np.asarray(pooled[b]["unconstrained"], dtype=np.float64) / 1e6
