@@ -14,8 +14,8 @@ from harness.suite import Record, Summary
 
 __all__ = ["BatchFigures", "ComponentShare", "CopyBandwidth", "E2EBlock", "E2EConfig",
            "E2EJobOptions", "E2EOutput", "E2ERecord", "E2ESummary", "Floor", "GraphCapture",
-           "LoopJson", "ProtocolSummary", "RatioInterval", "RuntimeWarmUp", "SequenceJson",
-           "StepClock", "StepShares", "StepStat", "VocabCheck", "WarmUp"]
+           "LoopJson", "MaskBench", "ProtocolSummary", "RatioInterval", "RuntimeWarmUp",
+           "SequenceJson", "StepClock", "StepShares", "StepStat", "VocabCheck", "WarmUp"]
 
 
 class SequenceJson(TypedDict):
@@ -207,6 +207,14 @@ class Floor(TypedDict):
     gpu: str | None
 
 
+class MaskBench(TypedDict):
+    """The mask-kernel microbenchmark (:func:`suites.e2e.maskbench.run`): its settings and
+    one row per (kernel, batch size) with its timings."""
+
+    info: dict[str, object] | None  # device, vocab, batches, n, warm-up, timer resolution …
+    rows: list[dict[str, object]]   # kernel, batch, the timings (µs) or an error
+
+
 class E2EBlock(TypedDict, total=False):
     """``record["e2e"]``: the job's headline figures (the in-process decode fills them all;
     a server or vLLM job those it can see)."""
@@ -278,7 +286,7 @@ class E2ERecord(Record, total=False):
     steps_unconstrained_ns: dict[str, list[int]]
     steps_by_batch_ns: dict[str, dict[str, list[int]]]  # batch size → step | unconstrained
     protocol: dict[str, Any]  # the measurement protocol: blocks per batch size, warm-ups
-    mask_bench: dict[str, Any]  # the mask-kernel microbenchmark (info, rows)
+    mask_bench: MaskBench
     server: dict[str, Any]  # a server job: constrained and unconstrained streams, verdict
 
 
@@ -286,4 +294,4 @@ class E2ESummary(Summary, total=False):
     """``summary.json`` of an e2e run (each engine's ``e2e`` block is in
     ``summary["engines"][label]``, :func:`suites.e2e.summary.e2e_block`)."""
 
-    e2e_mask_bench: dict[str, Any]
+    e2e_mask_bench: MaskBench

@@ -46,7 +46,7 @@ from typing import Any, Iterable
 import numpy as np
 from harness.suite import RunMeta, Summary
 from suites.e2e.records import (BatchFigures, ComponentShare, E2ERecord, E2ESummary, Floor,
-                                ProtocolSummary, RatioInterval, StepShares)
+                                MaskBench, ProtocolSummary, RatioInterval, StepShares)
 
 BOOTSTRAP = 2000  # resamples of the pairs
 RESOLVED = 0.03  # the 95% interval must lie within ±3% of the ratio
@@ -90,7 +90,7 @@ def summary_block(summary: E2ESummary, meta: RunMeta, records: list[E2ERecord],
     return render_text(summary)
 
 
-def merged_mask_bench(records: Iterable[E2ERecord]) -> dict[str, Any] | None:
+def merged_mask_bench(records: Iterable[E2ERecord]) -> MaskBench | None:
     """The microbenchmark rows of the run: the shared rows once, each engine's kernel."""
     info, rows, seen = None, [], set()
     for r in records:
