@@ -8,6 +8,8 @@ per step; a batch is a ``[B, W]`` array whose rows have this layout.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 __all__ = ["allocate_bitmask", "bitmask_words", "check_bitmask", "pack_allowed", "token_bit"]
@@ -44,7 +46,9 @@ def check_bitmask(bitmask: np.ndarray, words: int) -> None:
 def token_bit(token_id: int) -> tuple[int, np.int32]:
     """``(word index, int32 value with only the token's bit set)``: ``bitmask[w] & b`` tests
     the token, ``bitmask[w] |= b`` allows it."""
-    return token_id // 32, np.array(1 << (token_id % 32), dtype=np.uint32).view(np.int32)[()]
+    # a 0-d array indexed by () is its scalar; numpy's stubs type it as an array
+    return token_id // 32, cast(np.int32, np.array(1 << (token_id % 32),
+                                                  dtype=np.uint32).view(np.int32)[()])
 
 
 def pack_allowed(allowed: np.ndarray, bitmask: np.ndarray) -> None:

@@ -91,7 +91,7 @@ def _import_formatron() -> dict[str, Any]:
         import pydantic
 
         missing = object()
-        before = pydantic.__dict__.get("typing", missing)
+        before = vars(pydantic).get("typing", missing)
         pydantic.typing = typing  # what pydantic 1's pydantic.typing re-exported
         try:
             from formatron.formatter import FormatterBuilder

@@ -167,6 +167,9 @@ class LLGuidanceMatcher(TemplateMatcher):
 
 
 class LLGuidanceCompiled(CompiledGrammar):
+    #: set on a grammar compiled from a tool-call or grammar request: the native form it became
+    form: str
+
     def __init__(self, proto: Any, stop_ids: frozenset[int], words: int, warnings: list[str]):
         self._proto = proto
         self._stop = stop_ids

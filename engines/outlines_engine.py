@@ -107,6 +107,9 @@ class OutlinesMatcher(TemplateMatcher):
 
 
 class OutlinesCompiled(CompiledGrammar):
+    #: set on a grammar compiled from a tool-call or grammar request: the native form it became
+    form: str
+
     def __init__(self, oc: Any, index: Any, regex: str, engine: "OutlinesEngine"):
         self._Guide = oc.Guide
         self.index = index

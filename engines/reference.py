@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,12 +37,16 @@ from engines.protocol import CompiledGrammar, CompileError, EngineAdapter, one_l
 from engines.token_bytes import byte_token_ids, encode_exact, utf8_complete
 from engines.vocab import Vocabulary
 
+if TYPE_CHECKING:  # the reference engine is imported when an adapter is built
+    from reference_engine.trie import TokenTrie
+
 _DEFAULTS: dict[str, Any] = {"whitespace": "flexible", "max_ws": 32, "separators": None,
                              "property_order": "any", "format_assertion": True,
                              "reading": "jsonschema", "precompute_s": 1.0, "warm_s": 0.5}
 #: options of the engine itself; the others are the JSON Schema compiler's
 _ENGINE_OPTIONS = ("precompute_s", "warm_s")
-_TRIES: dict[str, Any] = {}
+#: vocabulary fingerprint → its token trie
+_TRIES: dict[str, TokenTrie] = {}
 #: id of a trie in :data:`_TRIES` (kept alive there) → its vocabulary
 _TRIE_VOCABS: dict[int, Vocabulary] = {}
 
@@ -192,6 +196,9 @@ class ReferenceMatcher(BoundMatcher):
 
 
 class ReferenceCompiled(CompiledGrammar):
+    #: set on a grammar compiled from a tool-call or grammar request: the native form it became
+    form: str
+
     def __init__(self, compiled, words: int):
         self.compiled = compiled
         self._words = words

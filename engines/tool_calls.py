@@ -30,7 +30,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:  # xgrammar is imported only where a structural tag is built
+    from xgrammar.builtin_structural_tag import BuiltinToolParam, FunctionToolParam
 
 __all__ = ["CHOICES", "FORMATS", "ToolFormat", "ToolSpec", "lark_grammar", "regex",
            "rx_escape", "text_regex", "xgrammar_structural_tag"]
@@ -251,7 +254,8 @@ def xgrammar_structural_tag(spec: ToolSpec, any_order: bool = False,
     special-token exclusions off (free text is then any text without the trigger)."""
     from xgrammar.builtin_structural_tag import get_model_structural_tag
 
-    tools = [{"type": "function", "function": {"name": n, "parameters": json.loads(s)}}
+    tools: list[FunctionToolParam | BuiltinToolParam | dict[Any, Any]] = [
+        {"type": "function", "function": {"name": n, "parameters": json.loads(s)}}
              for n, s in spec.tools]
     choice: Any = spec.choice
     if spec.choice == "named":

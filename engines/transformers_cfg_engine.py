@@ -108,6 +108,8 @@ def _schema_converter() -> Any:
             path = Path(next(iter(spec.submodule_search_locations))) / "llama_grammar.py"
             if path.is_file():
                 s = importlib.util.spec_from_file_location("_harness_llama_grammar", path)
+                if s is None or s.loader is None:  # caught below: no converter
+                    raise ImportError(f"{path}: no module spec")
                 mod = importlib.util.module_from_spec(s)
                 s.loader.exec_module(mod)
                 conv = mod.json_schema_to_gbnf
@@ -288,7 +290,7 @@ def _make_mapping(base: type, token_bytes: list[bytes], vocab: Vocabulary) -> An
     """A ``TokenizerMiddleMapping`` (the recognizer's token id → bytes map) over the
     harness's token bytes: special ids map to no bytes, as transformers-cfg maps them."""
 
-    class HarnessMapping(base):  # type: ignore[misc, valid-type]
+    class HarnessMapping(base):
         def __init__(self) -> None:  # the base reads a Hugging Face tokenizer
             self.eos_token_id = vocab.eos_id
             self.bos_token_id = vocab.bos_id

@@ -179,6 +179,9 @@ def _draft_buffers(nodes: int, words: int):
 
 
 class XGrammarCompiled(CompiledGrammar):
+    #: set on a grammar compiled from a tool-call or grammar request: the native form it became
+    form: str
+
     def __init__(self, xgr: Any, compiled: Any, stop_ids: frozenset[int],
                  nontext: frozenset[int], words: int, warnings: list[str]):
         self._xgr = xgr
@@ -242,6 +245,7 @@ class XGrammarCachedCompiler(CachedCompiler):
     """A ``GrammarCompiler`` with ``cache_enabled=True`` (xgrammar's own cache, keyed on the
     schema text and options), single-threaded like the adapter's own."""
 
+    adapter: "XGrammarEngine"
     has_cache = True
     describe = "xgrammar GrammarCompiler cache (cache_enabled=True, unbounded)"
 
@@ -420,7 +424,7 @@ class XGrammarEngine(EngineAdapter):
                 os.dup2(saved, 2)
                 os.close(saved)
         warnings: list[str] = []
-        if saved >= 0:
+        if saved >= 0 and errfile is not None:  # saved is set only with an errfile
             errfile.seek(0)
             text = errfile.read().decode("utf-8", errors="replace")
             warnings = [_CPP_PREFIX.sub("", ln).strip() for ln in text.splitlines() if ln.strip()]

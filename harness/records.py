@@ -6,8 +6,10 @@ named once, from the first step (:mod:`harness.execution.session` builds the pay
 the report. The files carry a ``format`` version (:data:`RUN_FORMAT`, :data:`RECORD_FORMAT`,
 :data:`SUMMARY_FORMAT`); :mod:`harness.store.run_store` reads and writes them, upgrading the
 versions it knows and refusing any other with one line. Suites add keys of their own to a
-record (``e2e``, ``fuzz``, ``serve``, ``drafts`` …: typed here as ``dict[str, Any]``, each
-documented in its suite's summary module). This module imports nothing of the project.
+record and to the summary: each suite declares them beside its code, in
+``suites/<suite>/records.py``, as TypedDicts extending :class:`Record` and :class:`Summary`
+(listed under :class:`Record`). This module imports nothing of the project (the data path
+runs one way: the harness never imports a suite).
 """
 
 from __future__ import annotations
@@ -90,8 +92,15 @@ class ReplayResult(TypedDict, total=False):
     commit_ns: list[int]  # commit per step, ns
     reject_at: int       # the first token refused
     disagreement: str    # mask and commit (or EOS) disagree: an engine bug
+    eos_mask_ns: int     # the mask filled at the end to read EOS, ns
+    error: str           # status ``error``: what the engine raised
     reject_kind: str     # a false reject: unwritable | tokenization | undecided
     reachable_tokens: list[int]  # ``tokenization``: the accepted tokenisation
+    reach_calls: int     # matcher calls the reachability search made
+    reach_why: str       # ``undecided``: why
+    same_as: str         # a serialisation spelling the same text: that one's replay
+    seed: int            # a segmentation replay (``seg<k>``): its random tokenisation's seed
+    of: str              # a segmentation replay: the serialisation whose text it re-tokenises
 
 
 class InstanceRecord(TypedDict, total=False):
@@ -104,6 +113,8 @@ class InstanceRecord(TypedDict, total=False):
     label_disagrees: bool
     label_reason: str
     bad_instance: str    # the instance itself cannot be used (why)
+    text: str            # the exact text replayed (an instance given as text)
+    truth_error: str     # why ground truth could not decide (``truth`` is then None)
     results: dict[str, ReplayResult]  # serialisation → replay
 
 
@@ -111,7 +122,34 @@ class Record(TypedDict, total=False):
     """One line of ``records.jsonl``: one finished (case, engine) job.
 
     Times are integer nanoseconds unless the key says otherwise; a job that died has no
-    ``instances``. Suites add keys of their own (``e2e``, ``fuzz``, ``mask_diff`` …)."""
+    ``instances``. A suite's job adds keys of its own, declared in ``suites/<suite>/records.py``
+    (a TypedDict extending this one) with its summary's keys:
+
+    ==============  =====================================  ===========================
+    suite           record keys                            summary keys
+    ==============  =====================================  ===========================
+    batch           ``batch`` (BatchRecord)                ``batch`` (BatchSummary)
+    churn           ``churn`` (ChurnRecord)                ``churn`` (ChurnSummary)
+    drafts          ``drafts`` (DraftsRecord)              ``drafts`` (DraftsSummary)
+    e2e             ``e2e``, ``outputs``, ``steps_ns`` …   ``engines[*].e2e``,
+                    (E2ERecord)                            ``e2e_mask_bench`` (E2ESummary)
+    fuzz            ``fuzz``, ``form`` (FuzzRecord)        ``engines[*].fuzz`` (FuzzEngineBlock)
+    grammars        ``family``, ``form``, ``translation``  ``grammars``,
+                    … (GrammarRecord)                      ``grammar_translation``
+    hazards         ``hazard`` (HazardRecord)              ``hazards`` (HazardsSummary)
+    jump_forward    ``jump_forward``, ``oracle``           ``jump_forward``
+                    (JumpForwardRecord)                    (JumpForwardSummary)
+    mask_diff       ``oracle``, ``form``, instances'       ``engines[*].mask_diff`` …,
+                    ``mask_diff`` (MaskDiffRecord)         ``tokens`` (MaskDiffSummary)
+    serve           ``serve`` (ServeRecord)                ``serve`` (ServeSummary)
+    tools           ``tool_count``, ``cold_ns``, ``fuzz``  ``tools`` (ToolsSummary)
+                    … (ToolsRecord)
+    adversarial     (core keys only)                       ``adversarial`` (AdversarialSummary)
+    ==============  =====================================  ===========================
+
+    The harness reads two of them itself, by key and without their types:
+    :mod:`harness.measure.tokens.findings` and ``explain`` read ``fuzz`` and the
+    instances' ``mask_diff``."""
 
     format: int          # RECORD_FORMAT
     engine: str          # engine label, ``name[:config][@env]``
@@ -119,13 +157,17 @@ class Record(TypedDict, total=False):
     suite: str
     subset: str
     outcome: str         # one of harness.measure.outcomes.OUTCOMES
-    error: str           # one line, for a compile error, a death or bad input
+    error: str | None    # one line, for a compile error, a death or bad input (None: bad
+                         # input whose loader gave no reason)
     phase: str           # where a job that died was
-    engine_version: str
+    engine_version: str | None  # None: the package's version is not known
     setup_ns: int        # building the worker's vocabulary and adapter (first job only);
                          # a job that died: the time before its own limit began
     compile_ns: int      # schema text → compiled grammar
-    ttfm_ns: int         # schema text → first mask filled
+    matcher_ns: int      # compiled grammar → its first matcher
+    first_mask_ns: int   # that matcher's first fill_mask
+    ttfm_ns: int         # schema text → first mask filled (a churn job that compiled
+                         # nothing writes None: see ChurnRecord)
     busy_ns: int         # the worker's time on the job
     wall_ns: int         # the driver's time from dispatch to record
     started_at: float    # Unix time, s
@@ -136,7 +178,11 @@ class Record(TypedDict, total=False):
     ttfm_preempted: int  # involuntary context switches between compile start and first mask
     accepts_invalid: bool  # a unit judged otherwise than by its instances accepted one
     instances: list[InstanceRecord]
-    serve: dict[str, Any]
+    engine_stats: dict[str, Any]  # the engine's own statistics, where it has any
+    stderr: str          # a job that died: the tail of its worker's stderr
+    host: str            # the Ray executor: the node that ran the job
+    schema_text: str     # mask_diff and fuzz: the schema, for ``harness explain``
+    schema_id: str       # format 1 only: the case id (upgrade_record renames it)
 
 
 # ------------------------------------------------------------------ the run and its summary
@@ -190,8 +236,8 @@ class Summary(TypedDict, total=False):
     """``summary.json`` (docs/metrics.md): the headline and the whole table per engine."""
 
     format: int          # SUMMARY_FORMAT
-    run_id: str
-    suite: str
+    run_id: str | None   # None: run.json named none
+    suite: str | None
     primary_serialization: str
     serializations: list[str]
     headline: Headline

@@ -146,6 +146,7 @@ def _tiktoken_vocab(
         if not t and i not in special_ids:
             special_ids.add(i)
     stop_ids = tuple(by_name[s] for s in stop_names)
+    encode: Callable[[str], list[int]]
     if rank_offset == 0:
         encode = functools.partial(enc.encode, disallowed_special=())
     else:

@@ -76,10 +76,10 @@ def load_tekken() -> Vocabulary:
         if len(entries) < n_ranks:
             raise ValueError(f"{len(entries)} vocab entries < {n_ranks} needed")
         ranks: dict[bytes, int] = {}
-        for i, e in enumerate(entries[:n_ranks]):
-            if e["rank"] != i:
-                raise ValueError(f"vocab entry {i} has rank {e['rank']}")
-            ranks[base64.b64decode(e["token_bytes"])] = i
+        for i, entry in enumerate(entries[:n_ranks]):
+            if entry["rank"] != i:
+                raise ValueError(f"vocab entry {i} has rank {entry['rank']}")
+            ranks[base64.b64decode(entry["token_bytes"])] = i
         if len(ranks) != n_ranks:
             raise ValueError("duplicate token bytes")
         listed = model.get("special_tokens")

@@ -55,7 +55,7 @@ def derive_merges(vocab: Vocabulary) -> list[str]:
     for i, t in enumerate(vocab.tokens):
         if i not in vocab.special_ids and t:
             ranks[t] = i
-    merges = []
+    merges: list[str] = []
     for tok, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
         local = []
         for i in range(1, len(tok)):

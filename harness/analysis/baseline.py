@@ -36,7 +36,7 @@ import json
 import shlex
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, TypedDict
 
 import numpy as np
 
@@ -82,15 +82,24 @@ def sketch(tbm_us: np.ndarray) -> list[float]:
     return [_sig(v) for v in np.percentile(tbm_us, [100 * lv for lv in SKETCH_LEVELS])]
 
 
+class SchemaLatency(TypedDict, total=False):
+    """One schema's latency entry (a baseline's ``latency[engine]["schemas"][case]``)."""
+
+    n: int                  # token steps of the primary serialisation
+    q: list[float]          # TBM quantiles at SKETCH_LEVELS, µs (only with token steps)
+    ttfm_ms: float | None   # None: no first mask
+    ttfm_censored: bool     # the job timed out before its first mask
+
+
 def schema_latency(records: list[Record],
-                   primary: str) -> dict[str, dict[str, dict[str, Any]]]:
+                   primary: str) -> dict[str, dict[str, SchemaLatency]]:
     """engine → schema → {"n", "q", "ttfm_ms"} (``q`` only when it has token steps;
     ``ttfm_censored: true`` for a job that timed out before its first mask)."""
-    out: dict[str, dict[str, dict[str, Any]]] = {}
+    out: dict[str, dict[str, SchemaLatency]] = {}
     for r in records:
         if r["outcome"] == outcomes.BAD_INPUT:
             continue
-        entry: dict[str, Any] = {"n": 0}
+        entry: SchemaLatency = {"n": 0}
         t = metrics.token_timings([r], primary).get(r["engine"])
         if t is not None and t["mask"].size:
             tbm = (t["mask"] + t["commit"]) / 1000.0
@@ -135,7 +144,7 @@ def _pct_rows(sorted_vals: np.ndarray, w: np.ndarray, q: float) -> np.ndarray:
     return np.where(lo_ok | hi_ok, val, np.nan)
 
 
-def bootstrap_stat(entries: list[dict[str, Any]], key: str, counts: np.ndarray,
+def bootstrap_stat(entries: list[SchemaLatency], key: str, counts: np.ndarray,
                    rng: np.random.Generator | None = None) -> np.ndarray:
     """One statistic for each row of ``counts`` (schema multiplicities, row 0 = as is).
 
@@ -155,7 +164,7 @@ def bootstrap_stat(entries: list[dict[str, Any]], key: str, counts: np.ndarray,
     block = max(1, 2_000_000 // max(1, S * K))
     for i in range(0, counts.shape[0], block):
         c = counts[i:i + block]
-        if tokens:
+        if n is not None and rng is not None:  # both set exactly when ``tokens``
             m = rng.multinomial(n, SKETCH_WEIGHTS_P, size=(c.shape[0], S)).astype(float)
             if i == 0:
                 m[0] = base_w
@@ -166,7 +175,7 @@ def bootstrap_stat(entries: list[dict[str, Any]], key: str, counts: np.ndarray,
     return out
 
 
-def stat_arrays(entries: list[dict[str, Any]], key: str) -> tuple[np.ndarray, np.ndarray]:
+def stat_arrays(entries: list[SchemaLatency], key: str) -> tuple[np.ndarray, np.ndarray]:
     """(points, weights), each (schemas, K), of one statistic over schema entries."""
     if key.startswith("tbm"):
         pts = np.array([e["q"] for e in entries], dtype=float)
@@ -178,13 +187,13 @@ def stat_arrays(entries: list[dict[str, Any]], key: str) -> tuple[np.ndarray, np
     return pts, w
 
 
-def usable(entry: dict[str, Any], key: str) -> bool:
+def usable(entry: SchemaLatency, key: str) -> bool:
     if key.startswith("tbm"):
         return bool(entry.get("n")) and isinstance(entry.get("q"), list) and len(entry["q"]) == len(SKETCH_LEVELS)
     return entry.get("ttfm_ms") is not None or bool(entry.get("ttfm_censored"))
 
 
-def headline_figures(h: dict[str, Any]) -> dict[str, Any]:
+def headline_figures(h: Mapping[str, Any]) -> dict[str, Any]:
     """The headline's value of each gated statistic (:data:`STATS` keys; None where not
     measured or censored), the TTFM censoring, the TBM steps with the worker's
     preemptions over them and the TTFM schemas with those preempted during their TTFM, from
@@ -211,7 +220,7 @@ def resample_counts(n_schemas: int, n_boot: int, seed: int) -> np.ndarray:
     return counts
 
 
-def stat_with_spread(entries: list[dict[str, Any]], key: str, n_boot: int = 1000,
+def stat_with_spread(entries: list[SchemaLatency], key: str, n_boot: int = 1000,
                      seed: int = 0, confidence: float = 0.95) -> dict[str, Any] | None:
     entries = [e for e in entries if usable(e, key)]
     if not entries:

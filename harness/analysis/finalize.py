@@ -73,7 +73,7 @@ def summarize_published(store: RunStore, records: list[Record] | None = None
                              Path(scratch))
 
 
-def finalize(store: RunStore, echo: Callable[[str], Any] | None = print,
+def finalize(store: RunStore, echo: Callable[[str], object] | None = print,
              suite: type | None = None) -> Summary:
     """Write summary.json and the Parquet tables (a published run folder: summary.json
     alone); hand the suite blocks' console text to ``echo`` (None: drop it); return the
@@ -85,8 +85,8 @@ def finalize(store: RunStore, echo: Callable[[str], Any] | None = print,
         # place, what else a run derives is not written there
         summary, texts = summarize_published(store, records)
         (store.path / "summary.json").write_text(json.dumps(summary, indent=2))
-        for text in texts:
-            if echo is not None:
+        if echo is not None:
+            for text in texts:
                 echo(text + "\n")
         return summary
     summary, texts = summarize_run(meta, records, store.path, suite)
@@ -97,7 +97,7 @@ def finalize(store: RunStore, echo: Callable[[str], Any] | None = print,
     idf = metrics.instance_frame(records)
     if len(idf):
         idf.to_parquet(store.path / "instances.parquet", index=False)
-    for text in texts:  # e.g. the drift matrix
-        if echo is not None:
+    if echo is not None:
+        for text in texts:  # e.g. the drift matrix
             echo(text + "\n")
     return summary

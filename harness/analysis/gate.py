@@ -116,7 +116,7 @@ class GateResult:
         return any(c.status == "fail" for c in self.checks)
 
 
-def _records_by_key(records: list[Record]) -> dict[tuple[str, str], dict[str, Any]]:
+def _records_by_key(records: list[Record]) -> dict[tuple[str, str], Record]:
     return {(r["engine"], r["case_id"]): r for r in records}  # a resumed job: the last wins
 
 
@@ -165,7 +165,7 @@ def check_outcomes(baseline: dict[str, Any], heads: dict[tuple[str, str], str],
 
 
 def check_latency(baseline: dict[str, Any], records: list[Record], primary: str,
-                  run_headline: dict[str, Any], result: GateResult) -> None:
+                  run_headline: Headline, result: GateResult) -> None:
     """Per engine and statistic: the headline figure of each side (what ``summary.json`` and
     every report show), their ratio, and its interval: the paired bootstrap's relative
     spread over the schemas both sides have (their sketches), applied to that ratio."""
@@ -193,8 +193,8 @@ def check_latency(baseline: dict[str, Any], records: list[Record], primary: str,
                 continue
             if key.startswith(("tbm", "ttfm")):
                 kind = "tbm" if key.startswith("tbm") else "ttfm"
-                busy = [(side, why) for side, fig in (("run", r_fig), ("baseline", b_fig))
-                        if (why := figures.preemption(
+                busy = [(side, reason) for side, fig in (("run", r_fig), ("baseline", b_fig))
+                        if (reason := figures.preemption(
                             {"steps": fig.get(f"{kind}_steps"),
                              "preempted": fig.get(f"{kind}_preempted")},
                             100 * quantile_of(key), "TTFM" if kind == "ttfm" else None))]
@@ -240,7 +240,7 @@ def _num(x: float) -> str:
 
 
 def rename_rows(records: list[Record], meta: RunMeta,
-                pairs: list[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                pairs: list[str]) -> tuple[list[Record], RunMeta]:
     """The run's records and engine statuses with each ``BASE=RUN`` pair's row ``RUN``
     relabelled ``BASE``, so the gate judges it against the baseline's ``BASE`` (rows of
     ``BASE`` the run also holds are dropped). Raises ValueError for a malformed pair or a
@@ -259,13 +259,14 @@ def rename_rows(records: list[Record], meta: RunMeta,
         raise ValueError(f"the run has no row {', '.join(missing)}; its rows: "
                          f"{', '.join(sorted(have))}")
     targets = set(rename.values())
-    out = [({**r, "engine": rename[r["engine"]]} if r["engine"] in rename else r)
+    out: list[Record] = [({**r, "engine": rename[r["engine"]]} if r["engine"] in rename else r)
            for r in records if r["engine"] in rename or r["engine"] not in targets]
     engines = [({**e, "engine": rename[e["engine"]], "compared_as": e["engine"]}
                 if e["engine"] in rename else e)
                for e in meta.get("engines", []) if e["engine"] in rename
                or e["engine"] not in targets]
-    return out, {**meta, "engines": engines}
+    renamed: RunMeta = {**meta, "engines": engines}
+    return out, renamed
 
 
 def run_gate(baseline: dict[str, Any], meta: RunMeta, records: list[Record], *,

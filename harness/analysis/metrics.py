@@ -183,8 +183,16 @@ def summarize(records: list[Record], meta: RunMeta, suite: type | None = None) -
         e_i = idf[idf["engine"] == label] if len(idf) else idf
         mine = [r for r in records if r["engine"] == label]
         counts_all = Counter(r["outcome"] for r in mine)
-        fr, fa, nv, ni = {}, {}, {}, {}
-        fr_ld, fa_ld, nv_ld, ni_ld = {}, {}, {}, {}
+        # per serialisation: false rejects, false accepts, valid and invalid instances;
+        # ``_ld`` those whose corpus label disagrees with ground truth
+        fr: dict[str, int] = {}
+        fa: dict[str, int] = {}
+        nv: dict[str, int] = {}
+        ni: dict[str, int] = {}
+        fr_ld: dict[str, int] = {}
+        fa_ld: dict[str, int] = {}
+        nv_ld: dict[str, int] = {}
+        ni_ld: dict[str, int] = {}
         for ser in sers:
             d = e_i[e_i["serialization"] == ser] if len(e_i) else e_i
             if not len(d):

@@ -32,7 +32,7 @@ def _log_to_stderr() -> None:
     class _StderrHandler(logging.StreamHandler):
         # the stderr of the moment, not the one at the first call: a caller that redirects
         # sys.stderr (a test running the CLI in process) gets the warnings of its own run
-        @property  # type: ignore[override]
+        @property
         def stream(self):  # noqa: D401
             return sys.stderr
 

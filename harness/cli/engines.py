@@ -18,7 +18,8 @@ def cmd_engines(args) -> int:
     from harness.registry.environments import ENVIRONMENTS, environment
     from harness.registry import EngineSpec, RegistryError, adapter_class, registered
 
-    rows = []
+    # name, installed, version, hidden, install hint, configurations, environment
+    rows: list[tuple[str, str, str, str, str, str, str | None]] = []
     for n in registered(include_hidden=True):
         try:
             cls = adapter_class(n)
@@ -34,8 +35,8 @@ def cmd_engines(args) -> int:
     w = max([14, *(len(r[0]) for r in rows)])  # the engine column fits the longest name
     print(f"{'engine':<{w}} {'installed':<10} {'version':<18} {'in --engine all':<16} "
           "configurations")
-    for n, inst, version, hidden, hint, cfgs, env in rows:
-        print(f"{n:<{w}} {inst:<10} {version:<18} {'yes' if hidden == '-' else 'no':<16} {cfgs}")
+    for n, installed, version, hidden, hint, cfgs, env in rows:
+        print(f"{n:<{w}} {installed:<10} {version:<18} {'yes' if hidden == '-' else 'no':<16} {cfgs}")
         if hidden != "-":
             print(f"{'':<{w}} hidden: {hidden}")
         if hint:
@@ -44,13 +45,13 @@ def cmd_engines(args) -> int:
             print(f"{'':<{w}} runs in: environment {env} ({environment(env).python()})")
     # the environments beside the harness's own: what each holds (a row NAME@ENV runs
     # the engine NAME from there, e.g. xgrammar@vllm)
-    for env in ENVIRONMENTS.values():
-        d = env.describe()
+    for other in ENVIRONMENTS.values():
+        d = other.describe()
         if d["available"]:
             held = ", ".join(f"{k} {v}" for k, v in d["versions"].items())
-            print(f"\nenvironment {env.name}: {d['python']}\n  holds {held}\n"
-                  f"  rows: NAME@{env.name} runs an engine from there (e.g. xgrammar@{env.name})")
+            print(f"\nenvironment {other.name}: {d['python']}\n  holds {held}\n"
+                  f"  rows: NAME@{other.name} runs an engine from there (e.g. xgrammar@{other.name})")
         else:
-            print(f"\nenvironment {env.name}: not there ({d['python']}): "
-                  f"{env.setup}")
+            print(f"\nenvironment {other.name}: not there ({d['python']}): "
+                  f"{other.setup}")
     return 0

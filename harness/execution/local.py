@@ -195,7 +195,11 @@ class LocalExecutor:
 
     def _finish(self, slot: _Slot, record: Record, death: bool = False) -> None:
         job = slot.job
-        rec = {**self._base(job), **record} if death else record
+        if death:
+            assert job is not None  # a worker dies running a job
+            rec: Record = {**self._base(job), **record}
+        else:
+            rec = record
         rec["wall_ns"] = int((time.monotonic() - slot.started) * 1e9)
         rec["started_at"] = round(slot.started_at, 3)
         rec["finished_at"] = round(time.time(), 3)
@@ -234,6 +238,7 @@ class LocalExecutor:
         proc.join(timeout=5)
         code = proc.exitcode
         tail = self._log_tail(slot)
+        rec: Record
         if reason == "timeout":
             rec = {"outcome": outcomes.TIMEOUT,
                    "error": f"wall-clock limit {self.timeout_s:g}s passed during {slot.phase}"}

@@ -26,7 +26,7 @@ from harness.measure.replay import ACCEPTED, SERIALIZATIONS, preemptions, replay
 from harness.measure import adapters, reachability  # noqa: E402
 from harness.execution.executor import (BOARD_JOB, BOARD_LIMIT_FROM, BOARD_PHASE,  # noqa: E402
                                         BOARD_TTFM, PHASES, pack_timings)
-from harness.records import InstanceRecord, JobPayload, Record
+from harness.records import InstanceRecord, JobPayload, Record, ReplayResult
 
 
 def run_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
@@ -90,14 +90,15 @@ def run_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
         matcher.fill_mask(bitmask)
         t3 = time.perf_counter_ns()
     except CompileError as e:
-        record.update(outcome=outcomes.COMPILE_ERROR, error=one_line(e),
-                      compile_ns=time.perf_counter_ns() - t0, instances=instances)
+        record.update({"outcome": outcomes.COMPILE_ERROR, "error": one_line(e),
+                       "compile_ns": time.perf_counter_ns() - t0, "instances": instances})
         record["busy_ns"] = time.perf_counter_ns() - t_busy
         return record
-    record.update(compile_ns=t1 - t0, matcher_ns=t2 - t1, first_mask_ns=t3 - t2,
-                  ttfm_ns=t3 - t0)
-    if c_ttfm is not None:
-        record["ttfm_preempted"] = preemptions() - c_ttfm
+    record.update({"compile_ns": t1 - t0, "matcher_ns": t2 - t1, "first_mask_ns": t3 - t2,
+                   "ttfm_ns": t3 - t0})
+    c_now = preemptions() if c_ttfm is not None else None
+    if c_ttfm is not None and c_now is not None:  # both or neither (Linux)
+        record["ttfm_preempted"] = c_now - c_ttfm
 
     phase("replay", record["ttfm_ns"])
     primary = job["primary"]
@@ -111,7 +112,7 @@ def run_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     for inst, item in zip(instances, case["instances"]):
         data = item["data"]
         exact = item.get("text")
-        results: dict[str, Any] = {}
+        results: dict[str, ReplayResult] = {}
         seen: dict[str, str] = {}
         for ser in (("text",) if exact is not None else sers):
             try:
@@ -127,8 +128,9 @@ def run_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
             timed = ser == primary or exact is not None  # the steps TBM is made of
             c0 = preemptions() if timed and preempted is not None else None
             r = replay(grammar.matcher(), tokens, bitmask, stop_ids)
-            if c0 is not None:
-                preempted += preemptions() - c0
+            c1 = preemptions() if c0 is not None else None
+            if c0 is not None and c1 is not None and preempted is not None:
+                preempted += c1 - c0
             results[ser] = r.to_json()
             if timed and inst["expected"] is True and r.status != ACCEPTED:
                 # a false reject of the primary (or exact) text: can any tokenisation
@@ -159,7 +161,7 @@ def run_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
 
 
 def _segmentation_replays(grammar, vocab, bitmask, case_id: str, index: int, of: str,
-                          text: str, k: int) -> dict[str, Any]:
+                          text: str, k: int) -> dict[str, ReplayResult]:
     """``seg0`` … ``seg<k-1>``: ``text`` (serialisation ``of``) replayed with ``k`` seeded
     non-canonical tokenisations (:mod:`harness.measure.segment`). Each keeps only what judges and
     reproduces it: status, token count, where it was rejected, the seed, ``of``."""
@@ -171,13 +173,16 @@ def _segmentation_replays(grammar, vocab, bitmask, case_id: str, index: int, of:
     except SegmentationError as e:
         return {f"seg{j}": {"status": "error", "error": str(e)[:300], "seed": s, "of": of}
                 for j, s in enumerate(seeds)}
-    out: dict[str, Any] = {}
+    out: dict[str, ReplayResult] = {}
     for j, (seed, tokens) in enumerate(zip(seeds, seqs)):
         r = replay(grammar.matcher(), tokens, bitmask, vocab.stop_ids)
-        res: dict[str, Any] = {"status": r.status, "n_tokens": r.n_tokens, "seed": seed, "of": of}
-        for key in ("reject_at", "disagreement", "error"):
-            if getattr(r, key) is not None:
-                res[key] = getattr(r, key)
+        res: ReplayResult = {"status": r.status, "n_tokens": r.n_tokens, "seed": seed, "of": of}
+        if r.reject_at is not None:
+            res["reject_at"] = r.reject_at
+        if r.disagreement is not None:
+            res["disagreement"] = r.disagreement
+        if r.error is not None:
+            res["error"] = r.error
         out[f"seg{j}"] = res
     return out
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gc
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from harness.records import JobPayload, Record
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def adapter(name: str, config: str, tokenizer: str) -> "EngineAdapter":
         _adapters.clear()
     key = (name, config)
     if key not in _adapters:
-        _adapters[key] = EngineSpec(name, config).build(_vocab)
+        _adapters[key] = EngineSpec(name, config).build(vocabulary())
         # The imports, the vocabulary and the adapters live as long as the worker: keep
         # them out of the cyclic garbage collector's full passes (tens of milliseconds
         # each, landing in whichever engine's mask allocates past the threshold).
@@ -62,7 +62,7 @@ def engine_version(adapter: "EngineAdapter") -> str | None:
     return _versions[cls]
 
 
-def start_job(job: JobPayload, phase) -> "tuple[dict[str, Any], EngineAdapter, Vocabulary, int]":
+def start_job(job: JobPayload, phase) -> "tuple[Record, EngineAdapter, Vocabulary, int]":
     """The common start of a worker job: the record's identity (``engine``, ``case_id``,
     ``suite``, ``subset``), the adapter and the vocabulary built under phase ``setup``,
     ``engine_version`` and ``setup_ns`` (ns). Returns ``(record, adapter, vocab, t_busy)``,

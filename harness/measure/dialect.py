@@ -28,7 +28,7 @@ verdict, a dialect difference.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -98,6 +98,16 @@ def predicted_verdict(pattern: str, atom: str, text: str, accepts: dict[str, boo
     return re.fullmatch(substitute(pattern, atom, chars), text) is not None
 
 
+class ProbeExplanation(TypedDict, total=False):
+    """:meth:`ConstructProbe.explain`'s answer."""
+
+    construct: str | None  # the construct tested alone
+    explained: bool | None  # it explains the engine's verdict (None: not decided)
+    predicted: bool      # the verdict the engine's reading of the construct predicts
+    chars: dict[str, bool | None]  # characters read otherwise than Python's → the engine's verdict
+    why: str | None      # why nothing was explained
+
+
 class ConstructProbe:
     """The construct of one dialect-sensitive case, tested alone through one engine (see
     the module docstring). Built per job; compiles the probe once, on first use."""
@@ -145,29 +155,32 @@ class ConstructProbe:
                     else False
         return self._seen[ch]
 
-    def explain(self, text: str, engine_verdict: bool) -> dict[str, Any]:
+    def explain(self, text: str, engine_verdict: bool) -> ProbeExplanation:
         """``{"explained": bool | None, "construct", "predicted", "chars", "why"}``:
         whether the construct, read as the engine reads it, predicts ``engine_verdict``
         (True: a dialect difference). ``chars`` lists the text's characters where the
         engine's reading and Python's differ, each with the engine's verdict (None:
         undecided)."""
-        out: dict[str, Any] = {"construct": self.atom, "explained": None}
+        out: ProbeExplanation = {"construct": self.atom, "explained": None}
         if self._compiled() is None:
             out["why"] = self._why
             return out
+        atom = self.atom
+        assert atom is not None  # without a construct nothing compiled
         accepts: dict[str, bool] = {}
         differ: dict[str, bool | None] = {}
         for ch in dict.fromkeys(text):
             v = self.engine_accepts(ch)
-            py = re.fullmatch(self.atom, ch) is not None
+            py = re.fullmatch(atom, ch) is not None
             if v is None:
-                out.update(chars=differ, why=f"the engine's verdict on {ch!r} alone is undecided")
+                out.update({"chars": differ,
+                            "why": f"the engine's verdict on {ch!r} alone is undecided"})
                 return out
             accepts[ch] = v
             if v != py:
                 differ[ch] = v
-        pred = predicted_verdict(self.target.forms["regex"], self.atom, text, accepts)
-        out.update(explained=pred == engine_verdict, predicted=pred, chars=differ)
+        pred = predicted_verdict(self.target.forms["regex"], atom, text, accepts)
+        out.update({"explained": pred == engine_verdict, "predicted": pred, "chars": differ})
         if pred != engine_verdict:
             out["why"] = (f"{self.atom} read as the engine reads it predicts "
                           f"{'valid' if pred else 'invalid'}, the engine says "

@@ -9,19 +9,24 @@ fetched, it makes the verdict unknown (``None``) with the reason.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import jsonschema
 import referencing
 import referencing.exceptions
+import referencing.jsonschema
+from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
 from harness.measure.jsontext import parse_instance_text  # noqa: F401  (re-exported: the strict parse)
 from harness.records import CasePayload
 
+if TYPE_CHECKING:  # judge() imports validate when called
+    from harness.measure.validate import Judgement
+
 
 #: ``default_draft`` names (as in the JSON-Schema-Test-Suite's folders) → validator class.
-DRAFTS: dict[str, type] = {
+DRAFTS: dict[str, type[Validator]] = {
     "draft2020-12": jsonschema.Draft202012Validator,
     "draft2019-09": jsonschema.Draft201909Validator,
     "draft7": jsonschema.Draft7Validator,
@@ -31,7 +36,9 @@ DRAFTS: dict[str, type] = {
 
 
 def _refuse(uri: str):
-    raise referencing.exceptions.NoSuchResource(ref=uri)
+    # referencing's classes are attrs classes made by its own ``frozen`` wrapper, which mypy
+    # does not know as attrs: their generated __init__ is invisible to it
+    raise referencing.exceptions.NoSuchResource(ref=uri)  # type: ignore[call-arg]
 
 
 def offline_registry(resources: Iterable[tuple[str, Any]] = (),
@@ -42,7 +49,8 @@ def offline_registry(resources: Iterable[tuple[str, Any]] = (),
     spec = referencing.jsonschema.DRAFT202012
     if default_draft in DRAFTS:
         spec = referencing.jsonschema.specification_with(DRAFTS[default_draft].META_SCHEMA["$schema"])
-    reg = referencing.Registry(retrieve=_refuse)
+    # as above: attrs' generated __init__ is invisible to mypy
+    reg: referencing.Registry = referencing.Registry(retrieve=_refuse)  # type: ignore[call-arg]
     for uri, contents in resources:
         reg = reg.with_resource(uri, referencing.Resource.from_contents(
             contents, default_specification=spec))
@@ -107,7 +115,7 @@ class GroundTruth:
             pass
         return self.UNKNOWN
 
-    def judge(self, raw: bytes) -> dict[str, Any]:
+    def judge(self, raw: bytes) -> Judgement:
         """A finished output's verdict: ``{"valid": True|False|None, "why": …}`` after UTF-8,
         strict JSON and this schema (the judge interface of
         :class:`harness.measure.target.Target`)."""

@@ -111,6 +111,7 @@ def reader(dialect: str, grammar: "str | Iterable[str]") -> Reader:
     Raises :class:`ReaderError` when the grammar text does not build in its dialect and
     ``KeyError`` for an unknown dialect."""
     if dialect == "choice":
-        return _choice_reader(grammar)  # type: ignore[arg-type]
+        return _choice_reader(grammar)
     build = {"regex": _regex_reader, "lark": _lark_reader, "gbnf": _gbnf_reader}[dialect]
-    return build(grammar)  # type: ignore[arg-type]
+    assert isinstance(grammar, str), "only a choice grammar is a menu"
+    return build(grammar)

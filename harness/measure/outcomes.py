@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 COMPILE_ERROR = "compile_error"
 TIMEOUT = "timeout"
@@ -40,7 +40,7 @@ def instance_outcome(expected_valid: bool, status: str) -> str | None:
     return None
 
 
-def classify(instances: Iterable[dict[str, Any]], serialization: str) -> str:
+def classify(instances: Iterable[Mapping[str, Any]], serialization: str) -> str:
     """Outcome of a compiled schema from its instance results in one serialisation.
 
     Each instance dict has ``expected`` (the verdict used: jsonschema's, or the corpus

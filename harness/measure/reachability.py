@@ -40,6 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from harness.records import ReplayResult
+
 __all__ = ["KINDS", "TOKENIZATION", "UNDECIDED", "UNWRITABLE", "Budget", "Reach",
            "classify", "search"]
 
@@ -155,7 +157,8 @@ def search(grammar, vocab, text: str, bitmask: np.ndarray,
         lattice = token_index(vocab).lattice(data)
     except SegmentationError as e:
         return Reach(UNWRITABLE, why=f"no ordinary tokens spell it: {e}")
-    words = memoryview(bitmask)
+    # numpy declares ndarray.__buffer__ for Python >= 3.12 only; an ndarray is a buffer
+    words = memoryview(bitmask)  # type: ignore[arg-type]
     w = _Walker(grammar, limit, None if seconds is None else time.monotonic() + seconds)
     dead: set[int] = set()
 
@@ -201,15 +204,15 @@ def search(grammar, vocab, text: str, bitmask: np.ndarray,
                      why=" ".join(f"the engine raised {type(e).__name__}: {e}".split())[:300])
 
 
-def classify(res: dict[str, Any], grammar, vocab, text: str, bitmask: np.ndarray,
-             budget: Budget) -> dict[str, Any]:
+def classify(res: ReplayResult, grammar, vocab, text: str, bitmask: np.ndarray,
+             budget: Budget) -> ReplayResult:
     """Write the kind of the false reject ``res`` (a replay result of the valid ``text``
     that was not accepted) into it: ``reject_kind``, ``reachable_tokens`` (the witness of
     ``tokenization``), ``reach_calls`` and, where there is one, ``reach_why``. Spends
     ``budget``. Returns ``res``."""
     spent = budget.exhausted()
     if spent is not None:
-        res.update(reject_kind=UNDECIDED, reach_calls=0, reach_why=spent)
+        res.update({"reject_kind": UNDECIDED, "reach_calls": 0, "reach_why": spent})
         return res
     t0 = time.monotonic()
     r = search(grammar, vocab, text, bitmask, min(budget.calls_per_instance, budget.calls_left),

@@ -17,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from engines.protocol import Matcher
+from harness.records import ReplayResult
 
 #: The three serialisations of an instance. ``unicode`` is MaskBench's own choice.
 SERIALIZATIONS: dict[str, Callable[[Any], str]] = {
@@ -56,13 +57,18 @@ class Replay:
     disagreement: str | None = None
     error: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"status": self.status, "n_tokens": self.n_tokens,
+    def to_json(self) -> ReplayResult:
+        d: ReplayResult = {"status": self.status, "n_tokens": self.n_tokens,
                              "mask_ns": self.mask_ns, "commit_ns": self.commit_ns}
-        for k in ("reject_at", "eos_mask_ns", "disagreement", "error"):
-            v = getattr(self, k)
-            if v is not None:
-                d[k] = v
+        # the optional keys in this order, each only where set
+        if self.reject_at is not None:
+            d["reject_at"] = self.reject_at
+        if self.eos_mask_ns is not None:
+            d["eos_mask_ns"] = self.eos_mask_ns
+        if self.disagreement is not None:
+            d["disagreement"] = self.disagreement
+        if self.error is not None:
+            d["error"] = self.error
         return d
 
 
@@ -72,7 +78,8 @@ def replay(matcher: Matcher, tokens: list[int], bitmask: np.ndarray,
     clock = time.perf_counter_ns
     fill = matcher.fill_mask
     commit = matcher.commit
-    words = memoryview(bitmask)
+    # numpy declares ndarray.__buffer__ for Python >= 3.12 only; an ndarray is a buffer
+    words = memoryview(bitmask)  # type: ignore[arg-type]
     mask_ns: list[int] = []
     commit_ns: list[int] = []
     add_mask = mask_ns.append

@@ -17,10 +17,22 @@ A case payload carries a JSON schema (``schema_text``) or, for the grammar suite
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from engines.protocol import CompileError, CompiledGrammar, EngineAdapter
+from harness.measure.validate import Judgement
 from harness.records import CasePayload
+
+if TYPE_CHECKING:
+    from harness.measure.languages import Reader
+
+
+class FormDisagreement(TypedDict):
+    """A translated form whose reader disagrees with the ground truth on a text."""
+
+    dialect: str
+    verdict: bool        # the form's reader
+    truth: bool          # the ground truth
 
 __all__ = ["GrammarTarget", "SchemaTarget", "Target", "target_for"]
 
@@ -44,7 +56,7 @@ class Target:
         """Compile for ``adapter``; raises :class:`~engines.protocol.CompileError`."""
         raise NotImplementedError
 
-    def judge(self, raw: bytes) -> dict[str, Any]:
+    def judge(self, raw: bytes) -> Judgement:
         """``{"valid": True|False|None, "why": …}`` for a finished output (None: undecided)."""
         raise NotImplementedError
 
@@ -57,7 +69,7 @@ class Target:
         None for grammars."""
         return None
 
-    def translations(self, text: str, truth: bool | None) -> list[dict[str, Any]]:
+    def translations(self, text: str, truth: bool | None) -> list[FormDisagreement]:
         """Translations whose reader disagrees with ``truth`` on ``text`` (none for schemas)."""
         return []
 
@@ -78,7 +90,7 @@ class SchemaTarget(Target):
         self.form = "json-schema"
         return adapter.compile(self.text)
 
-    def judge(self, raw: bytes) -> dict[str, Any]:
+    def judge(self, raw: bytes) -> Judgement:
         return self.truth.judge(raw)
 
     def maybe_complete(self, raw: bytes) -> bool:
@@ -109,7 +121,7 @@ class GrammarTarget(Target):
         self.dialect_construct = g.get("dialect_construct")
         self.text = case.get("schema_text") or ""
         self.truth = reader(self.source, self.forms[self.source])
-        self._readers: dict[str, Any] | None = None
+        self._readers: dict[str, Reader | None] | None = None
 
     def form_for(self, adapter: EngineAdapter) -> str:
         """The dialect ``adapter`` is given: the first of its ``grammar_dialects`` the case
@@ -138,7 +150,7 @@ class GrammarTarget(Target):
         r = self._form_readers().get(dialect)
         return r(text) if r is not None else None
 
-    def _form_readers(self) -> dict[str, Any]:
+    def _form_readers(self) -> dict[str, Reader | None]:
         from harness.measure.languages import ReaderError, reader
 
         if self._readers is None:
@@ -152,7 +164,7 @@ class GrammarTarget(Target):
                     self._readers[d] = None
         return self._readers
 
-    def judge(self, raw: bytes) -> dict[str, Any]:
+    def judge(self, raw: bytes) -> Judgement:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
@@ -163,10 +175,10 @@ class GrammarTarget(Target):
         return {"valid": True} if v else {"valid": False,
                                           "why": f"not in the language ({self.source} ground truth)"}
 
-    def translations(self, text: str, truth: bool | None) -> list[dict[str, Any]]:
+    def translations(self, text: str, truth: bool | None) -> list[FormDisagreement]:
         if truth is None:
             return []
-        out = []
+        out: list[FormDisagreement] = []
         for d, r in self._form_readers().items():
             if r is None:
                 continue

@@ -7,7 +7,7 @@ token ids are the witness.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Sequence, TypedDict
 
 from harness.measure.jsontext import parse_instance_text
 
@@ -16,7 +16,14 @@ def detokenize(tokens: Sequence[bytes], ids: Sequence[int]) -> bytes:
     return b"".join(tokens[i] for i in ids)
 
 
-def check_output(raw: bytes, truth: Any) -> dict[str, Any]:
+class Judgement(TypedDict, total=False):
+    """A finished output judged: ``valid`` True, False or None (undecided), and why not."""
+
+    valid: bool | None
+    why: str
+
+
+def check_output(raw: bytes, truth: Any) -> Judgement:
     """``{"valid": True|False|None, "why": ...}``; None = jsonschema could not decide.
     ``truth``: a :class:`harness.measure.groundtruth.GroundTruth` (its ``GroundTruth.judge``
     calls this)."""
@@ -35,8 +42,8 @@ def check_output(raw: bytes, truth: Any) -> dict[str, Any]:
     if not verdict:
         err = None
         try:
-            e = next(iter(truth.validator.iter_errors(value)), None)
-            err = " ".join(str(e.message).split())[:300] if e is not None else None
+            first = next(iter(truth.validator.iter_errors(value)), None)
+            err = " ".join(str(first.message).split())[:300] if first is not None else None
         except Exception:
             pass
         return {"valid": False, "why": f"schema-invalid: {err}" if err else "schema-invalid"}

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import gzip
+import io
 import json
 import os
 import platform
@@ -159,7 +160,7 @@ class RunStore:
             # a published run folder (results/published/): its records compressed, read only
             self.records_path = self.path / PUBLISHED_RECORDS
         self.meta_path = self.path / "run.json"
-        self._fh = None
+        self._fh: io.FileIO | None = None
         self._synced_at = 0.0
         self._unsynced = False
 
@@ -306,7 +307,8 @@ class RunStore:
                 os.fsync(self._fh.fileno())
                 self._synced_at, self._unsynced = now, False
         except OSError as e:
-            if start is not None:  # cut the partial line away: earlier records stay whole
+            # cut the partial line away: earlier records stay whole (start set: _fh is open)
+            if start is not None and self._fh is not None:
                 try:
                     self._fh.truncate(start)
                 except OSError:

@@ -54,12 +54,31 @@ import random
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Sequence, TypedDict
+
+from harness.records import RunMeta
 
 from harness.suite.cases import (PROJECT_ROOT, Case, Instance, SuiteBase, SuiteError,
                                  round_robin)
 
-__all__ = ["CASES_DIR", "FAMILIES", "GrammarCase", "GrammarCorpus", "CorpusError", "case_files",
+
+#: dialect → the grammar in it: a text, or for ``choice`` the menu of strings
+Forms = dict[str, "str | list[str]"]
+
+
+class GrammarPayload(TypedDict):
+    """What a grammar case's job carries (``CasePayload["grammar"]``)."""
+
+    family: str          # regex | choice | cfg
+    source: str          # the dialect of the ground truth
+    forms: Forms
+    derived: list[str]   # forms translated by code
+    size: int | None     # an injected alternation's size
+    dialect_sensitive: str | None
+    dialect_construct: str | None  # the construct as one regex atom, tested alone
+
+__all__ = ["CASES_DIR", "FAMILIES", "Forms", "GrammarCase", "GrammarCorpus", "GrammarPayload",
+           "CorpusError", "case_files",
            "gbnf_literal", "lark_literal", "load_file", "regex_escape", "to_case"]
 
 #: The cases shipped with the project: data of the ``grammars`` suite's folder (a path, not an
@@ -90,7 +109,7 @@ class GrammarCase:
     case_id: str
     family: str
     source: str
-    forms: dict[str, Any]
+    forms: Forms
     instances: tuple[tuple[str, bool], ...]
     path: Path
     description: str = ""
@@ -104,7 +123,7 @@ class GrammarCase:
     hand_written: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> GrammarPayload:
         """What a job needs (no file access in the worker)."""
         return {"family": self.family, "source": self.source, "forms": self.forms,
                 "derived": list(self.derived), "size": self.size,
@@ -164,7 +183,7 @@ def regex_escape(s: str) -> str:
     return "".join(out)
 
 
-def _choice_forms(menu: list[str]) -> dict[str, Any]:
+def _choice_forms(menu: list[str]) -> Forms:
     return {
         "choice": list(menu),
         "gbnf": "root ::= " + " | ".join(gbnf_literal(c) for c in menu) + "\n",
@@ -237,7 +256,7 @@ def load_file(path: Path) -> list[GrammarCase]:
     if family not in FAMILIES:
         raise CorpusError(f"{path.name}: family must be one of {', '.join(FAMILIES)}, got {family!r}")
     source = SOURCE_OF[family]
-    forms: dict[str, Any] = {}
+    forms: Forms = {}
     written = doc.get("forms") or {}
     if not isinstance(written, dict) or not all(isinstance(v, str) for v in written.values()):
         raise CorpusError(f"{path.name}: [forms] must map dialects to grammar texts")

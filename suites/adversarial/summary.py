@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from harness.suite import outcomes
-from harness.suite import Record, RunMeta, Summary
+from harness.suite import Record, RunMeta
+from suites.adversarial.records import AdversarialSummary
 
 SUITE = "adversarial"
 MEASURED = "measured"
@@ -72,7 +73,7 @@ def class_counts(records_rows: list[dict[str, Any]]) -> dict[str, Counter]:
     return out
 
 
-def extend(summary: Summary, meta: RunMeta, records: list[Record],
+def extend(summary: AdversarialSummary, meta: RunMeta, records: list[Record],
            run_dir: Any = None) -> str | None:
     """Add ``summary["adversarial"]`` = ``{engine: {class: cases}}`` when the run holds
     adversarial cases, and return the same as console text; else None."""

@@ -54,7 +54,8 @@ from typing import Any
 import numpy as np
 
 from harness.suite import outcomes
-from harness.suite import JobPayload, Record
+from harness.suite import JobPayload
+from suites.batch.records import BatchBlock, BatchPoint, BatchRecord
 
 __all__ = ["run_batch_job", "slot_member", "slot_instance", "start_offset", "WARMUP"]
 
@@ -284,7 +285,7 @@ def _run_point(members: list[dict[str, Any]], filler, batch: int, steps: int, se
     return {**out, "checks": checks, "evidence": evidence, **counts}
 
 
-def run_batch_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
+def run_batch_job(job: JobPayload, phase=lambda p, info=None: None) -> BatchRecord:
     from harness.suite.engines import bitmask_words
     from harness.suite.measure import adapters
     from harness.suite.options import merged
@@ -299,7 +300,7 @@ def run_batch_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     members, refused = _members(job, adapter, vocab, int(o["batch_instances"]),
                                 job.get("primary", "unicode"), phase)
     batch = int(req["batch"])
-    block: dict[str, Any] = {
+    block: BatchBlock = {
         "batch": batch, "workload": req["workload"], "step_ms": float(o["step_ms"]),
         "cores": cores(), "warmup": WARMUP,
         "members": [{"case_id": m["case_id"], "instances": len(m["instances"]),
@@ -333,7 +334,7 @@ def run_batch_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     return record
 
 
-def _outcome(points: list[dict[str, Any]]) -> str:
+def _outcome(points: list[BatchPoint]) -> str:
     """``invalidation_error`` when a batch row allowed a token the sequence's own mask
     forbids; else ``validation_error`` when a valid token was forbidden or refused (by
     the batch path or the engine itself) or the two paths' commits differ; else

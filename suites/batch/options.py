@@ -11,12 +11,27 @@ import argparse
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from harness.suite.options import add_flag, batch_sizes, config_from, ints, positive_int
 
+
+class BatchOptions(TypedDict, total=False):
+    """The run options of the batch suite (what each means: :data:`DEFAULTS` and the flags'
+    help)."""
+
+    batch: int | list[int]
+    threads: list[int] | None
+    step_ms: float
+    step_source: str | None
+    same_schema: bool
+    batch_steps: int
+    batch_instances: int
+    batch_seed: int
+
+
 #: configuration key → default
-DEFAULTS: dict[str, Any] = {
+DEFAULTS: BatchOptions = {
     "batch": [1, 8, 32, 128, 512],  # concurrent sequences, one case per size
     "threads": None,        # host threads per batch call; None: 1, 2, 4, … up to the cores
     "step_ms": 10.0,        # the decode step's budget, ms (an 8B-class step under load, H100)
@@ -90,5 +105,5 @@ def add_run_arguments(p) -> None:
                    help="seed of the sequences' start offsets (default 0)")
 
 
-def config_from_args(args) -> dict[str, Any]:
+def config_from_args(args) -> BatchOptions:
     return config_from(args, DEFAULTS)

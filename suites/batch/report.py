@@ -10,10 +10,11 @@ from typing import Any
 
 from harness.suite.report import Figure, Para, ReportContext, Section, Table
 from harness.suite.report import figure_png, pyplot
+from suites.batch.records import BatchPointRow
 from suites.batch.summary import HEADER, HIDDEN_HEADER, hidden_rows, table_rows
 
 
-def scaling_figure(points: list[dict[str, Any]], step_ms: float, workload: str = "mix") -> Figure:
+def scaling_figure(points: list[BatchPointRow], step_ms: float, workload: str = "mix") -> Figure:
     """p99 grammar time per step (ms, log) against B (log), a panel per engine, a line per
     thread count (p50 dotted), the budget as a red line."""
     plt = pyplot()

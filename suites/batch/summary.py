@@ -39,6 +39,8 @@ import numpy as np
 
 from harness.suite import Record, RunMeta, Summary, figures
 from harness.suite.report import Table, text_table
+from suites.batch.records import (BatchHidden, BatchPointRow, BatchRecord, BatchSummary,
+                                  BatchSummaryBlock)
 
 __all__ = ["HEADER", "HIDDEN_HEADER", "headline_extra", "hidden", "point_rows", "summary_block"]
 
@@ -61,10 +63,10 @@ def _q(a: np.ndarray, p: float) -> float:
     return float(np.percentile(a, p))
 
 
-def point_rows(records: list[Record]) -> list[dict[str, Any]]:
+def point_rows(records: list[BatchRecord]) -> list[BatchPointRow]:
     """One row per (engine, workload, B, T) measured, and one per job that died or
     compiled nothing (``T`` None, its outcome in ``failed``); sorted."""
-    out = []
+    out: list[BatchPointRow] = []
     for r in records:
         b = r.get("batch")
         if not b or not b.get("points"):
@@ -109,7 +111,7 @@ def point_rows(records: list[Record]) -> list[dict[str, Any]]:
                                       -1 if x["threads"] is None else x["threads"]))
 
 
-def _sizes(meta: RunMeta, rows: list[dict[str, Any]]) -> list[int]:
+def _sizes(meta: RunMeta, rows: list[BatchPointRow]) -> list[int]:
     """The run's batch sizes: its configuration's, else those its records hold."""
     cfg = (meta.get("config") or {}).get("batch")
     if cfg:
@@ -117,7 +119,7 @@ def _sizes(meta: RunMeta, rows: list[dict[str, Any]]) -> list[int]:
     return sorted({x["batch"] for x in rows})
 
 
-def step_ms_of(meta: RunMeta, rows: list[dict[str, Any]]) -> float:
+def step_ms_of(meta: RunMeta, rows: list[BatchPointRow]) -> float:
     """The run's step budget, ms: its configuration's ``step_ms``, else its records'."""
     v = (meta.get("config") or {}).get("step_ms")
     if isinstance(v, (int, float)) and v > 0:
@@ -125,12 +127,12 @@ def step_ms_of(meta: RunMeta, rows: list[dict[str, Any]]) -> float:
     return next((x["step_ms"] for x in rows if x.get("step_ms")), 10.0)
 
 
-def hidden(rows: list[dict[str, Any]], sizes: list[int], step_ms: float) -> list[dict[str, Any]]:
+def hidden(rows: list[BatchPointRow], sizes: list[int], step_ms: float) -> list[BatchHidden]:
     """Per (engine, workload, T): the largest batch size hidden in ``step_ms`` (see the
     module docstring), the p99 there, the ceiling it implies, and the first size that is
     not hidden (with its p99, or why: ``not measured``, ``timeout``…, ``batch path
     wrong``)."""
-    by: dict[tuple[str, str, int], dict[int, dict[str, Any]]] = defaultdict(dict)
+    by: dict[tuple[str, str, int], dict[int, BatchPointRow]] = defaultdict(dict)
     failed: dict[tuple[str, str], dict[int, str]] = defaultdict(dict)
     for x in rows:
         if x["threads"] is None:
@@ -166,7 +168,7 @@ def hidden(rows: list[dict[str, Any]], sizes: list[int], step_ms: float) -> list
     return out
 
 
-def headline_extra(records: list[Record], meta: RunMeta) -> dict[str, Any]:
+def headline_extra(records: list[BatchRecord], meta: RunMeta) -> dict[str, Any]:
     """The verdict's own figures per engine, on the sample's mix: ``step_ms``,
     ``hidden_batch`` and ``hidden_tok_s`` by thread count (keys are the counts as text);
     an alert when a batch API disagreed with the one-by-one matchers."""
@@ -190,7 +192,7 @@ def headline_extra(records: list[Record], meta: RunMeta) -> dict[str, Any]:
     return out
 
 
-def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
+def table_rows(rows: list[BatchPointRow]) -> list[list[str]]:
     out = []
     for r in rows:
         if r["threads"] is None:
@@ -213,14 +215,14 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
     return out
 
 
-def hidden_rows(hs: list[dict[str, Any]]) -> list[list[str]]:
+def hidden_rows(hs: list[BatchHidden]) -> list[list[str]]:
     return [[h["engine"], h["workload"], figures.fixed(h["threads"]),
              figures.fixed(h["step_ms"], 1), figures.fixed(h["largest"]),
              figures.fixed(h["p99_ms"], 3), figures.fixed(h["ceiling_tok_s"], 0),
              figures.fixed(h["first_over"]), figures.fixed(h["over"], 3)] for h in hs]
 
 
-def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
+def summary_block(summary: BatchSummary, meta: RunMeta, records: list[BatchRecord],
                   run_dir: Path | None = None) -> str | None:
     """``summary["batch"]`` (``points``, ``hidden``, ``step_ms``, ``sizes``) and
     ``batch.json`` in the run folder; console text (None when the run holds no batch
@@ -230,7 +232,7 @@ def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
         return None
     sizes, step_ms = _sizes(meta, rows), step_ms_of(meta, rows)
     hs = hidden(rows, sizes, step_ms)
-    block = {"points": rows, "hidden": hs, "step_ms": step_ms, "sizes": sizes,
+    block: BatchSummaryBlock = {"points": rows, "hidden": hs, "step_ms": step_ms, "sizes": sizes,
              "step_source": (meta.get("config") or {}).get("step_source")}
     summary["batch"] = block
     if run_dir is not None:

@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import gc
 import time
-from typing import Any
 
 from harness.suite.measure import adapters
 from harness.suite import outcomes
-from harness.suite import JobPayload, Record
+from harness.suite import JobPayload
+from suites.churn.records import ChurnRecord, ChurnRequest
 
 __all__ = ["run_churn_job"]
 
 
-def run_churn_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
+def run_churn_job(job: JobPayload, phase=lambda p, info=None: None) -> ChurnRecord:
     from harness.suite.engines import allocate_bitmask
     from engines.protocol import CompileError, one_line
 
@@ -34,14 +34,14 @@ def run_churn_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     bitmask = allocate_bitmask(vocab.size)
     clock = time.perf_counter_ns
     seen: set[int] = set()
-    rows: list[dict[str, Any]] = []
+    rows: list[ChurnRequest] = []
     phase("groundtruth")  # setup done: the job's own time limit starts here
     phase("compile")
     gc.collect()
     for i, rank in enumerate(req["ranks"]):
         text = req["pool"][str(rank)]
         before = cc.cache_bytes()
-        row: dict[str, Any] = {"i": i, "rank": rank, "repeat": rank in seen}
+        row: ChurnRequest = {"i": i, "rank": rank, "repeat": rank in seen}
         t0 = clock()
         try:
             g = cc.compile(text)

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from harness.suite.options import config_from, floats
 
+
+class ChurnOptions(TypedDict, total=False):
+    """The run options of the churn suite (what each means: :data:`DEFAULTS` and the flags'
+    help)."""
+
+    zipf: list[float]
+    churn_requests: int
+    churn_seed: int
+
+
 #: configuration key → default
-DEFAULTS: dict[str, Any] = {
+DEFAULTS: ChurnOptions = {
     "zipf": [1.0, 0.0],     # Zipf exponents, one stream each (0 = every request new)
     "churn_requests": 200,  # requests per stream
     "churn_seed": 0,        # the streams' draws
@@ -25,5 +35,5 @@ def add_run_arguments(p) -> None:
                    help="seed of the streams' Zipf draws (default 0)")
 
 
-def config_from_args(args) -> dict[str, Any]:
+def config_from_args(args) -> ChurnOptions:
     return config_from(args, DEFAULTS)

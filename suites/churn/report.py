@@ -5,14 +5,14 @@ plot (mean TTFT per request against the Zipf exponent). Data from
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
+from suites.churn.records import ChurnRow
 from suites.churn.summary import HEADER, table_rows
 from harness.suite.report import Block, Figure, Para, ReportContext, Section, Table
 from harness.suite.report import figure_png, pyplot
 
 
-def crossover_figure(rows: list[dict[str, Any]]) -> Figure:
+def crossover_figure(rows: list[ChurnRow]) -> Figure:
     """Mean TTFT per request against the Zipf exponent, one line per engine (log y)."""
     plt = pyplot()
     by: dict[str, list[tuple[float, float]]] = defaultdict(list)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from harness.suite import Record, RunMeta, Summary, figures
 from harness.suite.report import Table, text_table
+from suites.churn.records import ChurnRecord, ChurnRow, ChurnSummary, MsStats
 
 __all__ = ["HEADER", "churn_rows", "summary_block"]
 
@@ -29,7 +30,7 @@ HEADER = ["engine", "zipf", "requests", "distinct", "repeats", "hit rate", "cach
           "TTFT mean ms", "p50", "p99", "new mean", "repeat mean", "total s", "errors"]
 
 
-def _ms(xs: list[int]) -> dict[str, float | None]:
+def _ms(xs: list[int]) -> MsStats:
     if not xs:
         return {"mean": None, "p50": None, "p99": None}
     a = np.asarray(xs, dtype=float) / 1e6
@@ -37,7 +38,7 @@ def _ms(xs: list[int]) -> dict[str, float | None]:
             "p99": float(np.percentile(a, 99))}
 
 
-def churn_rows(records: list[Record]) -> list[dict[str, Any]]:
+def churn_rows(records: list[ChurnRecord]) -> list[ChurnRow]:
     """One row per (engine, exponent), sorted by engine then exponent (descending)."""
     out = []
     for r in records:
@@ -70,7 +71,7 @@ def churn_rows(records: list[Record]) -> list[dict[str, Any]]:
     return sorted(out, key=lambda x: (x["engine"], -x["exponent"]))
 
 
-def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
+def table_rows(rows: list[ChurnRow]) -> list[list[str]]:
     f = figures.fixed
     return [[r["engine"], f"{r['exponent']:g}", f(r["requests"]), f(r["distinct"]),
              f(r["repeats"]), f(r["hit_rate"]),
@@ -80,7 +81,7 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
              str(r["errors"])] for r in rows]
 
 
-def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
+def summary_block(summary: ChurnSummary, meta: RunMeta, records: list[ChurnRecord],
                   run_dir: Path | None = None) -> str | None:
     """``summary["churn"]`` and ``churn.json`` in the run folder; console text (None when
     the run holds no churn records). The crossover plot is the report's."""

@@ -51,7 +51,8 @@ from typing import Any
 import numpy as np
 
 from harness.suite import outcomes
-from harness.suite import InstanceRecord, JobPayload, Record
+from harness.suite import InstanceRecord, JobPayload
+from suites.drafts.records import DraftNote, DraftPlan, DraftRow, DraftsBlock, DraftsRecord
 
 __all__ = ["plan_drafts", "run_drafts_job", "REPEATS"]
 
@@ -67,12 +68,12 @@ def _seed(*parts: Any) -> list[int]:
 
 
 def plan_drafts(n: int, ks: list[int], positions: int, seed: int, case_id: str,
-                instance: int) -> list[dict[str, Any]]:
+                instance: int) -> list[DraftPlan]:
     """The drafts of one instance of ``n`` tokens, engine-independent: each
     ``{"kind": "corrupt"|"clean"|"past_end", "k", "p", "c"?, "j"?}`` (``p``: start
     position in the instance's tokens; ``c``: corrupt position in the draft; ``j``:
     instance tokens before the stop token)."""
-    out: list[dict[str, Any]] = []
+    out: list[DraftPlan] = []
     for k in ks:
         rng = np.random.default_rng(_seed(seed, case_id, instance, k))
         if n >= k:
@@ -147,7 +148,7 @@ def _one_line(e: BaseException) -> str:
     return one_line(e, 300)
 
 
-def _check_draft(row: dict[str, Any], grammar, tokens: list[int], ref: list[np.ndarray],
+def _check_draft(row: DraftRow, grammar, tokens: list[int], ref: list[np.ndarray],
                  draft: list[int], on_path: int, expected: int, stop_at: int | None,
                  stops: frozenset[int], rollback_ok: bool, bm: np.ndarray) -> None:
     """Steps 1–4 of the module docstring for one draft, written into ``row`` as they go
@@ -229,7 +230,7 @@ def _check_draft(row: dict[str, Any], grammar, tokens: list[int], ref: list[np.n
     row["steps_ns"] = best
 
 
-def run_drafts_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
+def run_drafts_job(job: JobPayload, phase=lambda p, info=None: None) -> DraftsRecord:
     from harness.suite.engines import allocate_bitmask
     from engines.protocol import CompileError, one_line
     from harness.suite.measure import adapters
@@ -276,8 +277,8 @@ def run_drafts_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
 
     phase("replay", record["compile_ns"])
     bm = allocate_bitmask(vocab.size)
-    rows: list[dict[str, Any]] = []
-    notes: list[dict[str, Any]] = []
+    rows: list[DraftRow] = []
+    notes: list[DraftNote] = []
     for inst in instances:
         tokens = vocab.encode(inst["text"])
         n = len(tokens)
@@ -307,7 +308,7 @@ def run_drafts_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
         for d in plan_drafts(n, ks, int(o["draft_positions"]), seed, case["case_id"],
                              inst["index"]):
             k, p = d["k"], d["p"]
-            row: dict[str, Any] = {"instance": inst["index"], **d}
+            row: DraftRow = {"instance": inst["index"], **d}
             stop_at = None
             if d["kind"] == "past_end":
                 if not eos_at_end:
@@ -344,12 +345,12 @@ def run_drafts_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     return record
 
 
-def _failing(r: dict[str, Any]) -> bool:
+def _failing(r: DraftRow) -> bool:
     return ("error" in r or "mismatch" in r or r.get("after_stop")
             or r.get("got") != r.get("expected"))
 
 
-def _outcome(rows: list[dict[str, Any]]) -> str:
+def _outcome(rows: list[DraftRow]) -> str:
     """``validation_error`` when a draft's valid prefix was cut short (fewer tokens
     accepted than expected, or an engine error); else ``invalidation_error`` when a
     forbidden token, a token after the stop or a wrong state after rollback got through;
@@ -362,7 +363,7 @@ def _outcome(rows: list[dict[str, Any]]) -> str:
     return outcomes.PASSING
 
 
-def _summarise(api: str, rows: list[dict[str, Any]], notes: list[dict[str, Any]]) -> dict[str, Any]:
+def _summarise(api: str, rows: list[DraftRow], notes: list[DraftNote]) -> DraftsBlock:
     """The record's ``drafts`` block: every draft compact (``k``, ``kind``, ``expected``,
     ``got``, ``validate_ns``, ``steps_ns``), the failing ones with their evidence (start
     ``p``, corrupt position ``c``, draft tokens, what went wrong), at most

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from harness.suite.options import config_from, ints, positive_int
 
+
+class DraftsOptions(TypedDict, total=False):
+    """The run options of the drafts suite (what each means: :data:`DEFAULTS` and the flags'
+    help)."""
+
+    draft_k: list[int]
+    draft_positions: int
+    draft_instances: int
+    draft_seed: int
+
+
 #: configuration key → default
-DEFAULTS: dict[str, Any] = {
+DEFAULTS: DraftsOptions = {
     "draft_k": [1, 4, 8],     # draft lengths, tokens
     "draft_positions": 4,     # corrupted drafts per (instance, k), each at a seeded start
     "draft_instances": 2,     # valid instances per schema the drafts are cut from
@@ -29,5 +40,5 @@ def add_run_arguments(p) -> None:
                         "(default 0)")
 
 
-def config_from_args(args) -> dict[str, Any]:
+def config_from_args(args) -> DraftsOptions:
     return config_from(args, DEFAULTS)

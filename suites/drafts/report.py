@@ -4,7 +4,7 @@ engine and the first failing drafts with their evidence. Data from
 
 from __future__ import annotations
 
-from typing import Any
+from suites.drafts.records import DraftsEngineRow
 
 from suites.drafts.summary import table_header, table_rows
 from harness.suite.report import Para, ReportContext, Section, Table
@@ -13,7 +13,7 @@ from harness.suite.report import Para, ReportContext, Section, Table
 MAX_LISTED = 10
 
 
-def _failure_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
+def _failure_rows(rows: list[DraftsEngineRow]) -> list[list[str]]:
     out = []
     for r in rows:
         for f in r["failures"][:MAX_LISTED]:

@@ -26,13 +26,13 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from harness.suite import figures, outcomes
 from harness.suite import Record, RunMeta, Summary
 from harness.suite.report import Table, text_table
+from suites.drafts.records import DraftsEngineRow, DraftsPerK, DraftsRecord, DraftsSummary
 
 #: the records' block (and summary.json's) this module reads and writes
 KEY = "drafts"
@@ -51,11 +51,11 @@ def _median_us(xs: list[int]) -> float | None:
     return float(np.median(np.asarray(xs, dtype=float))) / 1e3 if xs else None
 
 
-def draft_rows(records: list[Record]) -> list[dict[str, Any]]:
+def draft_rows(records: list[DraftsRecord]) -> list[DraftsEngineRow]:
     """One row per engine (sorted by name); the figures of the module docstring.
     ``per_k`` maps each draft length (as text) to ``{"drafts", "validate_us",
     "steps_us", "ratio"}`` (medians over the drafts of that length; None without data)."""
-    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by: dict[str, list[DraftsRecord]] = defaultdict(list)
     for r in records:
         # a job whose worker died has no drafts block: it still counts (as died)
         if r.get(KEY) is not None or r.get("outcome") in outcomes.DEATHS:
@@ -68,7 +68,7 @@ def draft_rows(records: list[Record]) -> list[dict[str, Any]]:
         rows = [d for b in blocks for d in b["rows"]]
         got = [d for d in rows if d.get("got") is not None]
         rb = {d.get("rollback") for d in rows if d.get("rollback")}
-        per_k: dict[str, dict[str, Any]] = {}
+        per_k: dict[str, DraftsPerK] = {}
         for k in sorted({d["k"] for d in rows}):
             ds = [d for d in rows if d["k"] == k]
             vs = [d["validate_ns"] for d in ds if d.get("validate_ns") is not None]
@@ -99,16 +99,16 @@ def draft_rows(records: list[Record]) -> list[dict[str, Any]]:
     return out
 
 
-def _ks(rows: list[dict[str, Any]]) -> list[str]:
+def _ks(rows: list[DraftsEngineRow]) -> list[str]:
     return sorted({k for r in rows for k in r["per_k"]}, key=int)
 
 
-def table_header(rows: list[dict[str, Any]]) -> list[str]:
+def table_header(rows: list[DraftsEngineRow]) -> list[str]:
     """:data:`HEADER` and one column per draft length: ``validate / steps µs (ratio)``."""
     return HEADER + [f"k={k}: validate / steps µs (ratio)" for k in _ks(rows)]
 
 
-def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
+def table_rows(rows: list[DraftsEngineRow]) -> list[list[str]]:
     ks = _ks(rows)
     out = []
     for r in rows:
@@ -125,7 +125,7 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
     return out
 
 
-def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
+def summary_block(summary: DraftsSummary, meta: RunMeta, records: list[DraftsRecord],
                   run_dir: Path | None = None) -> str | None:
     """``summary["drafts"]`` (``{"rows": [...]}``, failures with their evidence included)
     and ``drafts.json`` in the run folder; console text (None when the run holds no drafts

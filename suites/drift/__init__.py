@@ -21,12 +21,13 @@ from typing import Any, Iterator, Sequence
 from harness.suite.measure import parse_instance_text
 from harness.suite import Case, Instance, SuiteBase, SuiteError, VerdictModel, round_robin
 from suites.drift.probes import AXES, GROUPS
+from suites.drift.records import ProbeGroup
 
 NAME = "drift"
 SOURCE = "suites/drift/probes.py"
 
 
-def case_id(group: dict[str, Any]) -> str:
+def case_id(group: ProbeGroup) -> str:
     return f"{group['axis']}/{group['name']}"
 
 
@@ -35,10 +36,10 @@ def probe_id(cid: str, index: int) -> str:
     return f"{cid}/{GROUP_BY_ID[cid]['probes'][index]['id']}"
 
 
-GROUP_BY_ID: dict[str, dict[str, Any]] = {case_id(g): g for g in GROUPS}
+GROUP_BY_ID: dict[str, ProbeGroup] = {case_id(g): g for g in GROUPS}
 
 
-def to_case(group: dict[str, Any]) -> Case:
+def to_case(group: ProbeGroup) -> Case:
     cid = case_id(group)
     instances = []
     for i, p in enumerate(group["probes"]):

@@ -56,6 +56,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from suites.drift.records import ProbeGroup
+
 AXES = (
     "additional_properties", "whitespace", "property_order", "pattern_anchoring", "format",
     "ignored_keywords", "number_forms", "string_escapes", "duplicate_keys", "one_of_overlap",
@@ -76,7 +78,7 @@ REMOTES: dict[str, Any] = {
 
 
 def _group(axis: str, name: str, schema: Any, probes: list[tuple[str, str, bool]],
-           note: str = "", resources: dict[str, Any] | None = None) -> dict[str, Any]:
+           note: str = "", resources: dict[str, Any] | None = None) -> ProbeGroup:
     return {
         "axis": axis, "name": name, "schema": schema, "note": note,
         "resources": resources or {},
@@ -108,7 +110,7 @@ _NODE = {"$defs": {"node": {"type": "object",
                             "required": ["v"], "additionalProperties": False}},
          "$ref": "#/$defs/node"}
 
-GROUPS: list[dict[str, Any]] = [
+GROUPS: list[ProbeGroup] = [
     # ---------------------------------------------------------------- additional_properties
     _group("additional_properties", "open", {
         "type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}, [

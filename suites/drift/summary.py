@@ -32,6 +32,7 @@ from typing import Any, Iterable
 from harness.suite import outcomes
 from harness.suite.report import Table, markdown_table, md_cell, text_table
 from harness.suite import InstanceRecord, Record, RunMeta, Summary
+from suites.drift.records import AxisDetail, DriftObservation, DriftPair
 
 #: The suite whose records these views read (a report may hold runs of other suites).
 DRIFT_SUITE = "drift"
@@ -64,9 +65,9 @@ def _probe_name(case_id: str, index: int) -> str:
 
 # ------------------------------------------------------------------------------ drift
 def drift_observations(records: Iterable[Record], primary: str = "ascii"
-                       ) -> dict[str, dict[str, dict[str, Any]]]:
+                       ) -> dict[str, dict[str, DriftObservation]]:
     """engine → probe id → {axis, case, index, text, spec, compiled, accepted, error}."""
-    out: dict[str, dict[str, dict[str, Any]]] = {}
+    out: dict[str, dict[str, DriftObservation]] = {}
     for r in records:
         if r.get("suite", DRIFT_SUITE) != DRIFT_SUITE:
             continue
@@ -92,7 +93,7 @@ def drift_observations(records: Iterable[Record], primary: str = "ascii"
     return out
 
 
-def _verdict(obs: list[dict[str, Any]]) -> str:
+def _verdict(obs: list[DriftObservation]) -> str:
     done = [o for o in obs if o["compiled"] and o["accepted"] is not None]
     if not done:
         return "refuses"
@@ -102,7 +103,7 @@ def _verdict(obs: list[dict[str, Any]]) -> str:
             (False, True): "looser", (True, True): "mixed"}[(stricter, looser)]
 
 
-def _axes_in(obs: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+def _axes_in(obs: dict[str, dict[str, DriftObservation]]) -> list[str]:
     from suites.drift.probes import AXES
 
     seen = {o["axis"] for per in obs.values() for o in per.values()}
@@ -110,12 +111,12 @@ def _axes_in(obs: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
 
 
 def drift_details(records: list[Record], primary: str = "ascii",
-                  engines: Iterable[str] | None = None) -> dict[str, dict[str, dict[str, Any]]]:
+                  engines: Iterable[str] | None = None) -> dict[str, dict[str, AxisDetail]]:
     """engine → axis → {verdict, probes, compiled, refused, false_rejects [ids],
     false_accepts [ids]}."""
     obs = drift_observations(records, primary)
     axes = _axes_in(obs)
-    out: dict[str, dict[str, dict[str, Any]]] = {}
+    out: dict[str, dict[str, AxisDetail]] = {}
     for eng in _engines(records, engines):
         per = obs.get(eng, {})
         out[eng] = {}
@@ -143,7 +144,7 @@ def drift_matrix(records: list[Record], primary: str = "ascii",
 
 
 def drift_pairs(records: list[Record], primary: str = "ascii",
-                engines: Iterable[str] | None = None) -> list[dict[str, Any]]:
+                engines: Iterable[str] | None = None) -> list[DriftPair]:
     """Engine pairs that accept different languages: ``[{"engines": [a, b], "differ":
     n, "axes": [...], "probes": [{probe, axis, text, spec, a, b}], "refused_by_one": [ids]}]``,
     only pairs with at least one differing probe, most differences first."""
@@ -199,7 +200,7 @@ def _code(text: str | None, limit: int = 60) -> str:
     return "`` " + shown.replace("|", "\\|") + " ``"
 
 
-def render_drift_markdown(details: dict[str, dict[str, dict[str, Any]]]) -> str:
+def render_drift_markdown(details: dict[str, dict[str, AxisDetail]]) -> str:
     """Axes as rows, engines as columns; a cell is the verdict, with the number of probes
     of the axis the engine refused to compile when some did."""
     engines = list(details)
@@ -222,7 +223,7 @@ def render_drift_markdown(details: dict[str, dict[str, dict[str, Any]]]) -> str:
                                            align="l"), cell=str))
 
 
-def render_pairs_markdown(pairs: list[dict[str, Any]], per_pair: int = 3) -> str:
+def render_pairs_markdown(pairs: list[DriftPair], per_pair: int = 3) -> str:
     """One row per engine pair: how many probes differ, on which axes, and witnesses."""
     if not pairs:
         return "No two engines accepted different languages on these probes."
@@ -239,8 +240,8 @@ def render_pairs_markdown(pairs: list[dict[str, Any]], per_pair: int = 3) -> str
         rows, align=["l", "r", "l", "l"]), cell=str))
 
 
-def render_drift_text(details: dict[str, dict[str, dict[str, Any]]],
-                      pairs: list[dict[str, Any]]) -> str:
+def render_drift_text(details: dict[str, dict[str, AxisDetail]],
+                      pairs: list[DriftPair]) -> str:
     """The console form: the matrix, then each differing pair with its first witness."""
     engines = list(details)
     axes = list(dict.fromkeys(a for e in details.values() for a in e))

@@ -25,14 +25,16 @@ GPU (``--apply auto``). The payload's ``options`` dict holds the run options
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
 from harness.suite import outcomes
-from harness.suite import JobPayload, Record
+from harness.suite import JobPayload
+from suites.e2e.records import (E2EBlock, E2EJobOptions, E2ERecord, E2EOutput, StepStat,
+                                WarmUp)
 
-E2E_DEFAULTS: dict[str, Any] = {
+E2E_DEFAULTS: E2EJobOptions = {
     "runtime": "auto",  # llamacpp where installed (CPU), else torch
     "model": "tiny",
     "quant": "Q8_0",  # llamacpp only
@@ -53,8 +55,8 @@ E2E_DEFAULTS: dict[str, Any] = {
 }
 
 
-def resolve_options(opts: dict[str, Any] | None) -> dict[str, Any]:
-    o = {**E2E_DEFAULTS, **{k: v for k, v in (opts or {}).items() if v is not None}}
+def resolve_options(opts: Mapping[str, Any] | None) -> E2EJobOptions:
+    o: E2EJobOptions = {**E2E_DEFAULTS, **{k: v for k, v in (opts or {}).items() if v is not None}}
     # --batch 1,4,8: every job decodes at each batch size (the first is the primary one)
     batches = [int(b) for b in (o["batch"] if isinstance(o["batch"], (list, tuple))
                                 else [o["batch"]])]
@@ -75,7 +77,7 @@ def resolve_options(opts: dict[str, Any] | None) -> dict[str, Any]:
     return o
 
 
-def mask_bench_plan(o: dict[str, Any]) -> tuple[tuple[int, ...], bool]:
+def mask_bench_plan(o: E2EJobOptions) -> tuple[tuple[int, ...], bool]:
     """(batch sizes, whether the engines' own kernels are timed) of the microbenchmark:
     ``--mask-bench N,M,...`` those sizes, every kernel; ``auto`` on a GPU: 1, 8, 32, 128,
     every kernel; ``auto`` on a CPU: the run's ``--batch`` sizes, the shared rows only (two
@@ -98,9 +100,9 @@ def _ms(ns: float | None) -> float | None:
     return None if ns is None else round(ns / 1e6, 4)
 
 
-def step_stats(steps: dict[str, list[int]]) -> dict[str, Any]:
+def step_stats(steps: dict[str, list[int]]) -> dict[str, StepStat]:
     """Median / p99 / mean per component, µs, over decode steps (the prefill step excluded)."""
-    out = {}
+    out: dict[str, StepStat] = {}
     for k, v in steps.items():
         if not v:
             continue
@@ -124,7 +126,7 @@ def _prepare(rt, prompt: list[int], max_new: int) -> None:
         prep(len(prompt), max(int(max_new), WINDOW + 1))
 
 
-def _warm(rt, prompt: list[int], max_new: int) -> dict[str, Any]:
+def _warm(rt, prompt: list[int], max_new: int) -> WarmUp:
     """The protocol's warm-up of the runtime's current batch size (first: the long one)."""
     from suites.e2e import protocol
 
@@ -139,7 +141,7 @@ def _warm(rt, prompt: list[int], max_new: int) -> dict[str, Any]:
     return w
 
 
-def run_e2e_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
+def run_e2e_job(job: JobPayload, phase=lambda p, info=None: None) -> E2ERecord:
     from engines.protocol import CompileError, one_line
     from harness.suite.serving import build_prompt
     from suites.e2e.runtime_cache import get_runtime
@@ -158,7 +160,7 @@ def run_e2e_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
         from suites.e2e.vllm_job import run_vllm_job
 
         return run_vllm_job(job, o, phase)
-    record: Record = {"engine": eng["label"], "case_id": case["case_id"],
+    record: E2ERecord = {"engine": eng["label"], "case_id": case["case_id"],
                               "suite": case["suite"], "subset": case["subset"]}
     t_busy = time.perf_counter_ns()
     phase("setup")
@@ -173,7 +175,7 @@ def run_e2e_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     batches = o["batches"] if not gbnf else o["batches"][:1]
     # one-time costs of this process, outside the job's time limit: the first warm-up of
     # every batch size (CUDA: with its graph capture) and the microbenchmark
-    first_warm: dict[str, Any] = {}
+    first_warm: dict[str, WarmUp] = {}
     for b in batches:
         rt_b = get_runtime({**o, "batch": b})
         if b not in _WARMED.get(id(rt_b), set()):
@@ -275,11 +277,12 @@ def run_e2e_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     record["protocol"] = protocol_rec
 
     phase("validate")
-    outputs, invalid, unknown = [], 0, 0
+    outputs: list[E2EOutput] = []
+    invalid = unknown = 0
     from harness.suite.measure import check_output, detokenize
 
     for s in res.sequences:
-        out: dict[str, Any] = {"stop": s.stop, "n_tokens": len(s.tokens),
+        out: E2EOutput = {"stop": s.stop, "n_tokens": len(s.tokens),
                                "stop_token": s.stop_token}
         raw = detokenize(vocab.tokens, s.tokens)
         out["text"] = raw[:400].decode("utf-8", "replace")
@@ -310,7 +313,7 @@ def run_e2e_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     tpot = float(con_steps.mean()) if con_steps.size else None
     tpot_u = float(unc_steps.mean()) if unc_steps.size else None
     stops = [s.stop for s in res.sequences]
-    e2e = {
+    e2e: E2EBlock = {
         "schedule": res.schedule,
         "api": con.get("api", "loop"),
         "apply_kernel": con.get("kernel"),

@@ -45,6 +45,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from suites.e2e.records import LoopJson, SequenceJson
 from suites.e2e.sampling import Bitmask, Sampler
 
 COMPONENTS = ("forward", "mask", "apply", "sample", "commit", "wait", "step", "gap")
@@ -61,7 +62,7 @@ class Sequence_:
     last_ns: int | None = None  # time of the last token (stop token included)
     n_emitted: int = 0  # tokens sampled, stop token included
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SequenceJson:
         return {"tokens": self.tokens, "stop": self.stop, "stop_token": self.stop_token,
                 "n_emitted": self.n_emitted,
                 "tpot_ns": ((self.last_ns - self.first_ns) // (self.n_emitted - 1)
@@ -79,7 +80,7 @@ class LoopResult:
     steps: dict[str, list[int]]
     total_ns: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> LoopJson:
         return {"schedule": self.schedule, "constrained": self.constrained,
                 "prompt_tokens": self.prompt_tokens, "prefill_ns": self.prefill_ns,
                 "ttft_ns": self.ttft_ns, "total_ns": self.total_ns,

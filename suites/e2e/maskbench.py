@@ -38,6 +38,7 @@ import torch
 from harness.suite.report import Table
 from harness.suite.report import text_table as render
 from suites.e2e.protocol import timer_resolution_ns
+from suites.e2e.records import MaskBench
 
 GPU_BATCHES = (1, 8, 32, 128)
 
@@ -89,7 +90,7 @@ def _unpack(packed: np.ndarray, vocab: int) -> np.ndarray:
 def run(device: str, batches: tuple[int, ...] | list[int], vocab: int,
         engines: tuple[str, ...] | list[str] = (), n: int = 200, warmup: int = 20,
         graph_calls: int = 20, graph_replays: int = 10, budget_s: float = 60.0,
-        shared_rows: bool = True, seed: int = 0) -> dict[str, Any]:
+        shared_rows: bool = True, seed: int = 0) -> MaskBench:
     """Time every kernel at every batch size (the module's figures). ``engines``: engine
     names whose own kernel is timed beside the shared rows (``shared_rows``)."""
     from suites.e2e.sampling import Bitmask, apply_shared, engine_kernel

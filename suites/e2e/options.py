@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from harness.suite.options import add_flag, batch_sizes
 from suites.e2e.job import E2E_DEFAULTS
@@ -13,7 +13,29 @@ __all__ = ["DEFAULTS", "KEYS", "add_run_arguments", "batch_sizes", "config_from_
 #: Configuration keys of the e2e suite, handed to its jobs as ``payload["options"]``.
 KEYS = ("runtime", "model", "quant", "max_tokens", "batch", "overlap", "device", "seed",
         "temperature", "server", "apply", "graphs", "blocks", "mask_bench")
-DEFAULTS: dict[str, Any] = {k: E2E_DEFAULTS[k] for k in KEYS}
+
+
+class E2EOptions(TypedDict, total=False):
+    """The run options of the e2e suite (what each means: :data:`DEFAULTS` and the flags'
+    help)."""
+
+    runtime: str
+    model: str
+    quant: str
+    max_tokens: int
+    batch: int | list[int]
+    overlap: bool
+    device: str
+    seed: int
+    temperature: float
+    server: str | None
+    apply: str
+    graphs: bool | None
+    blocks: int
+    mask_bench: str
+
+
+DEFAULTS: E2EOptions = {k: E2E_DEFAULTS[k] for k in KEYS}
 
 #: flag attribute → configuration key
 FLAG_KEYS = ("model", "runtime", "max_tokens", "batch", "overlap", "device", "quant", "server",
@@ -80,5 +102,5 @@ def add_run_arguments(p) -> None:
                         "a GPU, the --batch sizes on a CPU; default), off, or N,M,...")
 
 
-def config_from_args(args) -> dict[str, Any]:
+def config_from_args(args) -> E2EOptions:
     return {k: getattr(args, k) for k in FLAG_KEYS if getattr(args, k, None) is not None}

@@ -21,7 +21,8 @@ from __future__ import annotations
 import statistics
 import subprocess
 import time
-from typing import Any
+
+from suites.e2e.records import CopyBandwidth, WarmUp
 
 WINDOW = 8  # steps per warm-up window
 STABLE_WINDOWS = 3  # consecutive windows that must agree
@@ -59,7 +60,7 @@ def _sync(rt) -> None:
 
 
 def warm_up(rt, prompt: list[int], max_new: int, max_steps: int = FIRST_MAX_STEPS,
-            token: int = 4) -> dict[str, Any]:
+            token: int = 4) -> WarmUp:
     """Decode until the step time is stable (the module's stop rule) or ``max_steps``.
 
     Runs the runtime's own step on ``prompt`` (the torch runtime prepared for
@@ -99,7 +100,7 @@ def warm_up(rt, prompt: list[int], max_new: int, max_steps: int = FIRST_MAX_STEP
             "max_steps": max_steps, "window_ms": [round(m, 4) for m in means]}
 
 
-def copy_bandwidth(device: str, nbytes: int | None = None, reps: int = 5) -> dict[str, Any]:
+def copy_bandwidth(device: str, nbytes: int | None = None, reps: int = 5) -> CopyBandwidth:
     """The device's copy bandwidth, GB/s: a ``nbytes`` tensor copied ``reps`` times after
     two warm-up copies, (bytes read + bytes written) / time; the best of the reps (timed
     with CUDA events on a GPU, ``perf_counter`` on CPU). Default sizes: 2 GiB on CUDA (far

@@ -5,19 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from suites.e2e.records import E2EJobOptions
 from suites.e2e.runtime import RUNTIMES
 
 _CACHE: dict[tuple, Any] = {}
 
 
-def runtime_key(opts: dict[str, Any]) -> tuple:
+def runtime_key(opts: E2EJobOptions) -> tuple:
     # the batch is not part of the key: a torch runtime changes it on the same weights
     return (opts["runtime"], opts["model"], opts.get("quant"), opts.get("seed", 0),
             opts.get("device", "cpu"), opts.get("threads", 1), opts.get("dtype"),
             opts.get("n_ctx"), opts.get("graphs"))
 
 
-def build_runtime(opts: dict[str, Any]):
+def build_runtime(opts: E2EJobOptions):
     """A fresh runtime for the e2e options (``runtime``, ``model``, ``quant``, ``seed``,
     ``device``, ``batch``, ``threads``, ``dtype``, ``n_ctx``, ``graphs``). A torch runtime
     also measures the device's copy bandwidth once (the floor of its step)."""
@@ -45,7 +46,7 @@ def build_runtime(opts: dict[str, Any]):
     raise ValueError(f"unknown runtime {name!r}; known: {', '.join(RUNTIMES)}")
 
 
-def get_runtime(opts: dict[str, Any]):
+def get_runtime(opts: E2EJobOptions):
     """The cached runtime for these options (built on first use in this process)."""
     key = runtime_key(opts)
     rt = _CACHE.get(key)

@@ -31,6 +31,7 @@ import torch
 from harness.suite.engines import ensure_gguf
 from suites.e2e.loop import LoopResult, Sequence_
 from harness.suite.engines import shape
+from suites.e2e.records import VocabCheck
 from suites.e2e.runtime import RuntimeUnavailable
 
 _now = time.perf_counter_ns
@@ -110,13 +111,13 @@ class LlamaCppRuntime:
         self.load_s, self.write_s = time.perf_counter() - t1, t1 - t0
         self.vocab_size = self.llm.n_vocab()
         self.n_ctx = n_ctx
-        self.vocab_checked: dict[str, Any] | None = None
+        self.vocab_checked: VocabCheck | None = None
         self.version = llama_cpp.__version__
         self._ctx = self.llm._ctx.ctx
         self._get_logits = llama_cpp.llama_get_logits_ith
 
     # -- the harness's vocabulary must be the model's, id for id -----------------------------
-    def check_vocabulary(self, vocab) -> dict[str, Any]:
+    def check_vocabulary(self, vocab) -> VocabCheck:
         pieces = token_pieces(self.llm, self.vocab_size)
         ordinary = [i for i in range(min(len(pieces), vocab.size)) if i not in vocab.special_ids]
         bad = [i for i in ordinary if pieces[i] != vocab.tokens[i]]

@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from harness.suite.engines import BOS_ID, EOS_ID, shape
+from suites.e2e.records import CopyBandwidth, GraphCapture, RuntimeWarmUp
 
 _DTYPES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "float32": torch.float32,
            "fp32": torch.float32, "f32": torch.float32, "fp16": torch.float16,
@@ -122,9 +123,9 @@ class TorchRuntime:
         self._slots: dict[int, _Slots] = {}
         self._bucket = _bucket(1)  # the attention bucket of the current decode
         self._pool = None  # one CUDA graph memory pool shared by every captured step
-        self.captures: list[dict[str, Any]] = []  # (batch, bucket, seconds) per capture
-        self.warmups: list[dict[str, Any]] = []  # filled by runtime_cache.warm_up
-        self.copy_bandwidth: dict[str, Any] | None = None  # filled by measure_floor
+        self.captures: list[GraphCapture] = []
+        self.warmups: list[RuntimeWarmUp] = []  # filled by the job's first warm-ups
+        self.copy_bandwidth: CopyBandwidth | None = None  # filled by measure_floor
 
     # ------------------------------------------------------------------ weights
     def _bind_weights(self) -> None:

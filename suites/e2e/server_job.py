@@ -11,20 +11,20 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
 
 from harness.suite import outcomes
-from harness.suite import JobPayload, Record
+from harness.suite import JobPayload
+from suites.e2e.records import E2EJobOptions, E2ERecord
 
 
-def run_server_job(job: JobPayload, o: dict[str, Any], phase) -> Record:
+def run_server_job(job: JobPayload, o: E2EJobOptions, phase) -> E2ERecord:
     from harness.suite.serving import OpenAIClient, server_for, split_server, takes_seeds, verdict
     from harness.suite.serving import ASK, SYSTEM, schema_excerpt
     from harness.suite.engines import load_vocabulary
     from harness.suite.measure import SchemaTarget
 
     case, eng = job["case"], job["engine"]
-    record: Record = {"engine": eng["label"], "case_id": case["case_id"],
+    record: E2ERecord = {"engine": eng["label"], "case_id": case["case_id"],
                               "suite": case["suite"], "subset": case["subset"]}
     t_busy = time.perf_counter_ns()
     phase("setup")

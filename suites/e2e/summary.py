@@ -46,6 +46,8 @@ from typing import Any, Iterable
 import numpy as np
 from harness.suite import Record, RunMeta, Summary, figures
 from harness.suite.report import Table, text_table
+from suites.e2e.records import (BatchFigures, ComponentShare, E2ERecord, E2ESummary, Floor,
+                                MaskBench, ProtocolSummary, RatioInterval, StepShares)
 
 BOOTSTRAP = 2000  # resamples of the pairs
 RESOLVED = 0.03  # the 95% interval must lie within ±3% of the ratio
@@ -59,7 +61,7 @@ def _steps(v: list[int], comp: str) -> list[int]:
     return v[1:] if comp in _PER_TOKEN else v
 
 
-def _pooled(records: list[dict], key: str, comp: str) -> np.ndarray:
+def _pooled(records: list[E2ERecord], key: str, comp: str) -> np.ndarray:
     parts = []
     for r in records:
         v = r.get(key, {}).get(comp)
@@ -74,7 +76,7 @@ def _r(x: float | None, nd: int = 3) -> float | None:
     return None if x is None or not np.isfinite(x) else round(float(x), nd)
 
 
-def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
+def summary_block(summary: E2ESummary, meta: RunMeta, records: list[E2ERecord],
                   run_dir: Any = None) -> str | None:
     """The e2e suite's summary block: each engine's ``e2e`` entry (:func:`e2e_block`) and
     the run's microbenchmark (``e2e_mask_bench``); returns the console text
@@ -89,7 +91,7 @@ def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
     return render_text(summary)
 
 
-def merged_mask_bench(records: Iterable[Record]) -> dict[str, Any] | None:
+def merged_mask_bench(records: Iterable[E2ERecord]) -> MaskBench | None:
     """The microbenchmark rows of the run: the shared rows once, each engine's kernel."""
     info, rows, seen = None, [], set()
     for r in records:
@@ -107,7 +109,7 @@ def merged_mask_bench(records: Iterable[Record]) -> dict[str, Any] | None:
 
 # ---------------------------------------------------------------------- the pairs
 
-def _pairs(recs: list[dict], batch: str, comp: str) -> list[tuple[float, int, float, int]]:
+def _pairs(recs: list[E2ERecord], batch: str, comp: str) -> list[tuple[float, int, float, int]]:
     """(sum A, n A, sum B, n B) of ``comp`` per (job, round) pair of blocks at ``batch``."""
     out = []
     for r in recs:
@@ -124,7 +126,7 @@ def _pairs(recs: list[dict], batch: str, comp: str) -> list[tuple[float, int, fl
 
 
 def ratio_interval(pairs: list[tuple[float, int, float, int]], resolution_ns: float = 1.0,
-                   seed: int = 0) -> dict[str, Any]:
+                   seed: int = 0) -> RatioInterval:
     """The ratio of the mean A value to the mean B value over ``pairs``, its 95% bootstrap
     interval (pairs resampled with replacement) and whether it is resolved (the module's
     rule). ``value`` is None with a ``note`` when the samples are too few or under the
@@ -149,7 +151,7 @@ def ratio_interval(pairs: list[tuple[float, int, float, int]], resolution_ns: fl
     boots = boots[np.isfinite(boots)]
     lo, hi = (float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5)))
     resolved = lo >= value * (1 - RESOLVED) and hi <= value * (1 + RESOLVED)
-    out = {"value": round(float(value), 4), "ci": [round(lo, 4), round(hi, 4)],
+    out: RatioInterval = {"value": round(float(value), 4), "ci": [round(lo, 4), round(hi, 4)],
            "resolved": bool(resolved), "pairs": len(pairs), "steps": [n_a, n_b]}
     if not resolved:
         out["note"] = (f"not resolved: the 95% interval {lo:.3f}–{hi:.3f} spans more than "
@@ -157,7 +159,7 @@ def ratio_interval(pairs: list[tuple[float, int, float, int]], resolution_ns: fl
     return out
 
 
-def _mean(recs: list[dict], batch: str, mode: str, comp: str) -> tuple[float | None, int]:
+def _mean(recs: list[E2ERecord], batch: str, mode: str, comp: str) -> tuple[float | None, int]:
     tot, n = 0.0, 0
     for r in recs:
         for bl in ((r.get("protocol") or {}).get("blocks") or {}).get(batch) or []:
@@ -168,7 +170,7 @@ def _mean(recs: list[dict], batch: str, mode: str, comp: str) -> tuple[float | N
     return (tot / n if n else None), n
 
 
-def component_text(comps: dict[str, dict[str, Any]], share_only: bool = False) -> str:
+def component_text(comps: dict[str, ComponentShare], share_only: bool = False) -> str:
     """``forward 5880.6 (98.6%), …``: each component's mean and share of the step; ``<res``
     for a mean under the timer's resolution; ``other –`` with the overlap when the timed
     components add up to more than the step (nothing is left over to show)."""
@@ -185,19 +187,19 @@ def component_text(comps: dict[str, dict[str, Any]], share_only: bool = False) -
     return ", ".join(out)
 
 
-def shares(recs: list[dict], batch: str, mode: str, schedule: str | None,
-           resolution_ns: float) -> dict[str, Any]:
+def shares(recs: list[E2ERecord], batch: str, mode: str, schedule: str | None,
+           resolution_ns: float) -> StepShares:
     """Each component's mean (µs) and share of the mean step in ``mode``'s blocks, and the
     harness's own share (see the module)."""
     step, n = _mean(recs, batch, mode, "step")
     if not step:
         return {}
-    comps: dict[str, dict[str, Any]] = {}
+    comps: dict[str, ComponentShare] = {}
     for c in ("forward", "wait", "apply", "sample", "mask", "commit", "gap"):
         m, k = _mean(recs, batch, mode, c)
         if m is None:
             continue
-        d: dict[str, Any] = {"mean_us": round(m / 1e3, 3), "share": round(m / step, 4)}
+        d: ComponentShare = {"mean_us": round(m / 1e3, 3), "share": round(m / step, 4)}
         if m < resolution_ns:
             d["below_resolution"] = True
         comps[c] = d
@@ -225,7 +227,7 @@ def shares(recs: list[dict], batch: str, mode: str, schedule: str | None,
             "harness_us": round(harness / 1e3, 3), "harness_share": round(harness / step, 4)}
 
 
-def _resolution(recs: list[dict]) -> dict[str, float]:
+def _resolution(recs: list[E2ERecord]) -> dict[str, float]:
     """Resolution, ns, of the step clock (host) and of the component clock (device)."""
     dev = str((recs[0].get("e2e_config") or {}).get("device", "cpu"))
     from suites.e2e.protocol import timer_resolution_ns
@@ -233,9 +235,9 @@ def _resolution(recs: list[dict]) -> dict[str, float]:
     return {"step": float(timer_resolution_ns("cpu")), "component": float(timer_resolution_ns(dev))}
 
 
-def _protocol(recs: list[dict], batches: list[str], schedule: str | None) -> dict[str, Any]:
+def _protocol(recs: list[E2ERecord], batches: list[str], schedule: str | None) -> ProtocolSummary:
     res = _resolution(recs)
-    by: dict[str, Any] = {}
+    by: dict[str, BatchFigures] = {}
     for b in batches:
         t = ratio_interval(_pairs(recs, b, "step"), res["step"])
         f = ratio_interval(_pairs(recs, b, "forward"), res["component"])
@@ -255,7 +257,7 @@ def _protocol(recs: list[dict], batches: list[str], schedule: str | None) -> dic
         by[b]["harness_share"] = c.get("harness_share")
         by[b]["harness_share_unconstrained"] = by[b]["unconstrained"].get("harness_share")
     # warm-up: the first of each batch size (in any record), the re-warms before blocks
-    warm: dict[str, Any] = {}
+    warm: dict[str, dict[str, object]] = {}
     for r in recs:
         for b, w in ((r.get("protocol") or {}).get("warmup") or {}).items():
             d = warm.setdefault(b, {"first": [], "rewarm_steps": [], "rewarm_unstable": 0})
@@ -279,7 +281,7 @@ def _protocol(recs: list[dict], batches: list[str], schedule: str | None) -> dic
     return {"by_batch": by, "warmup": warm, "clock": clock, "resolution_ns": res}
 
 
-def _floor(recs: list[dict], by: dict[str, Any]) -> dict[str, Any] | None:
+def _floor(recs: list[E2ERecord], by: dict[str, BatchFigures]) -> Floor | None:
     info = (recs[0].get("e2e_config") or {}).get("runtime_info") or {}
     wb = (info.get("weight_bytes") or {}).get("per_step")
     bw = (info.get("copy_bandwidth") or {}).get("gb_per_s")
@@ -299,7 +301,7 @@ def _floor(recs: list[dict], by: dict[str, Any]) -> dict[str, Any] | None:
             "device": info.get("device"), "gpu": info.get("gpu")}
 
 
-def e2e_block(records: Iterable[Record]) -> dict[str, Any] | None:
+def e2e_block(records: Iterable[E2ERecord]) -> dict[str, Any] | None:
     recs = [r for r in records if r.get("e2e")]
     if not recs:
         return None
@@ -401,7 +403,7 @@ def e2e_block(records: Iterable[Record]) -> dict[str, Any] | None:
     return block
 
 
-def _fills(recs: list[dict]) -> dict[str, str]:
+def _fills(recs: list[E2ERecord]) -> dict[str, str]:
     fills: dict[str, str] = {}
     for r in recs:
         for pt in r["e2e"].get("by_batch") or ():
@@ -410,7 +412,7 @@ def _fills(recs: list[dict]) -> dict[str, str]:
     return fills
 
 
-def _by_batch(recs: list[dict]) -> dict[str, Any]:
+def _by_batch(recs: list[E2ERecord]) -> dict[str, BatchFigures]:
     """TPOT per batch size from records without the protocol's blocks (older runs)."""
     pooled: dict[str, dict[str, list]] = {}
     for r in recs:
@@ -419,7 +421,7 @@ def _by_batch(recs: list[dict]) -> dict[str, Any]:
             acc["step"] += d.get("step", [])
             acc["unconstrained"] += d.get("unconstrained", [])
     fills = _fills(recs)
-    out = {}
+    out: dict[str, BatchFigures] = {}
     for b in sorted(pooled, key=int):
         c = np.asarray(pooled[b]["step"], dtype=np.float64) / 1e6
         u = np.asarray(pooled[b]["unconstrained"], dtype=np.float64) / 1e6

@@ -10,12 +10,13 @@ import time
 from typing import Any
 
 from harness.suite import outcomes
-from harness.suite import JobPayload, Record
+from harness.suite import JobPayload
+from suites.e2e.records import E2EJobOptions, E2ERecord
 
 _LLM: dict[tuple, Any] = {}
 
 
-def run_vllm_job(job: JobPayload, o: dict[str, Any], phase) -> Record:
+def run_vllm_job(job: JobPayload, o: E2EJobOptions, phase) -> E2ERecord:
     from harness.suite import adapter_class
     from harness.suite.serving import write_hf_model
     from harness.suite.engines import cache_root
@@ -25,7 +26,7 @@ def run_vllm_job(job: JobPayload, o: dict[str, Any], phase) -> Record:
 
     case, eng = job["case"], job["engine"]
     backend = adapter_class(eng["name"]).configs[eng["config"]]["backend"]
-    record: Record = {"engine": eng["label"], "case_id": case["case_id"],
+    record: E2ERecord = {"engine": eng["label"], "case_id": case["case_id"],
                               "suite": case["suite"], "subset": case["subset"]}
     t_busy = time.perf_counter_ns()
     phase("setup")

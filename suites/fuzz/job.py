@@ -22,17 +22,17 @@ Outcome: ``invalidation_error`` if any walk is invalid, else ``passing``.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
 
 from harness.suite import outcomes
 from harness.suite.measure import seed_for, token_classes
 from suites.fuzz.options import resolve
-from harness.suite import JobPayload, Record
+from harness.suite import JobPayload
+from suites.fuzz.records import FuzzRecord, FuzzWalk
 
 
-def run_fuzz_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
+def run_fuzz_job(job: JobPayload, phase=lambda p, info=None: None) -> FuzzRecord:
     from harness.suite.engines import allocate_bitmask
     from engines.protocol import CompileError, one_line
     from harness.suite.measure import target_for
@@ -73,12 +73,12 @@ def run_fuzz_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
     budget = int(o["walk_tokens"])
     names = target.names(tc)
     probe = None
-    walks = []
+    walks: list[FuzzWalk] = []
     for w in range(int(o["walks"])):
         seed = seed_for(case["case_id"], "walk", w)
         t1 = time.perf_counter_ns()
         wk = walk(grammar.matcher(), bm, tc, np.random.default_rng(seed), budget, names=names)
-        res: dict[str, Any] = {"seed": seed, "walk": w, "n_tokens": len(wk.tokens),
+        res: FuzzWalk = {"seed": seed, "walk": w, "n_tokens": len(wk.tokens),
                                "tokens": wk.tokens, "ns": time.perf_counter_ns() - t1}
         if wk.status == DONE:
             raw = b"".join(vocab.tokens[t] for t in wk.tokens)

@@ -12,10 +12,11 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
-from harness.suite import Record, RunMeta, Summary
+from harness.suite import RunMeta, Summary
+from suites.fuzz.records import FuzzEngineBlock, FuzzRecord
 
 
-def fuzz_block(recs: list[Record]) -> dict[str, Any]:
+def fuzz_block(recs: list[FuzzRecord]) -> FuzzEngineBlock:
     c: Counter = Counter()
     ws: list[float] = []
     for r in recs:
@@ -29,12 +30,12 @@ def fuzz_block(recs: list[Record]) -> dict[str, Any]:
                 ws.append(w["ws_share"])
     keys = ("schemas", "walks", "valid", "invalid", "undecided", "dialect", "dead_end",
             "runaway", "commit_refused", "error", "schemas_invalid")
-    out: dict[str, Any] = {k: int(c[k]) for k in keys}
+    out: FuzzEngineBlock = {k: int(c[k]) for k in keys}
     out["runaway_ws_share"] = round(float(np.mean(ws)), 3) if ws else None
     return out
 
 
-def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
+def summary_block(summary: Summary, meta: RunMeta, records: list[FuzzRecord],
                   run_dir: Any = None) -> str | None:
     """Add ``fuzz`` to each engine of ``summary`` (in place); return console text, or None
     when the run holds no walks."""

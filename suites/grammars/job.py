@@ -31,18 +31,19 @@ from __future__ import annotations
 
 import gc
 import time
-from typing import Any
 
 from harness.suite.measure import adapters, reachability
 from harness.suite import outcomes
 from harness.suite.measure import ConstructProbe
 from harness.suite.measure import ACCEPTED, preemptions, replay
-from harness.suite import InstanceRecord, JobPayload, Record
+from harness.suite import JobPayload
+from suites.grammars.records import (DialectFinding, GrammarInstance, GrammarRecord,
+                                     TranslationFinding)
 
 __all__ = ["run_grammar_job"]
 
 
-def run_grammar_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
+def run_grammar_job(job: JobPayload, phase=lambda p, info=None: None) -> GrammarRecord:
     """Run one (grammar case, engine) job to its record."""
     from harness.suite.engines import allocate_bitmask
     from engines.protocol import CompileError, one_line
@@ -51,7 +52,7 @@ def run_grammar_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
 
     case, eng = job["case"], job["engine"]
     g = case["grammar"]
-    record: Record = {"engine": eng["label"], "case_id": case["case_id"],
+    record: GrammarRecord = {"engine": eng["label"], "case_id": case["case_id"],
                               "suite": case["suite"], "subset": case["subset"],
                               "family": g["family"]}
     if g.get("size") is not None:
@@ -70,11 +71,11 @@ def run_grammar_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
         record.update(outcome=outcomes.BAD_INPUT, error=f"{case['case_id']}: {e}",
                       busy_ns=time.perf_counter_ns() - t_busy)
         return record
-    instances: list[InstanceRecord] = []
+    instances: list[GrammarInstance] = []
     for item in case["instances"]:
         text = item["text"]
         verdict = target.verdict(text)
-        inst: InstanceRecord = {"index": item["index"], "label": item["label"], "truth": verdict,
+        inst: GrammarInstance = {"index": item["index"], "label": item["label"], "truth": verdict,
                                 "expected": item["label"] if verdict is None else verdict,
                                 "text": text}
         if verdict is not None and verdict != item["label"]:
@@ -104,7 +105,9 @@ def run_grammar_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
         record["form_derived"] = True
 
     phase("replay", record["ttfm_ns"])
-    kept, translation, dialect = [], [], []
+    kept: list[GrammarInstance] = []
+    translation: list[TranslationFinding] = []
+    dialect: list[DialectFinding] = []
     sensitive = g.get("dialect_sensitive")
     budget = reachability.Budget()
     probe = ConstructProbe(adapter, target, vocab, bitmask, budget) if sensitive else None

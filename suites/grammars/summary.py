@@ -30,6 +30,9 @@ from harness.suite import figures, rejects
 from harness.suite import outcomes
 from harness.suite import Record, RunMeta, Summary
 from harness.suite.report import Table, text_table
+from suites.grammars.records import (DialectExplained, DialectNotExplained, FamilyRow,
+                                     GrammarRecord, GrammarsSummary, GrammarsSummaryBlock,
+                                     TranslationDrift, WrongInstance)
 
 __all__ = ["construct_alone", "dialect_findings", "dialect_not_explained", "false_accepts",
            "false_rejects", "family_table", "reject_kinds_by_engine", "size_series",
@@ -47,7 +50,7 @@ KINDS_NOTE = ("rej kinds c/t/u: of the false rejects, valid texts the engine can
               "is accepted / undecided")
 
 
-def _grammar_records(records: Iterable[Record]) -> list[dict[str, Any]]:
+def _grammar_records(records: Iterable[Record]) -> list[GrammarRecord]:
     """Records of grammar cases. A job that died (timeout, OOM, crash) leaves a record the
     runner wrote, without ``family``: it takes the family its case has in the other
     engines' records, so a death still counts against coverage."""
@@ -58,13 +61,13 @@ def _grammar_records(records: Iterable[Record]) -> list[dict[str, Any]]:
                                                     and r.get("outcome") in outcomes.DEATHS)]
 
 
-def family_table(records: Iterable[Record]) -> list[dict[str, Any]]:
+def family_table(records: Iterable[GrammarRecord]) -> list[FamilyRow]:
     """One row per (family, engine), families in corpus order, engines as they ran."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[GrammarRecord]] = defaultdict(list)
     for r in _grammar_records(records):
         groups[(r["family"], r["engine"])].append(r)
     order = {"regex": 0, "choice": 1, "cfg": 2}
-    rows = []
+    rows: list[FamilyRow] = []
     for (fam, eng), rs in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1])):
         compiled = [r for r in rs if r["outcome"] in _FINISHED]
         fr = fa = dis = 0
@@ -104,11 +107,11 @@ def family_table(records: Iterable[Record]) -> list[dict[str, Any]]:
     return rows
 
 
-def size_series(records: Iterable[Record]) -> dict[str, dict[str, dict[str, Any]]]:
+def size_series(records: Iterable[Record]) -> dict[str, dict[str, dict[str, float | None]]]:
     """Compile time against the size of an injected alternation (``[inject]`` cases, e.g.
     the SQL grammar at 10, 100 and 1,000 columns): ``{file: {engine: {size: ms}}}`` with
     ms = TTFM of the case at that size (None where it did not compile)."""
-    out: dict[str, dict[str, dict[str, Any]]] = defaultdict(lambda: defaultdict(dict))
+    out: dict[str, dict[str, dict[str, float | None]]] = defaultdict(lambda: defaultdict(dict))
     for r in _grammar_records(records):
         size = r.get("grammar_size")
         if size is None:
@@ -119,12 +122,12 @@ def size_series(records: Iterable[Record]) -> dict[str, dict[str, dict[str, Any]
     return {k: dict(v) for k, v in out.items()}
 
 
-def translation_findings(records: Iterable[Record]) -> list[dict[str, Any]]:
+def translation_findings(records: Iterable[Record]) -> list[TranslationDrift]:
     """Every text on which a translation's reader disagrees with the ground truth, once per
     (case, dialect, text): from replays (the engine's own form) and from fuzz outputs
     (every form, on every engine's outputs)."""
     seen: set[tuple[str, str, str]] = set()
-    out = []
+    out: list[TranslationDrift] = []
     for r in records:
         items = [(t["dialect"], t["text"], t["truth"], t.get("form_verdict"), "instance")
                  for t in r.get("translation", ())]
@@ -142,7 +145,7 @@ def translation_findings(records: Iterable[Record]) -> list[dict[str, Any]]:
     return out
 
 
-def dialect_findings(records: Iterable[Record]) -> list[dict[str, Any]]:
+def dialect_findings(records: Iterable[Record]) -> list[DialectExplained]:
     """Engine verdicts that differ from the ground truth on a ``dialect_sensitive`` case
     and that the flagged construct, tested alone through the engine, explains (``chars``:
     the text's characters the engine's construct reads otherwise than Python's, each with
@@ -153,11 +156,11 @@ def dialect_findings(records: Iterable[Record]) -> list[dict[str, Any]]:
             for r in _grammar_records(records) for d in r.get("dialect", ())]
 
 
-def dialect_not_explained(records: Iterable[Record]) -> list[dict[str, Any]]:
+def dialect_not_explained(records: Iterable[Record]) -> list[DialectNotExplained]:
     """Verdicts on a ``dialect_sensitive`` case that differ from the ground truth but that
     the flagged construct, tested alone, does not explain: ordinary false rejects or
     accepts of the engine (counted as such), listed with the probe's reason."""
-    out = []
+    out: list[DialectNotExplained] = []
     for r in _grammar_records(records):
         for i in r.get("instances", ()):
             p = i.get("dialect_probe")
@@ -170,7 +173,7 @@ def dialect_not_explained(records: Iterable[Record]) -> list[dict[str, Any]]:
     return out
 
 
-def _wrong_instances(records: Iterable[Record], kind: str) -> list[dict[str, Any]]:
+def _wrong_instances(records: Iterable[GrammarRecord], kind: str) -> list[WrongInstance]:
     """Instances of finished jobs whose replay is a ``kind`` (``false_accept`` or
     ``false_reject``) against the ground truth, with engine, case, form and text."""
     out = []
@@ -191,19 +194,19 @@ def _wrong_instances(records: Iterable[Record], kind: str) -> list[dict[str, Any
     return out
 
 
-def false_accepts(records: Iterable[Record]) -> list[dict[str, Any]]:
+def false_accepts(records: Iterable[GrammarRecord]) -> list[WrongInstance]:
     """Every confirmed false accept: an instance the ground truth calls invalid that the
     engine accepted (EOS included), with the text as its witness."""
     return _wrong_instances(records, "false_accept")
 
 
-def false_rejects(records: Iterable[Record]) -> list[dict[str, Any]]:
+def false_rejects(records: Iterable[GrammarRecord]) -> list[WrongInstance]:
     """Every false reject: a valid instance the engine refused (where, how, and its kind:
     ``reject_kind``, with ``reachable_tokens`` for ``tokenization``)."""
     return _wrong_instances(records, "false_reject")
 
 
-def reject_kinds_by_engine(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+def reject_kinds_by_engine(rows: list[FamilyRow]) -> dict[str, dict[str, int]]:
     """engine → the false reject kinds of :func:`family_table`'s rows, summed over
     families."""
     out: dict[str, dict[str, int]] = {}
@@ -214,7 +217,7 @@ def reject_kinds_by_engine(rows: list[dict[str, Any]]) -> dict[str, dict[str, in
     return out
 
 
-def table_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
+def table_rows(rows: list[FamilyRow]) -> list[list[str]]:
     """:data:`TABLE_HEADER` rows as text."""
     return [[r["family"], r["engine"], str(r["cases"]),
              f"{r['compiled']}/{r['cases']}",
@@ -232,7 +235,7 @@ def _short(text: str, n: int = 60) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
+def summary_block(summary: GrammarsSummary, meta: RunMeta, records: list[Record],
                   run_dir: Path | None = None) -> str | None:
     """Add ``summary["grammars"]`` (table, size series, findings); write ``grammars.json``
     into ``run_dir``; return console text (None when the run holds no grammar records)."""
@@ -240,7 +243,7 @@ def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
     if not recs:
         return None
     table = family_table(recs)
-    block = {"table": table, "sizes": size_series(recs),
+    block: GrammarsSummaryBlock = {"table": table, "sizes": size_series(recs),
              "translation": translation_findings(records), "dialect": dialect_findings(recs),
              "dialect_not_explained": dialect_not_explained(recs),
              "false_accepts": false_accepts(recs), "false_rejects": false_rejects(recs),
@@ -251,7 +254,7 @@ def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
     return render_text(block)
 
 
-def render_text(block: dict[str, Any]) -> str:
+def render_text(block: GrammarsSummaryBlock) -> str:
     lines = ["Grammars: family × engine (false rej / acc: instances against the ground-truth "
              "parser; dialect: differences on dialect-sensitive cases that the construct, "
              "tested alone, explains, counted apart)",
@@ -308,7 +311,7 @@ def construct_alone(chars: dict[str, Any] | None) -> str:
         ", …" if len(chars) > 6 else "") + ")"
 
 
-def translation_block(summary: Summary, meta: RunMeta,
+def translation_block(summary: GrammarsSummary, meta: RunMeta,
                       records: list[Record], run_dir: Path | None = None) -> str | None:
     """For ``fuzz`` / ``mask-diff`` on the grammar corpus: the translation findings on the
     engines' outputs (``summary["grammar_translation"]``); None when none were checked."""

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
 
 from harness.suite.measure import adapters
 from harness.suite import outcomes
-from harness.suite import JobPayload, Record
+from harness.suite import JobPayload
+from suites.hazards.records import HazardBlock, HazardRecord
 
 __all__ = ["run_hazard_job"]
 
@@ -36,7 +36,7 @@ def _accepts(vocab):
     return accepts
 
 
-def _keywords(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
+def _keywords(adapter, vocab, case, req, phase) -> tuple[HazardBlock, str]:
     from suites.hazards.keywords import judge_occurrence, occurrences
 
     schema = json.loads(case["schema_text"])
@@ -57,7 +57,7 @@ def _keywords(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
     return out, outcomes.PASSING
 
 
-def _padded(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
+def _padded(adapter, vocab, case, req, phase) -> tuple[HazardBlock, str]:
     from harness.suite.engines import load_vocabulary
     from suites.hazards.padding import PADDINGS, padded_width, probe
 
@@ -72,7 +72,7 @@ def _padded(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
     return out, outcomes.INVALIDATION_ERROR if out["verdict"] == "leaks" else outcomes.PASSING
 
 
-def _whitespace(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
+def _whitespace(adapter, vocab, case, req, phase) -> tuple[HazardBlock, str]:
     from harness.suite.engines import ORACLE
     from engines.protocol import CompileError, one_line
     from suites.hazards.whitespace import BOUND, SCHEMA, describe, walk
@@ -80,7 +80,7 @@ def _whitespace(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
     oracle = adapters.adapter(ORACLE, "default", case.get("tokenizer", vocab.name)) \
         if adapter.name != ORACLE else adapter
     ref = oracle.compile(SCHEMA)
-    out: dict[str, Any] = {}
+    out: HazardBlock = {}
     try:
         out["default"] = walk(adapter.compile(SCHEMA), vocab, ref)
     except CompileError as e:
@@ -110,7 +110,7 @@ def _whitespace(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
     return out, outcomes.PASSING
 
 
-def _bad_tool(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
+def _bad_tool(adapter, vocab, case, req, phase) -> tuple[HazardBlock, str]:
     from suites.hazards.tools import judge
 
     if adapter.tool_call_form is None:
@@ -121,7 +121,7 @@ def _bad_tool(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
                  "broken": outcomes.VALIDATION_ERROR}.get(out["verdict"], outcomes.PASSING)
 
 
-def _reasoning(adapter, vocab, case, req, phase) -> tuple[dict[str, Any], str]:
+def _reasoning(adapter, vocab, case, req, phase) -> tuple[HazardBlock, str]:
     from engines.protocol import CompileError, one_line
     from suites.hazards.reasoning import measure, spec
 
@@ -156,7 +156,7 @@ JOBS = {"keywords": _keywords, "padded_vocab": _padded, "whitespace": _whitespac
         "bad_tool": _bad_tool, "reasoning": _reasoning}
 
 
-def run_hazard_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
+def run_hazard_job(job: JobPayload, phase=lambda p, info=None: None) -> HazardRecord:
     """One (hazard case, engine) job; see the module docstring."""
     case = job["case"]
     req = case["request"]

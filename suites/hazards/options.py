@@ -7,12 +7,25 @@ server's random-weight model), ``--max-tokens`` and ``--server-ready-timeout``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from harness.suite.options import add_flag, config_from, positive_float
 
+
+class HazardsOptions(TypedDict, total=False):
+    """The run options of the hazards suite (what each means: :data:`DEFAULTS` and the flags'
+    help)."""
+
+    launch: bool
+    server: str | None
+    model: str
+    max_tokens: int
+    ready_timeout_s: float
+    request_timeout_s: float
+
+
 #: configuration key → default
-DEFAULTS: dict[str, Any] = {
+DEFAULTS: HazardsOptions = {
     "launch": False,            # the harness starts each served row's server (--launch)
     "server": None,             # ... or drives this URL (--server)
     "model": "micro",           # model shape of launched servers (random weights)
@@ -30,7 +43,7 @@ def add_run_arguments(p) -> None:
                   "(default 120)")
 
 
-def config_from_args(args) -> dict[str, Any]:
+def config_from_args(args) -> HazardsOptions:
     out = config_from(args, ("request_timeout_s",))
     if getattr(args, "suite", None) == "hazards" and getattr(args, "server", None) \
             and not getattr(args, "engines", None) and not getattr(args, "launch", None):

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from suites.hazards.records import HazardBlock
+
 __all__ = ["PADDINGS", "padded_width", "probe"]
 
 #: Vocabulary → how its LM head is padded: ``("to", W)`` an exact width (Qwen2's
@@ -53,7 +55,7 @@ def _count_beyond(bm: np.ndarray, lo: int, hi: int) -> int:
     return int(bits[lo:hi].sum())
 
 
-def probe(adapter, width: int) -> dict[str, Any]:
+def probe(adapter, width: int) -> HazardBlock:
     """The padded-vocabulary verdict of ``adapter`` (built over the tokenizer's vocabulary)
     for logits ``width`` wide: ``{"n", "width", "engine_words", "logit_words", "api",
     "states": {state: {"leaked", "leaked_written", "examples", "allowed_below_n"}},
@@ -66,7 +68,7 @@ def probe(adapter, width: int) -> dict[str, Any]:
     vocab = adapter.vocab
     n = vocab.size
     words = (width + 31) // 32
-    out: dict[str, Any] = {"n": n, "width": width, "logit_words": words,
+    out: HazardBlock = {"n": n, "width": width, "logit_words": words,
                            "api": adapter.padded_vocab_api}
     prefixes = [vocab.encode(text) if text else [] for _, text in STATES]
     engine_words, masks, note = adapter.padded_masks(SCHEMA, width, prefixes)

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from suites.hazards.records import HazardBlock
+
 if TYPE_CHECKING:
     from harness.suite.engines import ReasoningSpec
 
@@ -66,13 +68,13 @@ def _replay(compiled, vocab, pieces: list[str]):
     return replay(compiled.matcher(), toks, allocate_bitmask(vocab.size), vocab.stop_ids), toks
 
 
-def measure(compiled, vocab) -> dict[str, Any]:
+def measure(compiled, vocab) -> HazardBlock:
     """The four checks of the module docstring: ``free_text_us`` / ``answer_us`` (median
     mask fill, µs per token, inside the reasoning and inside the answer), ``enforced``
     (the invalid answer refused and the valid one accepted), ``leak`` (EOS allowed right
     after ``<think>`` + the JSON), ``bounded`` (a reasoning longer than the bound is
     refused), each with its witness text."""
-    out: dict[str, Any] = {}
+    out: HazardBlock = {}
     good, toks = _replay(compiled, vocab, [OPEN, REASONING, CLOSE, ANSWER_VALID])
     n_open = len(vocab.encode(OPEN))
     n_free = len(vocab.encode(REASONING))

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.suite.report import Para, ReportContext, Section, Table, pipes
-from harness.suite.report import markdown_table as markdown_lines
+from harness.suite.report import (Para, ReportContext, Section, Table, pipes,
+                                  markdown_table as markdown_lines)
+from suites.hazards.records import HazardsSummaryBlock
 
 __all__ = ["markdown_table", "sec_hazards"]
 
@@ -21,7 +22,7 @@ def _short(text: str, n: int = CELL_CHARS) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def table_rows(table: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def table_rows(table: HazardsSummaryBlock) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of the hazard × engine table."""
     header = ["hazard"] + table["engines"]
     rows = [[f"{r['number']}. {r['title']}"] + [_short(r["cells"][e]["text"])
@@ -30,7 +31,7 @@ def table_rows(table: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
-def keyword_rows(table: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def keyword_rows(table: HazardsSummaryBlock) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of the keyword × engine table (standalone engines that judged any)."""
     kws = table.get("keywords") or {}
     engines = [e for e in table["engines"] if kws.get(e)]
@@ -46,7 +47,7 @@ def keyword_rows(table: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return ["keyword"] + engines, rows
 
 
-def markdown_table(table: dict[str, Any]) -> str:
+def markdown_table(table: HazardsSummaryBlock) -> str:
     """The hazard × engine table as GitHub Markdown (for docs/results.md), cells escaped."""
     header, rows = table_rows(table)
     return "\n".join(markdown_lines(Table(header, rows, align="l"), cell=pipes))

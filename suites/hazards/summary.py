@@ -28,10 +28,11 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 from harness.suite import outcomes
-from harness.suite import Record, RunMeta, Summary
+from harness.suite import Record, RunMeta
+from suites.hazards.records import (HazardCell, HazardRecord, HazardRow, HazardsSummary,
+                                    HazardsSummaryBlock, KeywordVerdict)
 
 __all__ = ["hazard_table", "is_verdict_unit", "keyword_table", "summary_block"]
 
@@ -55,12 +56,12 @@ def _death(r: Record) -> str | None:
     return None
 
 
-def _cell(verdict: str, witness: str | None) -> dict[str, Any]:
+def _cell(verdict: str, witness: str | None) -> HazardCell:
     return {"verdict": verdict, "witness": witness,
             "text": verdict + (f": {witness}" if witness else "")}
 
 
-def _keywords_cell(recs: list[Record]) -> dict[str, Any]:
+def _keywords_cell(recs: list[HazardRecord]) -> HazardCell:
     if all((r.get("hazard") or {}).get("not_measured") for r in recs):
         why = (recs[0].get("hazard") or {}).get("not_measured")
         return {"verdict": "not measured", "witness": why, "text": f"not measured: {why}"}
@@ -89,8 +90,8 @@ def _keywords_cell(recs: list[Record]) -> dict[str, Any]:
 _RANK = {"ignored": 0, "kept": 1, "refused": 2, "undecided": 3, "not_probed": 4}
 
 
-def _keyword_verdicts(recs: list[Record]) -> dict[str, dict[str, Any]]:
-    per: dict[str, dict[str, Any]] = {}
+def _keyword_verdicts(recs: list[HazardRecord]) -> dict[str, KeywordVerdict]:
+    per: dict[str, KeywordVerdict] = {}
     for r in recs:
         for row in (r.get("hazard") or {}).get("rows") or ():
             kw, v = row["keyword"], row["verdict"]
@@ -102,18 +103,18 @@ def _keyword_verdicts(recs: list[Record]) -> dict[str, dict[str, Any]]:
     return per
 
 
-def keyword_table(records: list[Record]) -> dict[str, dict[str, dict[str, Any]]]:
+def keyword_table(records: list[HazardRecord]) -> dict[str, dict[str, KeywordVerdict]]:
     """engine → keyword → ``{"verdict", "witness", "case", "path"}``: each keyword's
     verdict over every schema of the run (ignored anywhere wins, then kept, refused,
     undecided)."""
-    by: dict[str, list[Record]] = defaultdict(list)
+    by: dict[str, list[HazardRecord]] = defaultdict(list)
     for r in records:
         if (r.get("hazard") or {}).get("name") == "keywords" or r["case_id"].startswith("keywords/"):
             by[r["engine"]].append(r)
     return {e: _keyword_verdicts(recs) for e, recs in by.items()}
 
 
-def _one(recs: list[Record], hazard: str) -> dict[str, Any]:
+def _one(recs: list[HazardRecord], hazard: str) -> HazardCell:
     """The cell of a hazard with one record per engine (or one per vocabulary)."""
     parts, verdicts = [], []
     for r in sorted(recs, key=lambda x: x["case_id"]):
@@ -144,21 +145,21 @@ def _one(recs: list[Record], hazard: str) -> dict[str, Any]:
     return _cell(verdict, "; ".join(p for p in parts if p))
 
 
-def hazard_table(meta: RunMeta, records: list[Record]) -> dict[str, Any]:
+def hazard_table(meta: RunMeta, records: list[HazardRecord]) -> HazardsSummaryBlock:
     """``{"engines": [...], "rows": [{"hazard", "number", "title", "cells": {engine:
     {"verdict", "witness", "text"}}}], "keywords": keyword_table}``."""
     from suites.hazards import HAZARDS, hazard_of
 
     engines = _engines(meta, records)
-    by: dict[tuple[str, str], list[Record]] = defaultdict(list)
+    by: dict[tuple[str, str], list[HazardRecord]] = defaultdict(list)
     for r in records:
         by[(hazard_of(r["case_id"]), r["engine"])].append(r)
     selected = set((meta.get("suite") or {}).get("hazards") or HAZARDS)
-    rows = []
+    rows: list[HazardRow] = []
     for hz, (num, title, concerns) in HAZARDS.items():
         if hz not in selected:
             continue
-        cells = {}
+        cells: dict[str, HazardCell] = {}
         for e in engines:
             recs = by.get((hz, e), [])
             if not recs:
@@ -173,7 +174,7 @@ def hazard_table(meta: RunMeta, records: list[Record]) -> dict[str, Any]:
     return {"engines": engines, "rows": rows, "keywords": keyword_table(records)}
 
 
-def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
+def summary_block(summary: HazardsSummary, meta: RunMeta, records: list[HazardRecord],
                   run_dir: Path | None = None) -> str | None:
     """``summary["hazards"]`` and ``hazards.json``; console text: per hazard, one line per
     engine (None when the run holds no hazard records)."""

@@ -23,6 +23,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from suites.hazards.records import HazardBlock
+
 __all__ = ["BAD_SCHEMAS", "N_GOOD", "good_tools", "judge", "pick_bad"]
 
 N_GOOD = 10
@@ -66,7 +68,7 @@ def pick_bad(adapter) -> tuple[dict[str, Any], str, str, str | None]:
     return s, b, o, None
 
 
-def judge(adapter, vocab) -> dict[str, Any]:
+def judge(adapter, vocab) -> HazardBlock:
     """The verdict of the module docstring, with ``witness``, ``alone`` (the bad schema's
     own refusal) and the request's size."""
     from harness.suite.engines import allocate_bitmask
@@ -78,7 +80,7 @@ def judge(adapter, vocab) -> dict[str, Any]:
     tools = good_tools()
     tools.insert(N_GOOD // 2, (BAD_NAME, json.dumps(schema)))  # in the middle of the list
     spec = ToolSpec(FORMAT, tuple(tools), choice="required")
-    out: dict[str, Any] = {"tools": len(tools), "bad_schema": json.dumps(schema),
+    out: HazardBlock = {"tools": len(tools), "bad_schema": json.dumps(schema),
                            "alone": alone}
     try:
         compiled = adapter.compile_tool_calls(spec)

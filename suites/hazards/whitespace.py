@@ -19,9 +19,9 @@ whitespace_bound`: xgrammar's ``max_whitespace_cnt``, llguidance's and outlines'
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+
+from suites.hazards.records import WhitespaceRun, WhitespaceWalk
 
 __all__ = ["BOUND", "CAP", "POSITIONS", "SCHEMA", "TEXT", "walk"]
 
@@ -43,7 +43,7 @@ def _bit(bm: np.ndarray, tid: int) -> bool:
     return bool((int(bm[tid >> 5]) >> (tid & 31)) & 1)
 
 
-def run_at(compiled, vocab, prefix: str, cap: int = CAP) -> dict[str, Any]:
+def run_at(compiled, vocab, prefix: str, cap: int = CAP) -> WhitespaceRun:
     """The longest whitespace run the engine allows after ``prefix``: ``{"run": n,
     "capped": bool}``; ``{"error": …}`` when the prefix itself is refused."""
     from harness.suite.engines import allocate_bitmask
@@ -68,12 +68,12 @@ def run_at(compiled, vocab, prefix: str, cap: int = CAP) -> dict[str, Any]:
     return {"run": n, "capped": n >= cap}
 
 
-def walk(compiled, vocab, oracle=None) -> dict[str, Any]:
+def walk(compiled, vocab, oracle=None) -> WhitespaceWalk:
     """Per position kind, the run the engine allows (:func:`run_at`); with ``oracle`` (the
     reference engine's compile of the same schema) a position it allows no whitespace at
     is ``{"skip": why}``. Also ``"longest"``: the longest run over the positions, and
     ``"unbounded"``: the position kinds where it reached :data:`CAP`."""
-    out: dict[str, Any] = {"positions": {}}
+    out: WhitespaceWalk = {"positions": {}}
     for kind, at in POSITIONS.items():
         if oracle is not None and run_at(oracle, vocab, TEXT[:at], cap=1).get("run", 0) < 1:
             out["positions"][kind] = {"skip": "the oracle allows no whitespace here"}
@@ -85,7 +85,7 @@ def walk(compiled, vocab, oracle=None) -> dict[str, Any]:
     return out
 
 
-def describe(result: dict[str, Any]) -> str:
+def describe(result: WhitespaceWalk) -> str:
     """``after {: ≥1024 (unbounded), after :: 1, …`` for a report cell."""
     parts = []
     for kind, v in result["positions"].items():

@@ -45,7 +45,9 @@ from typing import Any, Callable
 import numpy as np
 
 from harness.suite import outcomes
-from harness.suite import JobPayload, Record
+from harness.suite import JobPayload
+from suites.jump_forward.records import (JumpForwardBlock, JumpForwardInstance,
+                                         JumpForwardOracle, JumpForwardRecord, JumpForwardSim)
 
 __all__ = ["CLASSES", "classify_step", "conflicts_with", "noncanonical", "run_jump_forward_job",
            "simulate"]
@@ -114,7 +116,7 @@ def conflicts_with(offered: bytes, allowed_ids: np.ndarray, eos: bool, vocab,
     return False
 
 
-def simulate(matcher, forced: Callable[[int], list[int]], text: bytes, vocab) -> dict[str, Any]:
+def simulate(matcher, forced: Callable[[int], list[int]], text: bytes, vocab) -> JumpForwardSim:
     """Jump-forward decoding of ``text`` on ``matcher`` (at its start state).
 
     At each byte offset ``pos``: ``forced(pos)`` gives the forced token ids; when they are
@@ -130,7 +132,7 @@ def simulate(matcher, forced: Callable[[int], list[int]], text: bytes, vocab) ->
 
     toks = vocab.tokens
     pos = free = passes = jumps = diverged = 0
-    out: dict[str, Any] = {"status": "done"}
+    out: JumpForwardSim = {"status": "done"}
     while pos < len(text):
         ids = forced(pos)
         if ids:
@@ -176,7 +178,7 @@ class _Oracle:
     """The reference engine's matchers under the job's time budget; ``ok`` turns False
     for good when the budget is spent (the record's ``oracle`` says where)."""
 
-    def __init__(self, budget, info: dict[str, Any], vocab) -> None:
+    def __init__(self, budget, info: JumpForwardOracle, vocab) -> None:
         self.grammar = None
         self.budget = budget
         self.info = info
@@ -236,7 +238,7 @@ class _Oracle:
         return self.run(check, "viability")
 
 
-def run_jump_forward_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
+def run_jump_forward_job(job: JobPayload, phase=lambda p, info=None: None) -> JumpForwardRecord:
     from harness.suite.engines import allocate_bitmask
     from engines.protocol import CompileError, one_line
     from harness.suite.measure import adapters
@@ -268,13 +270,13 @@ def run_jump_forward_job(job: JobPayload, phase=lambda p, info=None: None) -> Re
         return record
     record["ttfm_ns"] = record["compile_ns"] = time.perf_counter_ns() - t0
     api = m.forced_continuation() is not None
-    jf: dict[str, Any] = {"api": True if api else None, "instances": []}
+    jf: JumpForwardBlock = {"api": True if api else None, "instances": []}
     record["jump_forward"] = jf
 
     oracle = None
     if api:
         oracle_eng = oracle_adapter(vocab)  # the trie: once per process, outside the budget
-        info: dict[str, Any] = {"engine": ORACLE_LABEL, "options": ORACLE_OPTIONS}
+        info: JumpForwardOracle = {"engine": ORACLE_LABEL, "options": ORACLE_OPTIONS}
         oracle = _Oracle(Budget(float(o["jf_oracle_timeout_s"])), info, vocab)
         t0 = time.perf_counter_ns()
         try:
@@ -293,7 +295,7 @@ def run_jump_forward_job(job: JobPayload, phase=lambda p, info=None: None) -> Re
     for inst in instances:
         text = inst["text"].encode("utf-8")
         tokens = vocab.encode(inst["text"])
-        row: dict[str, Any] = {"index": inst["index"], "serialization": inst["ser"],
+        row: JumpForwardInstance = {"index": inst["index"], "serialization": inst["ser"],
                                "n_tokens": len(tokens), "bytes": len(text)}
         if not api:
             row.update(_replay(grammar.matcher(), tokens))
@@ -423,7 +425,7 @@ def _steps(m, oracle: "_Oracle", tokens: list[int], bm: np.ndarray, vocab, first
 
 
 def _oracle_sim(oracle: "_Oracle", text: bytes, vocab,
-                ocache: dict[int, tuple[bytes, list[int]]]) -> dict[str, Any] | None:
+                ocache: dict[int, tuple[bytes, list[int]]]) -> JumpForwardSim | None:
     """:func:`simulate` with the oracle's forced tokens (cached by byte offset: the
     reference is byte-level, its state depends on the bytes only); None when the budget
     runs out."""

@@ -6,12 +6,21 @@ options module adds its group to the same ``harness run`` parser).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping, TypedDict
 
 from harness.suite.options import config_from, merged, positive_float, positive_int
 
+
+class JumpForwardOptions(TypedDict, total=False):
+    """The run options of the jump-forward suite (what each means: :data:`DEFAULTS` and the flags'
+    help)."""
+
+    jf_instances: int
+    jf_oracle_timeout_s: float
+
+
 #: configuration key → default
-DEFAULTS: dict[str, Any] = {
+DEFAULTS: JumpForwardOptions = {
     "jf_instances": 2,            # valid instances per (schema, engine) walked step by step
     "jf_oracle_timeout_s": 30.0,  # seconds the reference engine may spend per job
 }
@@ -26,10 +35,10 @@ def add_run_arguments(p) -> None:
                         "per job before the job goes on without it (default 30)")
 
 
-def config_from_args(args) -> dict[str, Any]:
+def config_from_args(args) -> JumpForwardOptions:
     return config_from(args, DEFAULTS)
 
 
-def resolve(opts: dict[str, Any] | None) -> dict[str, Any]:
+def resolve(opts: Mapping[str, Any] | None) -> JumpForwardOptions:
     """The job's options: the payload's values over the defaults."""
     return merged(DEFAULTS, opts)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from suites.jump_forward.records import JumpForwardRow
 from suites.jump_forward.summary import ALL, HEADER, notes, table_rows
 from harness.suite import figures
 from harness.suite.report import Bullets, Figure, Para, ReportContext, Section, Table
@@ -14,7 +15,7 @@ from harness.suite.report import figure_png, pyplot
 from harness.suite.report import plot_text
 
 
-def share_table(rows: list[dict[str, Any]]) -> Table:
+def share_table(rows: list[JumpForwardRow]) -> Table:
     """Subsets down, engines across: the engine's jump-forward share, then the spec's."""
     engines = sorted({r["engine"] for r in rows})
     subsets = sorted({r["subset"] for r in rows if r["subset"] != ALL}) + [ALL]
@@ -32,7 +33,7 @@ def share_table(rows: list[dict[str, Any]]) -> Table:
     return Table(["subset", *engines, "spec (reference)"], body)
 
 
-def share_figure(rows: list[dict[str, Any]]) -> Figure | None:
+def share_figure(rows: list[JumpForwardRow]) -> Figure | None:
     """Grouped bars: per subset, each engine's jump-forward share; a black tick marks the
     spec's (the reference engine's forced tokens)."""
     rows = [r for r in rows if r["jf_share"] is not None]

@@ -43,9 +43,11 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 from harness.suite import Record, RunMeta, Summary, figures
 from harness.suite.report import Table, text_table
+from suites.jump_forward.records import (JumpForwardRecord, JumpForwardRow, JumpForwardSummary,
+                                         JumpForwardSummaryBlock, NotMeasured)
 
 __all__ = ["HEADER", "NOT_MEASURED", "jump_forward_rows", "summary_block", "table_rows"]
 
@@ -57,7 +59,40 @@ ALL = "all"
 MAX_EVIDENCE = 5
 
 
-def _acc() -> dict[str, Any]:
+class _Acc(TypedDict):
+    """One (engine, subset) row's counts while the records are read (times in ns)."""
+
+    cases: set[str]
+    spec_token_known: bool  # False once a record (an older one) lacks oracle_token_steps
+    compile_errors: int
+    no_oracle: int
+    instances: int
+    rejected: int
+    steps: int
+    offered_steps: int
+    spec_forced_steps: int
+    wrong: int
+    unforced: int
+    short: int
+    exact: int
+    unchecked: int
+    conflicts: int
+    token_steps: int
+    noncanonical: int
+    token_mismatch: int
+    free: int
+    passes: int
+    spec_free: int
+    spec_passes: int
+    ff_ns: int
+    spec_forced_bytes: int
+    spec_token_steps: int
+    ff_calls: int
+    mask_ns: int
+    mask_calls: int
+
+
+def _acc() -> _Acc:
     return {"cases": set(), "compile_errors": 0, "no_oracle": 0, "instances": 0,
             "rejected": 0, "steps": 0, "offered_steps": 0, "spec_forced_steps": 0,
             "wrong": 0, "unforced": 0, "short": 0, "exact": 0, "unchecked": 0,
@@ -67,7 +102,7 @@ def _acc() -> dict[str, Any]:
             "ff_calls": 0, "mask_ns": 0, "mask_calls": 0}
 
 
-def _add(a: dict[str, Any], r: dict[str, Any]) -> None:
+def _add(a: _Acc, r: JumpForwardRecord) -> None:
     a["cases"].add(r["case_id"])
     if r.get("outcome") == "compile_error":
         a["compile_errors"] += 1
@@ -111,7 +146,7 @@ def _share(n: int, of: int) -> float | None:
     return n / of if of else None
 
 
-def _row(engine: str, subset: str, a: dict[str, Any]) -> dict[str, Any]:
+def _row(engine: str, subset: str, a: _Acc) -> JumpForwardRow:
     return {
         "engine": engine, "subset": subset, "cases": len(a["cases"]),
         "compile_errors": a["compile_errors"], "instances": a["instances"],
@@ -135,7 +170,7 @@ def _row(engine: str, subset: str, a: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def jump_forward_rows(records: list[Record]) -> dict[str, Any]:
+def jump_forward_rows(records: list[JumpForwardRecord]) -> JumpForwardSummaryBlock:
     """``{"rows", "not_measured", "evidence"}``: one row per (engine, subset) plus one per
     engine over all subsets (``subset == "all"``), sorted by engine then subset;
     ``not_measured``: engines without a jump-forward API (or with no schema compiled),
@@ -149,7 +184,7 @@ def jump_forward_rows(records: list[Record]) -> dict[str, Any]:
             api[r["engine"]] = bool(jf.get("api")) or api.get(r["engine"], False)
         else:
             api.setdefault(r["engine"], None)
-    accs: dict[tuple[str, str], dict[str, Any]] = defaultdict(_acc)
+    accs: dict[tuple[str, str], _Acc] = defaultdict(_acc)
     evidence: dict[str, list[dict[str, Any]]] = {"wrong": [], "mask_conflict": [],
                                                  "noncanonical": []}
     for r in recs:
@@ -167,13 +202,13 @@ def jump_forward_rows(records: list[Record]) -> dict[str, Any]:
                                                "instance": inst["index"], **e})
     rows = [_row(e, s, a) for (e, s), a in accs.items()]
     rows.sort(key=lambda x: (x["engine"], x["subset"] == ALL, x["subset"]))
-    not_measured = [{"engine": e, "reason": NOT_MEASURED if v is False else
+    not_measured: list[NotMeasured] = [{"engine": e, "reason": NOT_MEASURED if v is False else
                      "no schema compiled: not measured"}
                     for e, v in sorted(api.items()) if not v]
     return {"rows": rows, "not_measured": not_measured, "evidence": evidence}
 
 
-def table_rows(block: dict[str, Any]) -> list[list[str]]:
+def table_rows(block: JumpForwardSummaryBlock) -> list[list[str]]:
     """The console and report table: the rows, then one line per engine not measured."""
     pct, f = figures.percent, figures.fixed
     out = [[r["engine"], r["subset"], str(r["cases"]), str(r["steps"]), pct(r["offered"]),
@@ -187,7 +222,7 @@ def table_rows(block: dict[str, Any]) -> list[list[str]]:
     return out
 
 
-def notes(block: dict[str, Any]) -> list[str]:
+def notes(block: JumpForwardSummaryBlock) -> list[str]:
     """Lines under the table: why a spec share of 0 can sit beside steps the spec forces."""
     out = []
     for r in block["rows"]:
@@ -200,7 +235,7 @@ def notes(block: dict[str, Any]) -> list[str]:
     return out
 
 
-def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
+def summary_block(summary: JumpForwardSummary, meta: RunMeta, records: list[JumpForwardRecord],
                   run_dir: Path | None = None) -> str | None:
     """``summary["jump_forward"]`` and ``jump_forward.json`` in the run folder; console
     text (None when the run holds no jump-forward records)."""

@@ -50,7 +50,9 @@ from harness.suite.measure import reachability
 from harness.suite.measure import digest, has_bit, raw_digest, seed_for, token_classes
 from harness.suite.measure import rollback_checks
 from suites.mask_diff.options import resolve
-from harness.suite import JobPayload, Record, pick_instances
+from harness.suite import CasePayload, JobPayload, Record, pick_instances
+from suites.mask_diff.records import (EarlyEos, MaskDiffBlock, MaskDiffOracle, MaskDiffRecord,
+                                      MaskDiffStep, Witness)
 
 MAX_IDS = 8           # ids kept per diff side (the counts are exact)
 MAX_DIFFS = 200       # diff steps kept per instance (``diffs_total``, ``counts``: all)
@@ -71,7 +73,7 @@ def _complete(raw: bytes, target) -> tuple[bool | None, str | None]:
     return r["valid"], r.get("why")
 
 
-def run_mask_diff_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
+def run_mask_diff_job(job: JobPayload, phase=lambda p, info=None: None) -> MaskDiffRecord:
     from harness.suite.engines import allocate_bitmask
     from engines.protocol import CompileError, one_line
     from harness.suite.measure import target_for
@@ -82,7 +84,7 @@ def run_mask_diff_job(job: JobPayload, phase=lambda p, info=None: None) -> Recor
     case, eng = job["case"], job["engine"]
     o = resolve(job.get("options"))
     primary = job.get("primary", "ascii")
-    record: Record = {"engine": eng["label"], "case_id": case["case_id"],
+    record: MaskDiffRecord = {"engine": eng["label"], "case_id": case["case_id"],
                               "suite": case["suite"], "subset": case["subset"],
                               "schema_text": case["schema_text"], "token_options": o}
     t_busy = time.perf_counter_ns()
@@ -114,7 +116,7 @@ def run_mask_diff_job(job: JobPayload, phase=lambda p, info=None: None) -> Recor
     record["form"] = target.form
 
     budget = Budget(o["oracle_timeout_s"])
-    oracle: dict[str, Any] = {"engine": ORACLE_LABEL, "options": ORACLE_OPTIONS}
+    oracle: MaskDiffOracle = {"engine": ORACLE_LABEL, "options": ORACLE_OPTIONS}
     ogrammar = None
     t0 = time.perf_counter_ns()
     try:
@@ -170,7 +172,7 @@ def _ids(mask: np.ndarray) -> list[int]:
 
 
 def _lockstep(m, om, tokens: list[int], bm: np.ndarray, obm: np.ndarray, tc, target,
-              budget, oracle: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+              budget, oracle: MaskDiffOracle) -> tuple[MaskDiffBlock, dict[str, Any]]:
     """Replay ``tokens`` through engine matcher ``m`` and oracle matcher ``om`` (or None)."""
     from harness.suite.measure import OracleTimeout
 
@@ -181,18 +183,18 @@ def _lockstep(m, om, tokens: list[int], bm: np.ndarray, obm: np.ndarray, tc, tar
     osizes: list[int | None] = []
     digests: list[str] = []
     raw: list[str] = []
-    diffs: list[dict[str, Any]] = []
+    diffs: list[MaskDiffStep] = []
     n_diffs = 0
     counts = dict.fromkeys(("over_steps", "over_ws_only_steps", "under_steps",
                             "under_ws_only_steps", "eos_over", "eos_under"), 0)
-    early: list[dict[str, Any]] = []
+    early: list[EarlyEos] = []
     eos_steps: list[int] = []
     refused: list[int] = []
     mask_ns: list[int] = []
     commit_ns: list[int] = []
     res: dict[str, Any] = {"status": "accepted", "n_tokens": n, "mask_ns": mask_ns,
                            "commit_ns": commit_ns}
-    md: dict[str, Any] = {"tokens": tokens, "sizes": sizes,
+    md: MaskDiffBlock = {"tokens": tokens, "sizes": sizes,
                           "oracle_sizes": osizes, "digests": digests, "diffs": diffs}
     prefix = b""
     for i in range(n + 1):
@@ -241,7 +243,7 @@ def _lockstep(m, om, tokens: list[int], bm: np.ndarray, obm: np.ndarray, tc, tar
                 if eos:
                     counts[f"eos_{eos}"] += 1
                 if len(diffs) < MAX_DIFFS:
-                    d: dict[str, Any] = {"step": i, "over": n_over, "under": n_under}
+                    d: MaskDiffStep = {"step": i, "over": n_over, "under": n_under}
                     if n_over:
                         d["over_ids"] = _ids(over)
                         d["over_ws"] = n_ws_over
@@ -281,7 +283,7 @@ def _lockstep(m, om, tokens: list[int], bm: np.ndarray, obm: np.ndarray, tc, tar
 
 
 def _witness(grammar, tokens: list[int], step: int, cands: np.ndarray, bm: np.ndarray, tc,
-             target, seed_parts: tuple, walk_tokens: int, names, goal: bool) -> dict[str, Any]:
+             target, seed_parts: tuple, walk_tokens: int, names, goal: bool) -> Witness:
     """Commit ``tokens[:step]`` and one token drawn from ``cands`` to a fresh matcher of
     ``grammar``, complete the document under its own mask (the length-aware policy), judge
     it with the case's ground truth (strict JSON and jsonschema, or the grammar's parser). Up to :data:`WITNESS_TRIES` draws until the verdict
@@ -289,7 +291,7 @@ def _witness(grammar, tokens: list[int], step: int, cands: np.ndarray, bm: np.nd
     from harness.suite.measure import DONE, walk
 
     vocab = tc.vocab
-    w: dict[str, Any] = {"step": step, "verdict": None}
+    w: Witness = {"step": step, "verdict": None}
     for attempt in range(WITNESS_TRIES):
         seed = seed_for(*seed_parts, step, attempt)
         rng = np.random.default_rng(seed)
@@ -315,9 +317,9 @@ def _witness(grammar, tokens: list[int], step: int, cands: np.ndarray, bm: np.nd
     return w
 
 
-def _witnesses(grammar, ogrammar, md: dict[str, Any], tokens: list[int], bm: np.ndarray, tc,
+def _witnesses(grammar, ogrammar, md: MaskDiffBlock, tokens: list[int], bm: np.ndarray, tc,
                target, case_id: str, index: int, walk_tokens: int,
-               budget) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+               budget) -> tuple[list[Witness], list[Witness]]:
     """Witnesses of the first under- and over-constrained steps, each with its exact token
     sequence and seed. Under: an extra token completed under the *engine's* mask, a
     ``false_accept`` when the document is invalid. Over: a token the engine forbids
@@ -327,8 +329,8 @@ def _witnesses(grammar, ogrammar, md: dict[str, Any], tokens: list[int], bm: np.
     from harness.suite.measure import OracleTimeout
 
     names = target.names(tc)
-    under_w: list[dict[str, Any]] = []
-    over_w: list[dict[str, Any]] = []
+    under_w: list[Witness] = []
+    over_w: list[Witness] = []
     for d in md["diffs"]:
         under, over = d.pop("_under", None), d.pop("_over", None)
         if under is not None and len(under_w) < MAX_WITNESS_STEPS:

@@ -8,13 +8,25 @@ The values live in the run's configuration (run.json) and reach each job as
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping, TypedDict
 
 from harness.suite.options import (add_token_flags, config_from, merged, positive_float,
                                    positive_int)
 
+
+class MaskDiffOptions(TypedDict, total=False):
+    """The run options of the mask-diff suite (what each means: :data:`DEFAULTS` and the flags'
+    help)."""
+
+    walk_tokens: int
+    tight_k: int
+    diff_instances: int
+    oracle_timeout_s: float
+    corpus: str
+
+
 #: configuration key → default
-DEFAULTS: dict[str, Any] = {
+DEFAULTS: MaskDiffOptions = {
     "walk_tokens": 384,    # witnesses: token budget per completion walk (a runaway past it)
     "tight_k": 8,          # "at most k allowed tokens" threshold of tightness
     "diff_instances": 2,   # valid instances per schema diffed token by token
@@ -36,10 +48,10 @@ def add_run_arguments(p) -> None:
                         "back to 'no oracle' (default 30)")
 
 
-def config_from_args(args) -> dict[str, Any]:
+def config_from_args(args) -> MaskDiffOptions:
     return config_from(args, KEYS)
 
 
-def resolve(opts: dict[str, Any] | None) -> dict[str, Any]:
+def resolve(opts: Mapping[str, Any] | None) -> MaskDiffOptions:
     """The job's options: the payload's values over the defaults."""
     return merged(DEFAULTS, opts)

@@ -52,19 +52,19 @@ from harness.suite.report import Table, text_table
 
 
 
-def _md_records(records: Iterable[Record]) -> list[Record]:
+def _md_records(records: Iterable[Record]) -> list[MaskDiffRecord]:
     return [r for r in records if r.get("instances") and "mask_diff" in r["instances"][0]
             and r["outcome"] not in outcomes.DEATHS]
 
 
-def _k(records: list[Record], default: int | None = None) -> int:
+def _k(records: list[MaskDiffRecord], default: int | None = None) -> int:
     for r in records:
         if r.get("token_options", {}).get("tight_k"):
             return int(r["token_options"]["tight_k"])
     return int(default or DEFAULTS["tight_k"])
 
 
-def mask_diff_block(recs: list[Record]) -> dict[str, Any]:
+def mask_diff_block(recs: list[MaskDiffRecord]) -> MaskDiffEngineBlock:
     c: Counter = Counter()
     wit: Counter = Counter()
     owit: Counter = Counter()
@@ -103,13 +103,13 @@ def mask_diff_block(recs: list[Record]) -> dict[str, Any]:
     keys = ("schemas", "schemas_oracle", "schemas_no_oracle", "instances", "steps", "over_steps",
             "over_ws_only_steps", "under_steps", "under_ws_only_steps", "eos_over", "eos_under",
             "schemas_false_accept", "false_rejects", "oracle_rejected", "diff_steps_not_kept")
-    out: dict[str, Any] = {k: int(c[k]) for k in keys}
+    out: MaskDiffEngineBlock = {k: int(c[k]) for k in keys}
     out["witnesses"] = dict(sorted(wit.items()))
     out["over_witnesses"] = dict(sorted(owit.items()))
     return out
 
 
-def eos_rollback_block(recs: list[Record]) -> dict[str, Any]:
+def eos_rollback_block(recs: list[MaskDiffRecord]) -> EosRollbackBlock:
     c: Counter = Counter()
     for r in recs:
         for inst in r["instances"]:
@@ -127,13 +127,13 @@ def _share(mask: np.ndarray) -> float | None:
     return round(float(mask.mean()), 4) if mask.size else None
 
 
-def tightness_of(sizes: np.ndarray, k: int) -> dict[str, Any]:
+def tightness_of(sizes: np.ndarray, k: int) -> TightnessBlock:
     return {"steps": int(sizes.size), "k": k, "forced_share": _share(sizes == 1),
             "le_k_share": _share(sizes <= k),
             "median_size": float(np.median(sizes)) if sizes.size else None}
 
 
-def sizes_by(records: list[Record]) -> dict[str, dict[tuple[str, int, int], tuple[str, int]]]:
+def sizes_by(records: list[MaskDiffRecord]) -> dict[str, dict[tuple[str, int, int], tuple[str, int]]]:
     """engine → (case, instance, step) → (subset, allowed-set size); ``reference`` holds the
     oracle's sizes (taken once per instance)."""
     out: dict[str, dict[tuple[str, int, int], tuple[str, int]]] = {}
@@ -152,7 +152,7 @@ def sizes_by(records: list[Record]) -> dict[str, dict[tuple[str, int, int], tupl
     return out
 
 
-def tightness_subsets(sizes: dict[str, dict], k: int) -> dict[str, dict[str, Any]]:
+def tightness_subsets(sizes: dict[str, dict], k: int) -> dict[str, dict[str, TightnessBlock]]:
     per: dict[str, dict[str, list[int]]] = {}
     for eng, d in sizes.items():
         for (subset, n) in d.values():
@@ -161,7 +161,7 @@ def tightness_subsets(sizes: dict[str, dict], k: int) -> dict[str, dict[str, Any
             for s in sorted(per)}
 
 
-def tightness_schemas(sizes: dict[str, dict], k: int) -> dict[str, dict[str, Any]]:
+def tightness_schemas(sizes: dict[str, dict], k: int) -> dict[str, dict[str, TightnessBlock]]:
     """case → engine → :func:`tightness_of` over that schema's steps."""
     per: dict[str, dict[str, list[int]]] = {}
     for eng, d in sizes.items():
@@ -171,8 +171,8 @@ def tightness_schemas(sizes: dict[str, dict], k: int) -> dict[str, dict[str, Any
             for c in sorted(per)}
 
 
-def tightness_pairs(sizes: dict[str, dict], k: int) -> list[dict[str, Any]]:
-    out = []
+def tightness_pairs(sizes: dict[str, dict], k: int) -> list[TightnessPair]:
+    out: list[TightnessPair] = []
     for a, b in combinations(sorted(sizes), 2):
         common = sizes[a].keys() & sizes[b].keys()
         if not common:
@@ -186,7 +186,7 @@ def tightness_pairs(sizes: dict[str, dict], k: int) -> list[dict[str, Any]]:
     return out
 
 
-def no_oracle_pairs(records: list[Record]) -> list[dict[str, Any]]:
+def no_oracle_pairs(records: list[MaskDiffRecord]) -> list[NoOraclePair]:
     """Engines compared with each other, by allowed-set digest, where no oracle ran."""
     dig: dict[str, dict[tuple[str, int, int], str]] = {}
     for r in records:
@@ -195,7 +195,7 @@ def no_oracle_pairs(records: list[Record]) -> list[dict[str, Any]]:
             for s, (d, on) in enumerate(zip(md["digests"], md["oracle_sizes"])):
                 if on is None:
                     dig.setdefault(r["engine"], {})[(r["case_id"], inst["index"], s)] = d
-    out = []
+    out: list[NoOraclePair] = []
     for a, b in combinations(sorted(dig), 2):
         common = dig[a].keys() & dig[b].keys()
         if not common:
@@ -207,7 +207,7 @@ def no_oracle_pairs(records: list[Record]) -> list[dict[str, Any]]:
     return out
 
 
-def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
+def summary_block(summary: MaskDiffSummary, meta: RunMeta, records: list[Record],
                   run_dir: Any = None) -> str | None:
     """Add the blocks above to ``summary`` (in place); return console text, or None when
     the run holds no mask-diff records."""

@@ -29,6 +29,7 @@ from harness.suite import outcomes
 from harness.suite import RunStore
 from harness.suite import Record
 from harness.suite.serving import Completion, RowServers, ServerUnavailable, Target
+from suites.serve.records import ServeBlock, ServeRecord
 
 if TYPE_CHECKING:
     from engines.protocol import Vocabulary
@@ -70,7 +71,7 @@ class ServeExecutor:
     """Runs the serve suite's request jobs (see the module's docstring)."""
 
     def __init__(self, store: RunStore, config: RunConfig,
-                 on_record: Callable[[dict[str, Any]], None] = lambda r: None) -> None:
+                 on_record: Callable[[Record], None] = lambda r: None) -> None:
         from suites.serve.options import DEFAULTS
 
         self.store = store
@@ -85,21 +86,21 @@ class ServeExecutor:
         self.store.append(rec)
         self.on_record(rec)
 
-    def _base(self, job: Job) -> dict[str, Any]:
+    def _base(self, job: Job) -> ServeRecord:
         return {"engine": job.engine, "case_id": job.case_id, "subset": job.subset}
 
     def _record(self, job: Job, res: Completion, stream_t0: float,
-                crashed: str | None) -> dict[str, Any]:
+                crashed: str | None) -> ServeRecord:
         from harness.suite.serving import verdict as judge
         from harness.suite.measure import target_for
         from harness.suite.measure import json_prefix_error
 
         case, req = job.payload["case"], job.payload["case"]["request"]
-        rec = {**self._base(job), "suite": case["suite"]}
+        rec: ServeRecord = {**self._base(job), "suite": case["suite"]}
         ttft = res.ttft_ns
         tokens = res.tokens
         tpot = ((res.total_ns - ttft) / (tokens - 1)) if ttft and tokens > 1 else None
-        s: dict[str, Any] = {
+        s: ServeBlock = {
             "stream": req["stream"], "rate": req["rate"], "mode": req["mode"],
             "index": req["index"], "constrained": req["constrained"], "form": self.o["form"],
             "kind": req["kind"], "source": req["source"], "status": res.status,

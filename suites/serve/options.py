@@ -10,12 +10,37 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
+from typing import TypedDict
 
 NAME = "serve"
 
+
+class ServeOptions(TypedDict, total=False):
+    """The run options of the serve suite (what each means: :data:`DEFAULTS` and the flags'
+    help)."""
+
+    launch: bool
+    server: str | None
+    model: str
+    max_tokens: int
+    temperature: float
+    seed: int
+    workload: str
+    rates: list[str]
+    burstiness: float
+    concurrency: int
+    requests: int | None
+    structured_ratio: float
+    form: str
+    slo_ttft_ms: float | None
+    slo_tpot_ms: float | None
+    ready_timeout_s: float
+    max_restarts: int
+    baseline: bool
+
+
 #: Configuration keys of the serve suite, handed to its executor as ``payload["options"]``.
-DEFAULTS: dict[str, Any] = {
+DEFAULTS: ServeOptions = {
     "launch": False,          # the harness starts each engine row's server
     "server": None,           # ... or drives this URL (dialect+URL allowed)
     "model": "tiny",          # model shape of launched servers (random weights)
@@ -93,8 +118,8 @@ def add_run_arguments(p) -> None:
                    default=None, help="skip the unconstrained stream")
 
 
-def config_from_args(args) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def config_from_args(args) -> ServeOptions:
+    out: ServeOptions = {}
     for k in ("workload", "rates", "burstiness", "concurrency", "requests", "structured_ratio",
               "form", "slo_ttft_ms", "slo_tpot_ms", "ready_timeout_s", "baseline"):
         v = getattr(args, k, None)

@@ -33,13 +33,15 @@ figures (:func:`ratios`).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
 from harness.suite import figures
 from harness.suite import Record, RunMeta, Summary
 from harness.suite.report import Table, text_table
+from suites.serve.records import (CanarySummary, MsStats, ServeBlock, ServeRecord, ServeSummary,
+                                  ServeSummaryBlock, StreamMetrics)
 
 HEADLINE = ("request_throughput", "output_throughput", "ttft", "tpot", "itl", "e2el")
 #: Two streamed tokens read less than this apart (ms) came in one network read: the client
@@ -58,7 +60,7 @@ _GOODPUT_WORDS = {"http_error": "not answered (HTTP error or no answer)",
                   "slo_ttft": "over the TTFT SLO", "slo_tpot": "over the TPOT SLO"}
 
 
-def _stats(values: list[float]) -> dict[str, float] | None:
+def _stats(values: list[float]) -> MsStats | None:
     a = np.asarray([v for v in values if v is not None], dtype=np.float64)
     if not a.size:
         return None
@@ -66,7 +68,7 @@ def _stats(values: list[float]) -> dict[str, float] | None:
             "p99": round(float(np.percentile(a, 99)), 3), "n": int(a.size)}
 
 
-def per_token_resolved(x: dict[str, Any]) -> bool:
+def per_token_resolved(x: ServeBlock) -> bool:
     """True when a request's per-token times are measurements: two tokens or more, and at
     most half of its token gaps under :data:`BUNCHED_MS` (tokens that arrived in one network
     read are timed by the read, not by the server)."""
@@ -89,7 +91,7 @@ def is_verdict_unit(record: Record) -> bool:
     return len(parts) >= 2 and parts[-2] == "c"  # a request never answered
 
 
-def goodput_failure(x: dict[str, Any], slo_ttft_ms: float | None,
+def goodput_failure(x: ServeBlock, slo_ttft_ms: float | None,
                     slo_tpot_ms: float | None) -> str | None:
     """The first check of :data:`GOODPUT_CHECKS` a request fails, or None (a good request)."""
     if x["status"] != 200:
@@ -107,8 +109,8 @@ def goodput_failure(x: dict[str, Any], slo_ttft_ms: float | None,
     return None
 
 
-def stream_metrics(records: list[Record], slo_ttft_ms: float | None = None,
-                   slo_tpot_ms: float | None = None) -> dict[str, Any]:
+def stream_metrics(records: list[ServeRecord], slo_ttft_ms: float | None = None,
+                   slo_tpot_ms: float | None = None) -> StreamMetrics:
     """The metrics above for one stream's records (its canary excluded)."""
     s = [r["serve"] for r in records if r.get("serve") and not r["serve"].get("canary")]
     ok = [x for x in s if x["status"] == 200]
@@ -154,14 +156,14 @@ def stream_metrics(records: list[Record], slo_ttft_ms: float | None = None,
     }
 
 
-def _side(m: dict[str, Any], key: str) -> tuple[float | None, int | None]:
+def _side(m: Mapping[str, Any], key: str) -> tuple[float | None, int | None]:
     v = m.get(key)
     if isinstance(v, dict):
         return v.get("mean"), v.get("n")
     return v, m.get("completed")
 
 
-def ratios(c: dict[str, Any], u: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+def ratios(c: StreamMetrics, u: StreamMetrics) -> tuple[dict[str, Any], dict[str, str]]:
     """Each headline figure's ratio constrained / unconstrained, and for each one that is
     not a figure the reason (:func:`harness.measure.figures.ratio`): a side with fewer
     than three samples, or a time at or below the client's resolution (:data:`RESOLUTION_MS`).
@@ -180,11 +182,11 @@ def ratios(c: dict[str, Any], u: dict[str, Any]) -> tuple[dict[str, Any], dict[s
     return out, why
 
 
-def serve_block(records: Iterable[Record], config: dict[str, Any]) -> dict[str, Any]:
+def serve_block(records: Iterable[ServeRecord], config: Mapping[str, Any]) -> dict[str, Any]:
     """``{row: {stream: {"constrained": metrics, "unconstrained": metrics, "ratio": {...},
     "ratio_why": {...}, "canary": {...}}}}``."""
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
-    canaries: dict[tuple[str, str], dict[str, Any]] = {}
+    groups: dict[tuple[str, str, str], list[ServeRecord]] = defaultdict(list)
+    canaries: dict[tuple[str, str], CanarySummary] = {}
     for r in records:
         s = r.get("serve")
         if s and s.get("canary"):
@@ -206,20 +208,20 @@ def serve_block(records: Iterable[Record], config: dict[str, Any]) -> dict[str, 
     return out
 
 
-def canary_summary(s: dict[str, Any]) -> dict[str, Any]:
+def canary_summary(s: ServeBlock) -> CanarySummary:
     """A stream's canary in a word: ``enforced``, ``NOT ENFORCED``, ``refused``, ``runaway``
     (the budget ended it before it could be judged) or ``no answer``, with the text."""
     v = s.get("verdict")
     word = {"ok": "enforced", "constraint_not_enforced": "NOT ENFORCED", "refused": "refused",
             "runaway": "runaway"}.get(v, "no answer")
-    out = {"verdict": word, "text": (s.get("text") or "")[:80]}
+    out: CanarySummary = {"verdict": word, "text": (s.get("text") or "")[:80]}
     for k in ("why", "error", "server_log"):
         if s.get(k):
             out[k] = s[k]
     return out
 
 
-def headline_extra(records: list[Record], meta: RunMeta) -> dict[str, Any]:
+def headline_extra(records: list[ServeRecord], meta: RunMeta) -> dict[str, Any]:
     """The serve suite's own headline figures per engine row: its units are constrained
     requests (``requests``), from ``schemas`` distinct schemas (or grammar cases); the HTTP
     200 outputs among them (``outputs``) and those that break the constraint
@@ -275,7 +277,7 @@ def versions_block(meta: RunMeta) -> dict[str, Any]:
     return {"standalone": own, "servers": servers}
 
 
-def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
+def summary_block(summary: ServeSummary, meta: RunMeta, records: list[ServeRecord],
                   run_dir: Any = None) -> str | None:
     """Adds ``summary["serve"]`` (streams, versions, servers) and returns the console text."""
     import json
@@ -301,7 +303,7 @@ def _f(v: Any, nd: int = 1) -> str:
     return figures.fixed(None if v is None else float(v), nd, grouped=True)
 
 
-def rows(block: dict[str, Any]) -> list[list[str]]:
+def rows(block: ServeSummaryBlock) -> list[list[str]]:
     """One table row per (row, stream, mode): the figures of the console and the report."""
     out = []
     for eng, streams in block["streams"].items():
@@ -333,7 +335,7 @@ HEADER = ["row", "stream", "mode", "done/requests", "schemas", "req/s", "tok/s",
 ALIGN = ["l", "l", "l"] + ["r"] * (len(HEADER) - 3)
 
 
-def ratio_rows(block: dict[str, Any]) -> tuple[list[list[str]], list[str]]:
+def ratio_rows(block: ServeSummaryBlock) -> tuple[list[list[str]], list[str]]:
     """(rows, footnotes) of the ratio table: a ratio that is not a figure shows ``–`` and a
     footnote mark, the footnote its reason."""
     out, notes = [], []
@@ -354,7 +356,7 @@ def ratio_rows(block: dict[str, Any]) -> tuple[list[list[str]], list[str]]:
     return out, [f"[{i}] {n}" for i, n in enumerate(notes, 1)]
 
 
-def notes(block: dict[str, Any]) -> list[str]:
+def notes(block: ServeSummaryBlock) -> list[str]:
     """The lines under the tables: each stream's canary, why goodput fell short, requests
     whose per-token times could not be resolved, refusals with the server log's line."""
     out = []
@@ -391,7 +393,7 @@ RATIO_HEADER = ["row", "stream", "req/s", "tok/s", "TTFT", "TPOT", "ITL", "E2EL"
 RATIO_ALIGN = ["l", "l"] + ["r"] * (len(RATIO_HEADER) - 2)
 
 
-def render_text(block: dict[str, Any]) -> str:
+def render_text(block: ServeSummaryBlock) -> str:
     """The console tables: figures per stream (times in ms), ratios, versions, refusals."""
     parts = [f"serving benchmark (request form {block.get('form')}, model "
              f"{block.get('model')}, max_tokens {block.get('max_tokens')}; times in ms; mode "

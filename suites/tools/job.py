@@ -31,14 +31,14 @@ from __future__ import annotations
 import gc
 import json
 import time
-from typing import Any
 
 import numpy as np
 
 from harness.suite.measure import adapters
 from harness.suite import outcomes
 from harness.suite.measure import replay
-from harness.suite import CasePayload, JobPayload, Record
+from harness.suite import CasePayload, JobPayload
+from suites.tools.records import ToolsFuzzBlock, ToolsInstance, ToolsRecord, ToolsWalk
 
 __all__ = ["run_tools_job"]
 
@@ -62,7 +62,7 @@ def call_spans(tokens: list[int], token_bytes, spans: list[tuple[int, int]]) -> 
     return out
 
 
-def run_tools_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
+def run_tools_job(job: JobPayload, phase=lambda p, info=None: None) -> ToolsRecord:
     """Run one (tools case, engine) job to its record."""
     from harness.suite.engines import allocate_bitmask
     from engines.protocol import CompileError, one_line
@@ -127,7 +127,7 @@ def run_tools_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
         tokens = vocab.encode(text)
         r = replay(grammar.matcher(), tokens, bitmask, vocab.stop_ids)
         spans = _byte_offsets(text, [(c["start"], c["end"]) for c in v.get("calls", ())])
-        inst = {"index": item["index"], "kind": kinds[item["index"]] if item["index"] < len(kinds) else "", "label": item["label"],
+        inst: ToolsInstance = {"index": item["index"], "kind": kinds[item["index"]] if item["index"] < len(kinds) else "", "label": item["label"],
                 "truth": v["valid"], "expected": expected, "text": text,
                 "results": {"text": r.to_json()}, "call_spans": call_spans(tokens, vocab.tokens, spans)}
         if not v["valid"] and v.get("why"):
@@ -150,7 +150,7 @@ def run_tools_job(job: JobPayload, phase=lambda p, info=None: None) -> Record:
 
 
 def _fuzz(grammar, truth, spec, case: CasePayload, vocab, bitmask: np.ndarray, walks: int,
-          budget: int) -> dict[str, Any]:
+          budget: int) -> ToolsFuzzBlock:
     from harness.suite.measure import seed_for, token_classes
     from harness.suite.measure import DONE, walk, schema_names
 
@@ -171,7 +171,7 @@ def _fuzz(grammar, truth, spec, case: CasePayload, vocab, bitmask: np.ndarray, w
     for w in range(walks):
         seed = seed_for(case["case_id"], "tool-walk", w)
         m = grammar.matcher()
-        res: dict[str, Any] = {"walk": w, "seed": seed}
+        res: ToolsWalk = {"walk": w, "seed": seed}
         if not all(m.commit(t) for t in prefix):
             res.update(status="prefix_refused", why="the engine refused the start of a call")
             out.append(res)

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from harness.suite.engines import FORMATS
 from harness.suite.options import config_from, count, ints, names
 
+
+class ToolsOptions(TypedDict, total=False):
+    """The run options of the tools suite (what each means: :data:`DEFAULTS` and the flags'
+    help)."""
+
+    tool_counts: list[int]
+    tool_formats: list[str]
+    tool_seed: int
+    tool_instances: int
+    tool_walks: int
+    tool_walk_tokens: int
+
+
 #: configuration key → default
-DEFAULTS: dict[str, Any] = {
+DEFAULTS: ToolsOptions = {
     "tool_counts": [1, 5, 10, 50, 100, 500],  # tools per request, one case each
     "tool_formats": list(FORMATS),             # output formats
     "tool_seed": 0,                            # which tools make each set
@@ -32,5 +45,5 @@ def add_run_arguments(p) -> None:
                    help="fuzz walks per request and engine (default 8; 0 = none)")
 
 
-def config_from_args(args) -> dict[str, Any]:
+def config_from_args(args) -> ToolsOptions:
     return config_from(args, DEFAULTS)

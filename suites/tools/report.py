@@ -5,7 +5,7 @@ from :mod:`suites.tools.summary` (``summary["tools"]``)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from suites.tools.records import ToolsCompileRow
 
 from suites.tools.summary import COMPILE_HEADER, ENGINE_HEADER, compile_table, engine_table
 from harness.suite.report import Block, Figure, Para, ReportContext, Section, Table
@@ -15,12 +15,12 @@ _STYLE = {"cold_ms": ("-", "o", "cold"), "warm_ms": (":", "s", "warm"),
           "overlap_ms": ("--", "^", "overlap")}
 
 
-def compile_figure(rows: list[dict[str, Any]]) -> Figure:
+def compile_figure(rows: list[ToolsCompileRow]) -> Figure:
     """Compile time against the number of tools, log-log, one colour per engine and one
     line style per cache state."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8.0, 4.0))
-    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by: dict[str, list[ToolsCompileRow]] = defaultdict(list)
     for r in rows:
         by[r["engine"]].append(r)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]

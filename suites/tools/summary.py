@@ -26,6 +26,8 @@ import numpy as np
 from harness.suite.measure import instance_outcome
 from harness.suite import InstanceRecord, Record, RunMeta, Summary, figures
 from harness.suite.report import Table, text_table
+from suites.tools.records import (ToolsCompileRow, ToolsEngineRow, ToolsEvidence, ToolsInstance,
+                                  ToolsRecord, ToolsSummary)
 
 __all__ = ["COMPILE_HEADER", "ENGINE_HEADER", "compile_rows", "engine_rows", "summary_block"]
 
@@ -38,7 +40,7 @@ ENGINE_HEADER = ["engine", "form", "cases", "refused / died", "FR", "FA name", "
                  "P(50 calls)"]
 
 
-def tools_of(r: dict[str, Any]) -> int | None:
+def tools_of(r: ToolsRecord) -> int | None:
     """The number of tools of a record of this suite (from its case id where the job died
     before writing it), or None when it has none."""
     if "tool_count" in r:
@@ -51,9 +53,9 @@ def _median(xs: list[float]) -> float | None:
     return float(np.median(xs)) if xs else None
 
 
-def compile_rows(records: list[Record]) -> list[dict[str, Any]]:
+def compile_rows(records: list[ToolsRecord]) -> list[ToolsCompileRow]:
     """One row per (engine, number of tools): medians over its cases, ms."""
-    by: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    by: dict[tuple[str, int], list[ToolsRecord]] = defaultdict(list)
     for r in records:
         n = tools_of(r)
         if n is not None and not r.get("case_id", "").split("-")[-2:-1] == ["named"]:
@@ -76,7 +78,7 @@ def compile_rows(records: list[Record]) -> list[dict[str, Any]]:
     return out
 
 
-def _split_tbm(inst: InstanceRecord) -> tuple[list[int], list[int]]:
+def _split_tbm(inst: ToolsInstance) -> tuple[list[int], list[int]]:
     ns = (inst.get("results", {}).get("text") or {}).get("mask_ns") or []
     inside = set()
     for a, b in inst.get("call_spans") or ():
@@ -86,9 +88,9 @@ def _split_tbm(inst: InstanceRecord) -> tuple[list[int], list[int]]:
     return text, call
 
 
-def engine_rows(records: list[Record]) -> list[dict[str, Any]]:
+def engine_rows(records: list[ToolsRecord]) -> list[ToolsEngineRow]:
     """One row per engine: verdicts, TBM by segment and the fuzz walks over all its cases."""
-    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by: dict[str, list[ToolsRecord]] = defaultdict(list)
     for r in records:
         if tools_of(r) is not None:
             by[r["engine"]].append(r)
@@ -101,7 +103,7 @@ def engine_rows(records: list[Record]) -> list[dict[str, Any]]:
         text_ns: list[int] = []
         call_ns: list[int] = []
         walks = defaultdict(int)
-        evidence = []
+        evidence: list[ToolsEvidence] = []
         for r in rs:
             for inst in r.get("instances") or ():
                 res = inst["results"]["text"]
@@ -141,7 +143,7 @@ def engine_rows(records: list[Record]) -> list[dict[str, Any]]:
     return out
 
 
-def compile_table(rows: list[dict[str, Any]]) -> list[list[str]]:
+def compile_table(rows: list[ToolsCompileRow]) -> list[list[str]]:
     return [[r["engine"], str(r["tools"]), str(r["cases"]),
              *(figures.fixed(r[k]) for k in ("cold_ms", "warm_ms", "warm_hit", "overlap_ms",
                                              "ttfm_ms")),
@@ -149,7 +151,7 @@ def compile_table(rows: list[dict[str, Any]]) -> list[list[str]]:
             for r in rows]
 
 
-def engine_table(rows: list[dict[str, Any]]) -> list[list[str]]:
+def engine_table(rows: list[ToolsEngineRow]) -> list[list[str]]:
     out = []
     for r in rows:
         fa, n = r["false_accepts"], r["invalid"]
@@ -164,7 +166,7 @@ def engine_table(rows: list[dict[str, Any]]) -> list[list[str]]:
     return out
 
 
-def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
+def summary_block(summary: ToolsSummary, meta: RunMeta, records: list[ToolsRecord],
                   run_dir: Path | None = None) -> str | None:
     """``summary["tools"]`` and ``tools.json`` in the run folder; console text (None when
     the run holds no tools records)."""

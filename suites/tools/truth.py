@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.suite.engines import ToolSpec
+from suites.tools.records import ToolsJudgement
 
 __all__ = ["Call", "Parse", "SchemaCheck", "ToolTruth"]
 
@@ -155,7 +156,7 @@ class ToolTruth:
             v = self._validators[name] = SchemaCheck(json.loads(self._schemas[name]))
         return v
 
-    def judge_text(self, text: str) -> dict[str, Any]:
+    def judge_text(self, text: str) -> ToolsJudgement:
         """``{"valid": True|False|None, "why", "kind", "calls"}``: ``kind`` (for an invalid
         output) is the first of :data:`KINDS` it breaks; ``calls`` the calls read."""
         spec = self.spec
@@ -190,7 +191,7 @@ class ToolTruth:
                         "why": f"{c.name}: the arguments do not validate", "calls": calls}
         return {"valid": True, "calls": calls}
 
-    def judge(self, raw: bytes) -> dict[str, Any]:
+    def judge(self, raw: bytes) -> ToolsJudgement:
         """The :class:`harness.measure.target.Target` judge interface: a finished output's
         verdict after UTF-8."""
         try:

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from harness.measure.tokens.findings import Finding
+from harness.measure.tokens.rollback import RollbackCheck
 from harness.records import Record, RunMeta
 
 __all__ = ["ExplainError", "explain"]
@@ -51,6 +53,7 @@ def explain(run: str | Path, case: str, *, engine: str | None = None, kind: str 
     if (instance is None) != (step is None):
         raise ExplainError("--instance and --step go together")
     if step is not None:
+        assert instance is not None  # checked above: they go together
         found = _hand_picked(mine, engine, instance, step)
         if isinstance(found, str):
             raise ExplainError(f"{run}: {found}")
@@ -94,7 +97,7 @@ def _clip(text: str, n: int, full: bool) -> str:
     return text if full or len(text) <= n else text[:n] + f"… ({len(text)} characters; --full)"
 
 
-def _hand_picked(records, engine: str | None, index: int, step: int) -> list[dict[str, Any]] | str:
+def _hand_picked(records, engine: str | None, index: int, step: int) -> list[Finding] | str:
     """A pseudo-finding at any step of a mask-diff instance (e.g. where engines without an
     oracle disagree); a string says why there is none."""
     for r in records:
@@ -118,7 +121,13 @@ def _bytes(vocab, tid: int) -> str:
     return repr(vocab.tokens[tid])
 
 
-def _print_record(out: list[str], f: dict[str, Any], rec: Record, total: int, n: int,
+def _fuzz_budget(rec: Record) -> object:
+    """The token budget of a fuzz record's walks (None: not a fuzz record)."""
+    fuzz = rec.get("fuzz")  # suites/fuzz/records.py: FuzzBlock
+    return fuzz.get("budget") if isinstance(fuzz, dict) else None
+
+
+def _print_record(out: list[str], f: Finding, rec: Record, total: int, n: int,
                   full: bool, vocab) -> None:
     from harness.measure.tokens.findings import DESCRIPTIONS
 
@@ -131,7 +140,7 @@ def _print_record(out: list[str], f: dict[str, Any], rec: Record, total: int, n:
               + _clip(f.get("text") or "", 800, full))
     else:
         out.append(f"\nwalk {f.get('walk')} (seed {f.get('seed')}, length-aware policy, budget "
-              f"{(rec.get('fuzz') or {}).get('budget')} tokens)")
+              f"{_fuzz_budget(rec)} tokens)")
     toks = f["tokens"]
     step = f["step"]
     out.append(f"\ntoken sequence: {len(toks)} tokens (tokenizer {vocab.name}); the step is {step}")
@@ -146,8 +155,9 @@ def _print_record(out: list[str], f: dict[str, Any], rec: Record, total: int, n:
         out.append(f"  … {len(toks) - hi} tokens after")
     if step >= len(toks):
         out.append(f"  >> {step:5d}  (end: EOS)")
-    if f.get("token") is not None:
-        out.append(f"\nthe token at issue: {f['token']} {_bytes(vocab, f['token'])}")
+    at_issue = f.get("token")
+    if at_issue is not None:
+        out.append(f"\nthe token at issue: {at_issue} {_bytes(vocab, at_issue)}")
     if f.get("why"):
         out.append(f"recorded: {f['why']}")
     if f["kind"] in ("false_accept", "under", "fuzz_invalid") or (
@@ -184,7 +194,7 @@ def _first_refused(g, toks: list[int], bm) -> int | None:
     return None
 
 
-def _replay(out: list[str], f: dict[str, Any], rec: Record, meta: RunMeta,
+def _replay(out: list[str], f: Finding, rec: Record, meta: RunMeta,
             vocab) -> None:
     """Replay the sequence through every engine of the run and the oracle; print what each
     allowed at the step where it went wrong and whether the record's claim is reproduced."""
@@ -236,17 +246,21 @@ def _replay(out: list[str], f: dict[str, Any], rec: Record, meta: RunMeta,
             masks[label] = g
             continue
         r = refused.get(label)
-        info = _mask_at(g, toks, at, tc, bm) if r is None or r >= at else None
-        masks[label] = info if info is not None else (
-            f"refuses step {r} (token {toks[r]} {_bytes(vocab, toks[r])}) before step {at}")
+        got = _mask_at(g, toks, at, tc, bm) if r is None or r >= at else None
+        if got is None:
+            assert r is not None  # _first_refused found no refusal: nor does _mask_at
+            masks[label] = (f"refuses step {r} (token {toks[r]} {_bytes(vocab, toks[r])}) "
+                            f"before step {at}")
+        else:
+            masks[label] = got
     token = toks[at] if at < len(toks) else None
     oracle = masks.get(oracle_label)
     for label, info in masks.items():
         if isinstance(info, str):
             out.append(f"  {label:<24} {info}")
             continue
-        a, e = info
-        parts = [f"{int(a.sum()):,} tokens", f"EOS {'allowed' if e else 'refused'}"]
+        a, eos = info
+        parts = [f"{int(a.sum()):,} tokens", f"EOS {'allowed' if eos else 'refused'}"]
         if token is not None:
             parts.append(f"token {token} {'allowed' if a[token] else 'forbidden'}")
         elif f.get("token") is not None:
@@ -260,8 +274,8 @@ def _replay(out: list[str], f: dict[str, Any], rec: Record, meta: RunMeta,
             out.append(f"  {'':<24}   allows {extra.size} the spec forbids: {_examples(vocab, extra)}")
         if missing.size:
             out.append(f"  {'':<24}   forbids {missing.size} the spec allows: {_examples(vocab, missing)}")
-        if e != oe:
-            out.append(f"  {'':<24}   EOS {'allowed' if e else 'refused'}, the spec says "
+        if eos != oe:
+            out.append(f"  {'':<24}   EOS {'allowed' if eos else 'refused'}, the spec says "
                   f"{'allowed' if oe else 'refused'}")
     if not isinstance(oracle, tuple):
         out.append("  (no oracle mask here: the engines are compared with each other only)")
@@ -339,7 +353,7 @@ def _reproduced(f, info, oracle, toks, step, refused) -> tuple[bool, str]:
     return False, f"unknown kind {kind}"
 
 
-def _rollback_again(grammar, toks: list[int], bm, k: int) -> dict[str, Any]:
+def _rollback_again(grammar, toks: list[int], bm, k: int) -> RollbackCheck:
     """The mask-diff job's rollback check for one ``k``, on a fresh matcher."""
     from harness.measure.tokens.rollback import rollback_checks
     from harness.measure.tokens.maskops import raw_digest

@@ -20,7 +20,7 @@ token concerned. Kinds, most severe first:
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping, TypedDict
 from harness.records import Record
 
 #: unconfirmed under- and over-constrained steps listed per instance (all are counted in
@@ -50,18 +50,41 @@ DESCRIPTIONS: dict[str, str] = {
 KINDS = tuple(DESCRIPTIONS)
 
 
-def record_findings(r: dict[str, Any]) -> list[dict[str, Any]]:
-    """The findings of one record (mask-diff or fuzz job), most severe first."""
-    out: list[dict[str, Any]] = []
-    base = {"engine": r["engine"], "case": r["case_id"], "suite": r.get("suite")}
+class Finding(TypedDict, total=False):
+    """One finding: where an engine went wrong (or an oracle error), with its evidence."""
+
+    engine: str
+    case: str            # the case id
+    suite: str | None
+    kind: str            # one of KINDS
+    instance: int        # a mask-diff instance's index
+    serialization: str | None
+    text: str | None     # the instance's text
+    walk: int            # a fuzz walk's index
+    step: int            # the token step where it went wrong (a rollback finding whose
+                         # replay was refused before any rollback carries None here)
+    token: int | None    # the token taken there (None: EOS)
+    tokens: list[int]    # the token sequence up to (and with) that step
+    verdict: str | None  # a witness's verdict
+    seed: int | None
+    k: int               # a rollback check's k
+    why: str | None
+
+
+def record_findings(r: Mapping[str, Any]) -> list[Finding]:
+    """The findings of one record (mask-diff or fuzz job), most severe first; it reads the
+    suites' blocks (an instance's ``mask_diff``, the record's ``fuzz``: their types are in
+    ``suites/mask_diff/records.py`` and ``suites/fuzz/records.py``)."""
+    out: list[Finding] = []
+    base: Finding = {"engine": r["engine"], "case": r["case_id"], "suite": r.get("suite")}
     for inst in r.get("instances") or ():
         md = inst.get("mask_diff")
         if md is None:
             continue
         toks = md["tokens"]
-        ib = {**base, "instance": inst["index"], "serialization": md.get("serialization"),
+        ib: Finding = {**base, "instance": inst["index"], "serialization": md.get("serialization"),
               "text": inst.get("text")}
-        res = next(iter(inst.get("results", {}).values()), {})
+        res: Mapping[str, Any] = next(iter(inst.get("results", {}).values()), {})
         for w in md.get("witnesses", ()):
             if w["verdict"] == "valid":
                 continue  # listed as an oracle error below
@@ -75,13 +98,13 @@ def record_findings(r: dict[str, Any]) -> list[dict[str, Any]]:
         if res.get("status") == "rejected":
             s = res["reject_at"]
             why = "a token of a valid instance refused"
-            kind = res.get("reject_kind")  # harness.measure.reachability
-            if kind == "unwritable":
+            reject_kind = res.get("reject_kind")  # harness.measure.reachability
+            if reject_kind == "unwritable":
                 why += "; no tokenisation of the text is accepted: the engine cannot write it"
-            elif kind == "tokenization":
+            elif reject_kind == "tokenization":
                 why += ("; the text is still reachable: another tokenisation is accepted, "
                         f"{res.get('reachable_tokens')}")
-            elif kind == "undecided":
+            elif reject_kind == "undecided":
                 why += ("; whether another tokenisation is accepted is undecided "
                         f"({res.get('reach_why')})")
             out.append({**ib, "kind": "false_reject", "step": s, "token": toks[s],
@@ -121,23 +144,23 @@ def record_findings(r: dict[str, Any]) -> list[dict[str, Any]]:
         overs.sort(key=lambda d: d["step"] not in ow)  # witnessed ones first
         for d in overs[:PER_INSTANCE]:
             w = ow.get(d["step"])
-            f = {**ib, "kind": "over", "step": d["step"], "token": d["over_ids"][0],
-                 "tokens": toks[:d["step"]],
-                 "why": f"{d['over']} tokens the oracle allows are forbidden"}
+            f: Finding = {**ib, "kind": "over", "step": d["step"], "token": d["over_ids"][0],
+                          "tokens": toks[:d["step"]],
+                          "why": f"{d['over']} tokens the oracle allows are forbidden"}
             if w is not None:
-                f.update(token=w["token"], tokens=w["tokens"], verdict=w["verdict"],
-                         seed=w.get("seed"),
-                         why=f"{d['over']} tokens the oracle allows are forbidden; "
-                             + ("completed under the oracle's mask to a valid document"
-                                if w["verdict"] == "valid" else
-                                f"the oracle's completion: {w['verdict']} ({w.get('why')})"))
+                f.update({"token": w["token"], "tokens": w["tokens"], "verdict": w["verdict"],
+                          "seed": w.get("seed"),
+                          "why": f"{d['over']} tokens the oracle allows are forbidden; "
+                                 + ("completed under the oracle's mask to a valid document"
+                                    if w["verdict"] == "valid" else
+                                    f"the oracle's completion: {w['verdict']} ({w.get('why')})")})
             out.append(f)
     for w in (r.get("fuzz") or {}).get("walks", ()):
-        kind = {"invalid": "fuzz_invalid", "dead_end": "dead_end", "runaway": "runaway",
-                "commit_refused": "fuzz_error", "error": "fuzz_error"}.get(w["status"])
-        if kind is None:
+        walk_kind = {"invalid": "fuzz_invalid", "dead_end": "dead_end", "runaway": "runaway",
+                     "commit_refused": "fuzz_error", "error": "fuzz_error"}.get(w["status"])
+        if walk_kind is None:
             continue
-        out.append({**base, "kind": kind, "walk": w["walk"], "seed": w["seed"],
+        out.append({**base, "kind": walk_kind, "walk": w["walk"], "seed": w["seed"],
                     "step": len(w["tokens"]), "token": None, "tokens": w["tokens"],
                     "why": w.get("why")})
     out.sort(key=lambda f: KINDS.index(f["kind"]))
@@ -145,9 +168,9 @@ def record_findings(r: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def run_findings(records: Iterable[Record], case: str | None = None,
-                 engine: str | None = None) -> list[dict[str, Any]]:
+                 engine: str | None = None) -> list[Finding]:
     """Findings of every record (or of one case / engine), most severe first."""
-    out = []
+    out: list[Finding] = []
     for r in records:
         if case is not None and r["case_id"] != case:
             continue

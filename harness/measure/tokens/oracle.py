@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 ORACLE_OPTIONS: dict[str, Any] = dict(engines.ORACLE_OPTIONS)
 ORACLE_LABEL: str = engines.ORACLE
 
-_ADAPTERS: dict[str, Any] = {}
+#: vocabulary fingerprint → the oracle adapter over it
+_ADAPTERS: dict[str, EngineAdapter] = {}
 
 
 class OracleTimeout(Exception):

@@ -27,7 +27,7 @@ walk, so the record's seed and the engine reproduce the walk exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Sequence, TypedDict
 
 import numpy as np
 
@@ -45,6 +45,14 @@ ERROR = "error"        # the engine raised
 WS_SHARE = 0.1
 
 
+class WalkJson(TypedDict, total=False):
+    """A walk as JSON."""
+
+    status: str          # done | dead_end | runaway | commit_refused | error
+    tokens: list[int]
+    why: str
+
+
 @dataclass
 class Walk:
     """One walk: ``tokens`` are the ids the policy committed (the prefix excluded)."""
@@ -53,8 +61,8 @@ class Walk:
     tokens: list[int] = field(default_factory=list)
     why: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"status": self.status, "tokens": self.tokens}
+    def to_json(self) -> WalkJson:
+        d: WalkJson = {"status": self.status, "tokens": self.tokens}
         if self.why:
             d["why"] = self.why
         return d
@@ -73,7 +81,7 @@ def choose(allowed: np.ndarray, eos: bool, n: int, budget: int, tc: TokenClasses
         end, delta = tc.end[state], tc.delta[state]
         close = allowed & (end == OUT) & (delta < 0)
         if state == IN:  # leave the string, closing containers after it if possible
-            prefs = (close, allowed & (end == OUT) & (delta <= 0))
+            prefs: tuple[np.ndarray | None, ...] = (close, allowed & (end == OUT) & (delta <= 0))
         else:  # close a container; else end the value (a separator); else open a string
             # (a name is then spelled in it) rather than take a whole quoted token ("",
             # "#": junk keys); else a token that opens nothing (numbers, literals)
@@ -157,6 +165,8 @@ def walk(matcher: Matcher, bitmask: np.ndarray, tc: TokenClasses, rng: np.random
     state, depth = scan(tc, prefix)
     fresh = False
     plan: list[int] = []
+    opener = tc.opener
+    assert opener is not None, "TokenClasses.of sets every class"
     try:
         while n < budget:
             matcher.fill_mask(bitmask)
@@ -184,7 +194,7 @@ def walk(matcher: Matcher, bitmask: np.ndarray, tc: TokenClasses, rng: np.random
             out.tokens.append(tid)
             before = state
             state, depth = tc.advance(state, depth, tid)
-            fresh = before == OUT and bool(tc.opener[tid])
+            fresh = before == OUT and bool(opener[tid])
             if not matcher.commit(tid):
                 out.status, out.why = REFUSED, f"token {tid} was in the mask, commit refused it"
                 return out
