@@ -121,7 +121,7 @@ class InputError(ValueError):
     record...): a one-line message naming the file and the problem; nothing is written."""
 
 
-def run(config: RunConfig, *, results: str | Path | None = None,
+def run(config: RunConfig | None, *, results: str | Path | None = None,
         reports: str | Path | None = None, resume: str | Path | None = None,
         executor: str = "local", ray_address: str | None = None, progress: bool = False,
         argv: list[str] | None = None, echo: Callable[[str], Any] | None = None) -> Run:
@@ -289,7 +289,7 @@ def gate(baseline: str | Path, run: str | Path, *, threshold: float = 0.2,
         raise InputError(f"{store.records_path}: no records: nothing to gate")
     try:
         renamed = g.rename_rows(records, meta, list(compare))
-        records, meta = cast("list[Record]", renamed[0]), cast("RunMeta", renamed[1])
+        records, meta = renamed
     except ValueError as e:
         raise InputError(f"--compare: {e}") from None
     b_primary = base.get("run", {}).get("primary_serialization")

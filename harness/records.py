@@ -191,7 +191,7 @@ class RunMeta(TypedDict, total=False):
 
     format: int          # RUN_FORMAT
     run_id: str
-    created_at: str
+    created_at: float    # seconds since the epoch (time.time())
     command: list[str]
     config: dict[str, Any]  # harness.config.RunConfig.to_dict()
     suite: dict[str, Any]   # the suite's describe()

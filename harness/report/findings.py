@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harness.measure.tokens.findings import run_findings
+from harness.measure.tokens.findings import Finding, run_findings
 from harness.records import Record
 from harness.report.model import Block, Para, RunData, Table
 
@@ -45,7 +45,7 @@ def findings_blocks(run: RunData, recs: list[Record]) -> list[Block]:
     # a few of each (engine, kind), most severe kinds first, so that one noisy kind does
     # not hide the others
     seen: dict[tuple[str, str], int] = {}
-    shown: list[dict[str, Any]] = []
+    shown: list[Finding] = []
     for f in found:
         key = (f["engine"], f["kind"])
         seen[key] = seen.get(key, 0) + 1

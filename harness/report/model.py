@@ -154,7 +154,7 @@ def load_run(path: Path, key: str = "A", summary: Summary | None = None) -> RunD
     records = list(store.records())
     suite = suite_of(meta)
     if summary is None:
-        summary = cast(Summary, summarize_run(meta, records, suite=suite)[0])
+        summary = summarize_run(meta, records, suite=suite)[0]
     return RunData(key=key, path=store.path, meta=meta, records=records, summary=summary,
                    suite=suite)
 

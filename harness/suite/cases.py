@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Iterator, Mapping, Protocol
 
 __all__ = ["Case", "Instance", "Suite", "SuiteBase", "SuiteError", "VerdictModel",
            "corpus_candidates", "find_corpus", "round_robin", "unique_schema"]
@@ -76,7 +76,7 @@ class Case:
     request: dict[str, Any] | None = None
     #: A grammar case (suite ``grammars``): family, source dialect and every form
     #: (:meth:`harness.suite.grammar_corpus.GrammarCase.payload`); travels as ``case["grammar"]``.
-    grammar: dict[str, Any] | None = None
+    grammar: Mapping[str, Any] | None = None
 
     def to_job(self) -> dict[str, Any]:
         """The picklable payload a worker needs (no file access in the worker); each

@@ -322,7 +322,9 @@ def load_file(path: Path) -> list[GrammarCase]:
     out = []
     for size in sizes:
         names = injected(prefix, size)
-        f = {d: t.replace(token, _alternation(d, names)) for d, t in forms.items()}
+        # a choice menu (a list) has no placeholder: only text forms are injected
+        f = {d: t.replace(token, _alternation(d, names)) if isinstance(t, str) else t
+             for d, t in forms.items()}
         out.append(GrammarCase(forms=f, instances=tuple(insts), derived=tuple(derived),
                                size=size, **{**base, "case_id": f"{path.stem}@{size}"}))
     return out
@@ -347,7 +349,7 @@ def to_case(gc: GrammarCase, suite: str = "grammars", keep_instances: bool = Tru
                   for i, (text, label) in enumerate(gc.instances)) if keep_instances else ()
     return Case(suite=suite, case_id=gc.case_id, subset=gc.family,
                 source=str(gc.path.name),
-                schema_text=json.dumps(src, ensure_ascii=False) if gc.source == "choice" else src,
+                schema_text=src if isinstance(src, str) else json.dumps(src, ensure_ascii=False),
                 instances=insts, grammar=gc.payload(),
                 meta={"family": gc.family, "description": gc.description, "size": gc.size,
                       "forms": sorted(gc.forms), "derived": list(gc.derived),

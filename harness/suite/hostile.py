@@ -114,7 +114,7 @@ def _schema_bytes(target: int):
     """An object with optional string properties whose text is ``target`` bytes ± one
     property (each ~200 bytes: a name and a description)."""
     pad = "lorem ipsum dolor sit amet " * 6
-    props: dict[str, Any] = {}
+    props: dict[str, dict[str, str]] = {}
     size = len('{"type": "object", "properties": {}}')
     i = 0
     while size < target:

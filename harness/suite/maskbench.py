@@ -17,7 +17,7 @@ import fnmatch
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from harness.suite.cases import (Case, Instance, SuiteBase, SuiteError, find_corpus,
                                  round_robin)
@@ -207,7 +207,7 @@ class TokenSuite(JsonSchemaBenchView):
 
     def __init__(self, data: str | None = None, subsets: Sequence[str] | None = None,
                  sample: int | None = None, schemas: str | None = None,
-                 options: dict[str, Any] | None = None) -> None:
+                 options: Mapping[str, Any] | None = None) -> None:
         corpus = (options or {}).get("corpus") or NAME
         if corpus not in CORPORA:
             raise SuiteError(f"unknown --corpus {corpus!r}; known: {', '.join(CORPORA)}")

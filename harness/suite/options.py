@@ -6,7 +6,7 @@ bad input with the same one line."""
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping, TypeVar, cast
 
 __all__ = ["add_flag", "add_token_flags", "batch_sizes", "config_from", "count", "floats", "ints",
            "merged", "names", "positive_float", "positive_int"]
@@ -103,10 +103,14 @@ def config_from(args: Any, keys: Iterable[str]) -> dict[str, Any]:
     return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
 
 
-def merged(defaults: dict[str, Any], given: Any) -> dict[str, Any]:
+M = TypeVar("M", bound=Mapping[str, Any])
+
+
+def merged(defaults: M, given: Any) -> M:
     """``defaults`` with the values ``given`` sets (a mapping or None; None values ignored):
-    a suite's options, or a job payload's."""
-    return {**defaults, **{k: v for k, v in (given or {}).items() if v is not None}}
+    a suite's options, or a job payload's. The result has the keys of ``defaults`` (a
+    suite's options TypedDict), which is what the cast says."""
+    return cast(M, {**defaults, **{k: v for k, v in (given or {}).items() if v is not None}})
 
 
 def add_flag(group, *flags: str, **kwargs: Any) -> None:

@@ -41,7 +41,7 @@ from __future__ import annotations
 import fnmatch
 from typing import Any, Iterator, Sequence
 
-from harness.suite import SuiteBase, SuiteError, VerdictModel, round_robin
+from harness.suite import Case, SuiteBase, SuiteError, VerdictModel, round_robin
 from harness.suite.hostile import (FAMILIES, FAMILY_BY_NAME, NAME, SOURCE, Family, case_id,
                                    enum_member, family_size, make_case,
                                    nested_quantifier_pattern)

@@ -89,7 +89,8 @@ class BatchSuite(JsonSchemaBenchView):
         from suites.batch.options import DEFAULTS
 
         super().__init__(data=data, subsets=subsets, sample=sample, schemas=schemas)
-        o = merged(DEFAULTS, options)
+        # validated below into sorted lists (``batch``, ``threads``): no longer the raw options
+        o: dict[str, Any] = dict(merged(DEFAULTS, options))
         b = o["batch"]
         o["batch"] = sorted({int(x) for x in (b if isinstance(b, (list, tuple)) else [b])})
         if not o["batch"] or o["batch"][0] < 1:

@@ -11,7 +11,7 @@ import argparse
 import json
 import math
 from pathlib import Path
-from typing import TypedDict
+from typing import TypedDict, cast
 
 from harness.suite.options import add_flag, batch_sizes, config_from, ints, positive_int
 
@@ -106,4 +106,5 @@ def add_run_arguments(p) -> None:
 
 
 def config_from_args(args) -> BatchOptions:
-    return config_from(args, DEFAULTS)
+    # argparse values are untyped: the flags' types are the options' (BatchOptions)
+    return cast(BatchOptions, config_from(args, DEFAULTS))

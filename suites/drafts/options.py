@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import TypedDict, cast
 
 from harness.suite.options import config_from, ints, positive_int
 
@@ -41,4 +41,5 @@ def add_run_arguments(p) -> None:
 
 
 def config_from_args(args) -> DraftsOptions:
-    return config_from(args, DEFAULTS)
+    # argparse values are untyped: the flags' types are the options' (DraftsOptions)
+    return cast(DraftsOptions, config_from(args, DEFAULTS))

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from harness.suite import outcomes
-from harness.suite.report import Table, markdown_table, md_cell, text_table
+from harness.suite.report import Table, markdown_table, text_table
 from harness.suite import InstanceRecord, Record, RunMeta, Summary
 from suites.drift.records import AxisDetail, DriftObservation, DriftPair
 

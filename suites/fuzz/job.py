@@ -28,7 +28,7 @@ import numpy as np
 from harness.suite import outcomes
 from harness.suite.measure import seed_for, token_classes
 from suites.fuzz.options import resolve
-from harness.suite import JobPayload
+from harness.suite import JobPayload, Record
 from suites.fuzz.records import FuzzRecord, FuzzWalk
 
 

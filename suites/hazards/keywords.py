@@ -186,10 +186,12 @@ def candidates(sub: dict[str, Any], keyword: str) -> list[Any]:
     elif keyword == "multipleOf" and isinstance(arg, (int, float)) and arg > 0:
         out += [arg + 1, arg * 1.5, arg / 2, 1, 3]
     elif keyword in ("minItems", "maxItems") and isinstance(arg, int) and arg <= 64:
+        x: object
         for x in (1, "a", True, None, {}, 0.5):
             out += [[x] * max(arg - 1, 0), [x] * (arg + 1)]
     elif keyword == "uniqueItems":
-        out += [[x, x] for x in (1, "a", True, None, {}, [], 0.5)]
+        values: tuple[object, ...] = (1, "a", True, None, {}, [], 0.5)
+        out += [[v, v] for v in values]
     elif keyword in ("minProperties", "maxProperties") and isinstance(arg, int) and arg <= 32:
         props = list((sub.get("properties") or {}).keys()) + [f"p{i}" for i in range(arg + 2)]
         for value in (1, "a", True, None):
@@ -207,7 +209,8 @@ def candidates(sub: dict[str, Any], keyword: str) -> list[Any]:
     elif keyword == "patternProperties" and isinstance(arg, dict):
         for pat in arg:
             for k in ("n_a", "a", "x1", "S_1", "foo", pat.strip("^$") or "k"):
-                out += [{k: v} for v in (0, "s", True, None, [], {})]
+                kinds: tuple[object, ...] = (0, "s", True, None, [], {})
+                out += [{k: v} for v in kinds]
     out += list(_POOL)
     seen, uniq = set(), []
     for c in out:

@@ -7,7 +7,7 @@ server's random-weight model), ``--max-tokens`` and ``--server-ready-timeout``.
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import TypedDict, cast
 
 from harness.suite.options import add_flag, config_from, positive_float
 
@@ -17,6 +17,7 @@ class HazardsOptions(TypedDict, total=False):
     help)."""
 
     launch: bool
+    engines: str         # the row of a --server URL given alone, for the run's --engine
     server: str | None
     model: str
     max_tokens: int
@@ -44,7 +45,8 @@ def add_run_arguments(p) -> None:
 
 
 def config_from_args(args) -> HazardsOptions:
-    out = config_from(args, ("request_timeout_s",))
+    # argparse values are untyped: the flags' types are the options' (HazardsOptions)
+    out = cast(HazardsOptions, config_from(args, ("request_timeout_s",)))
     if getattr(args, "suite", None) == "hazards" and getattr(args, "server", None) \
             and not getattr(args, "engines", None) and not getattr(args, "launch", None):
         from harness.suite.engines import EXTERNAL_SERVER

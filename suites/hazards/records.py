@@ -54,7 +54,7 @@ class HazardBlock(TypedDict, total=False):
     logit_words: int     # 32-bit words of a mask over the padded logits
     engine_words: int    # words the engine writes
     api: str | None      # the engine's padded-vocabulary API
-    states: list[dict[str, Any]]  # per probed state: leaked, leaked_written, examples …
+    states: dict[str, dict[str, Any]]  # probed state's name →: leaked, leaked_written, examples …
     note: str
     # whitespace: the walk with the engine's default settings and with its bounding setting
     default: WhitespaceWalk

@@ -48,6 +48,9 @@ from harness.suite import figures, outcomes
 from harness.suite.engines import ORACLE
 from suites.mask_diff.options import DEFAULTS
 from harness.suite import Record, RunMeta, Summary
+from suites.mask_diff.records import (EosRollbackBlock, MaskDiffEngineBlock, MaskDiffRecord,
+                                      MaskDiffSummary, NoOraclePair, TightnessBlock,
+                                      TightnessPair)
 from harness.suite.report import Table, text_table
 
 

@@ -20,6 +20,7 @@ class ServeOptions(TypedDict, total=False):
     help)."""
 
     launch: bool
+    engines: str         # the rows --launch or --server name, for the run's --engine
     server: str | None
     model: str
     max_tokens: int

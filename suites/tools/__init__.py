@@ -113,8 +113,8 @@ class ToolsSuite(SuiteBase):
         from suites.tools.truth import ToolTruth
 
         fmt, rest = cid.split("-", 1)
-        mode, n = rest.rsplit("-", 1)
-        n = int(n)
+        mode, count = rest.rsplit("-", 1)
+        n = int(count)
         choice, parallel = MODES[mode]
         order = self.pool().shuffled(int(self.options["tool_seed"]))
         if n > len(order):

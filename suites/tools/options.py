@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import TypedDict, cast
 
 from harness.suite.engines import FORMATS
 from harness.suite.options import config_from, count, ints, names
@@ -46,4 +46,5 @@ def add_run_arguments(p) -> None:
 
 
 def config_from_args(args) -> ToolsOptions:
-    return config_from(args, DEFAULTS)
+    # argparse values are untyped: the flags' types are the options' (ToolsOptions)
+    return cast(ToolsOptions, config_from(args, DEFAULTS))

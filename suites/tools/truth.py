@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.suite.engines import ToolSpec
-from suites.tools.records import ToolsJudgement
+from suites.tools.records import CallSpan, ToolsJudgement
 
 __all__ = ["Call", "Parse", "SchemaCheck", "ToolTruth"]
 
@@ -161,7 +161,7 @@ class ToolTruth:
         output) is the first of :data:`KINDS` it breaks; ``calls`` the calls read."""
         spec = self.spec
         p = self.parse(text)
-        calls = [{"name": c.name, "start": c.start, "end": c.end} for c in p.calls]
+        calls: list[CallSpan] = [{"name": c.name, "start": c.start, "end": c.end} for c in p.calls]
         if p.error is not None:
             kind = "truncated" if p.truncated else "envelope"
             return {"valid": False, "kind": kind, "why": p.error, "calls": calls}
