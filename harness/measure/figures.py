@@ -30,6 +30,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 __all__ = ["censored_distribution", "fixed", "fraction", "number", "percent", "preemption",
+           "significant",
            "interval", "ratio", "show", "MIN_RATIO_SAMPLES", "PREEMPTED_TAIL_SHARE"]
 
 #: Fewest samples on each side of a ratio (fewer: no ratio, and the reason says so).
@@ -138,6 +139,17 @@ def fixed(v: Any, digits: int = 2, *, grouped: bool = False) -> str:
         return "–"
     if isinstance(v, float):
         return f"{v:,.{digits}f}" if grouped else f"{v:.{digits}f}"
+    return str(v)
+
+
+def significant(v: Any, digits: int = 3) -> str:
+    """A number to ``digits`` significant digits (``0.0123`` → ``0.0123``, ``1234.5`` →
+    ``1.23e+03``), for figures of very different sizes in one column; ``–`` for None; any
+    other value (a word) as it is."""
+    if v is None:
+        return "–"
+    if isinstance(v, (int, float)):
+        return f"{v:.{digits}g}"
     return str(v)
 
 

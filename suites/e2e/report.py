@@ -34,7 +34,7 @@ def sec_e2e(ctx: ReportContext) -> Section | None:
     ax.set_title("End to end: time per output token")
 
     def num(d: dict[str, Any], k: str) -> str:
-        return f"{d[k]:.3g}" if isinstance(d.get(k), (int, float)) else str(d.get(k, "–"))
+        return figures.significant(d.get(k))
 
     table = Table(["engine", "TTFT ms", "TPOT ms", "unconstrained ms", "ratio [95% CI]",
                    "harness's share", "invalid outputs", "runaways"],
