@@ -12,8 +12,11 @@ from typing import TYPE_CHECKING
 from harness.records import JobPayload, Record
 
 if TYPE_CHECKING:
-    from engines.protocol import EngineAdapter
+    import numpy as np
+
+    from engines.protocol import CompiledGrammar, EngineAdapter, Matcher
     from engines.vocab import Vocabulary
+    from harness.measure.target import GrammarTarget, SchemaTarget
 
 _vocab: "Vocabulary | None" = None
 _vocab_spec: str | None = None
@@ -78,3 +81,18 @@ def start_job(job: JobPayload, phase) -> "tuple[Record, EngineAdapter, Vocabular
     record["setup_ns"] = time.perf_counter_ns() - t_busy
     return record, a, vocab, t_busy
 
+
+
+def first_mask(target: "SchemaTarget | GrammarTarget", adapter: "EngineAdapter",
+               vocab: "Vocabulary") -> "tuple[CompiledGrammar, Matcher, np.ndarray]":
+    """``target`` compiled by ``adapter``, a matcher of it, and a bitmask over ``vocab``
+    filled with its first mask: what a token-level job times as its compile and first mask
+    (time to first mask). Raises :class:`engines.protocol.CompileError` when the engine
+    refuses the grammar."""
+    from engines.bitmask import allocate_bitmask
+
+    grammar = target.compile(adapter)
+    m = grammar.matcher()
+    bm = allocate_bitmask(vocab.size)
+    m.fill_mask(bm)
+    return grammar, m, bm

@@ -59,3 +59,23 @@ def classify(instances: Iterable[Mapping[str, Any]], serialization: str) -> str:
     if accepted_invalid:
         return INVALIDATION_ERROR
     return PASSING
+
+
+#: The outcomes of a job whose grammar compiled and whose instances were replayed.
+COMPILED = (PASSING, VALIDATION_ERROR, INVALIDATION_ERROR)
+
+
+def replay_accepted(inst: Mapping[str, Any], primary: str) -> bool | None:
+    """Whether an instance's replay was accepted: its exact text's replay (``"text"``) if it
+    has one, else the ``primary`` serialisation's; None when neither was replayed."""
+    res = inst.get("results") or {}
+    r = res.get("text", res.get(primary))
+    return None if r is None else r.get("status") == "accepted"
+
+
+def engines_of(records: Iterable[Mapping[str, Any]], engines: Iterable[str] | None = None
+               ) -> list[str]:
+    """``engines`` as a list when given, else the records' engine labels in first-seen order."""
+    if engines is not None:
+        return list(engines)
+    return list(dict.fromkeys(r["engine"] for r in records))

@@ -31,7 +31,7 @@ from typing import Any, Iterable
 
 from harness.suite import outcomes
 from harness.suite.report import Table, markdown_table, text_table
-from harness.suite import InstanceRecord, Record, RunMeta, Summary
+from harness.suite import Record, RunMeta, Summary
 from suites.drift.records import AxisDetail, DriftObservation, DriftPair
 
 #: The suite whose records these views read (a report may hold runs of other suites).
@@ -39,19 +39,6 @@ DRIFT_SUITE = "drift"
 VERDICTS = ("agrees", "stricter", "looser", "mixed", "refuses")
 
 
-_COMPILED = (outcomes.PASSING, outcomes.VALIDATION_ERROR, outcomes.INVALIDATION_ERROR)
-
-
-def _accepted(inst: InstanceRecord, primary: str) -> bool | None:
-    res = inst.get("results", {})
-    r = res.get("text", res.get(primary))
-    return None if r is None else r.get("status") == "accepted"
-
-
-def _engines(records: list[Record], engines: Iterable[str] | None) -> list[str]:
-    if engines is not None:
-        return list(engines)
-    return list(dict.fromkeys(r["engine"] for r in records))
 
 
 def _probe_name(case_id: str, index: int) -> str:
@@ -71,7 +58,7 @@ def drift_observations(records: Iterable[Record], primary: str = "ascii"
     for r in records:
         if r.get("suite", DRIFT_SUITE) != DRIFT_SUITE:
             continue
-        compiled = r["outcome"] in _COMPILED
+        compiled = r["outcome"] in outcomes.COMPILED
         axis = r.get("subset") or r["case_id"].split("/", 1)[0]
         eng = out.setdefault(r["engine"], {})
         insts = r.get("instances") or []
@@ -87,7 +74,7 @@ def drift_observations(records: Iterable[Record], primary: str = "ascii"
                 "axis": axis, "case": r["case_id"], "index": inst["index"],
                 "text": inst.get("text"), "spec": bool(inst["expected"]),
                 "compiled": compiled,
-                "accepted": _accepted(inst, primary) if compiled else None,
+                "accepted": outcomes.replay_accepted(inst, primary) if compiled else None,
                 "error": None if compiled else (r.get("error") or r["outcome"]),
             }
     return out
@@ -117,7 +104,7 @@ def drift_details(records: list[Record], primary: str = "ascii",
     obs = drift_observations(records, primary)
     axes = _axes_in(obs)
     out: dict[str, dict[str, AxisDetail]] = {}
-    for eng in _engines(records, engines):
+    for eng in outcomes.engines_of(records, engines):
         per = obs.get(eng, {})
         out[eng] = {}
         for axis in axes:
@@ -150,7 +137,7 @@ def drift_pairs(records: list[Record], primary: str = "ascii",
     only pairs with at least one differing probe, most differences first."""
     obs = drift_observations(records, primary)
     out = []
-    for a, b in combinations(_engines(records, engines), 2):
+    for a, b in combinations(outcomes.engines_of(records, engines), 2):
         pa, pb = obs.get(a, {}), obs.get(b, {})
         differ, refused = [], []
         for pid in pa.keys() & pb.keys():

@@ -17,23 +17,10 @@ from typing import Any, Iterable
 
 from harness.suite import outcomes
 from harness.suite.report import Table, markdown_table, md_cell
-from harness.suite import InstanceRecord, Record, RunMeta, Summary
+from harness.suite import Record, RunMeta, Summary
 
 #: The suite whose records these views read (a report may hold runs of other suites).
 JSTS_SUITE = "json-schema-test-suite"
-_COMPILED = (outcomes.PASSING, outcomes.VALIDATION_ERROR, outcomes.INVALIDATION_ERROR)
-
-
-def _accepted(inst: InstanceRecord, primary: str) -> bool | None:
-    res = inst.get("results", {})
-    r = res.get("text", res.get(primary))
-    return None if r is None else r.get("status") == "accepted"
-
-
-def _engines(records: list[Record], engines: Iterable[str] | None) -> list[str]:
-    if engines is not None:
-        return list(engines)
-    return list(dict.fromkeys(r["engine"] for r in records))
 
 
 # ---------------------------------------------------------------- test-suite keywords
@@ -53,7 +40,7 @@ def keyword_table(records: Iterable[Record], primary: str = "ascii",
     from suites.json_schema_test_suite import split_case_id
 
     records = [r for r in records if r.get("suite", JSTS_SUITE) == JSTS_SUITE]
-    labels = _engines(records, engines)
+    labels = outcomes.engines_of(records, engines)
     table: dict[str, dict[str, dict[str, dict[str, int]]]] = {}
     for r in records:
         if "#" not in r["case_id"]:
@@ -73,7 +60,7 @@ def keyword_table(records: Iterable[Record], primary: str = "ascii",
             if r["outcome"] == outcomes.COMPILE_ERROR:
                 cell["compile_error"] += 1
                 continue
-            acc = _accepted(inst, primary)
+            acc = outcomes.replay_accepted(inst, primary)
             if acc is None:
                 cell["unserialisable"] += 1
             elif acc == inst["expected"]:

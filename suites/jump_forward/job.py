@@ -239,7 +239,6 @@ class _Oracle:
 
 
 def run_jump_forward_job(job: JobPayload, phase=lambda p, info=None: None) -> JumpForwardRecord:
-    from harness.suite.engines import allocate_bitmask
     from engines.protocol import CompileError, one_line
     from harness.suite.measure import adapters
     from harness.suite.measure import target_for
@@ -259,10 +258,7 @@ def run_jump_forward_job(job: JobPayload, phase=lambda p, info=None: None) -> Ju
     phase("compile")
     t0 = time.perf_counter_ns()
     try:
-        grammar = target.compile(adapter)
-        m = grammar.matcher()
-        bm = allocate_bitmask(vocab.size)
-        m.fill_mask(bm)
+        grammar, m, bm = adapters.first_mask(target, adapter, vocab)
     except CompileError as e:
         record.update(outcome=outcomes.COMPILE_ERROR, error=one_line(e),
                       compile_ns=time.perf_counter_ns() - t0,

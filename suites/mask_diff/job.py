@@ -103,10 +103,7 @@ def run_mask_diff_job(job: JobPayload, phase=lambda p, info=None: None) -> MaskD
     phase("compile")
     t0 = time.perf_counter_ns()
     try:
-        grammar = target.compile(adapter)
-        m = grammar.matcher()
-        bm = allocate_bitmask(vocab.size)
-        m.fill_mask(bm)
+        grammar, m, bm = adapters.first_mask(target, adapter, vocab)
     except CompileError as e:
         record.update(outcome=outcomes.COMPILE_ERROR, error=one_line(e), instances=[],
                       compile_ns=time.perf_counter_ns() - t0,
