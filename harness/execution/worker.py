@@ -177,12 +177,7 @@ def _segmentation_replays(grammar, vocab, bitmask, case_id: str, index: int, of:
     for j, (seed, tokens) in enumerate(zip(seeds, seqs)):
         r = replay(grammar.matcher(), tokens, bitmask, vocab.stop_ids)
         res: ReplayResult = {"status": r.status, "n_tokens": r.n_tokens, "seed": seed, "of": of}
-        if r.reject_at is not None:
-            res["reject_at"] = r.reject_at
-        if r.disagreement is not None:
-            res["disagreement"] = r.disagreement
-        if r.error is not None:
-            res["error"] = r.error
+        res.update(r.verdict_keys())
         out[f"seg{j}"] = res
     return out
 

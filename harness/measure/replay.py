@@ -59,11 +59,18 @@ class Replay:
 
     def to_json(self) -> ReplayResult:
         d: ReplayResult = {"status": self.status, "n_tokens": self.n_tokens,
-                             "mask_ns": self.mask_ns, "commit_ns": self.commit_ns}
-        # the optional keys in this order, each only where set
+                           "mask_ns": self.mask_ns, "commit_ns": self.commit_ns}
+        d.update(self.verdict_keys(timings=True))
+        return d
+
+    def verdict_keys(self, timings: bool = False) -> ReplayResult:
+        """The optional keys of a replay result, each only where set and in the records'
+        order: ``reject_at``, ``eos_mask_ns`` (only with ``timings``), ``disagreement``,
+        ``error``."""
+        d: ReplayResult = {}
         if self.reject_at is not None:
             d["reject_at"] = self.reject_at
-        if self.eos_mask_ns is not None:
+        if timings and self.eos_mask_ns is not None:
             d["eos_mask_ns"] = self.eos_mask_ns
         if self.disagreement is not None:
             d["disagreement"] = self.disagreement
