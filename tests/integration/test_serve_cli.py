@@ -57,7 +57,10 @@ def test_serve_run_against_a_launched_canned_server(tmp_path):
     summary = json.loads((run_dir / "summary.json").read_text())
     s = summary["serve"]["streams"]["canned"]["maskbench/rinf"]
     assert s["constrained"]["refusals"] == 1 and s["unconstrained"]["completed"] == 4
-    assert s["ratio"]["itl"] and s["constrained"]["itl"]["p50"] > 1.0  # paced at 2 ms
+    if s["ratio"]["itl"] is not None:
+        assert s["constrained"]["itl"]["p50"] > 1.0  # paced at 2 ms
+    else:  # on a loaded machine tokens arrive bunched: left out, and the ratio says why
+        assert "ITL:" in s["ratio_why"]["itl"], s["ratio_why"]
     assert "serving benchmark" in r.stdout and "refused: HTTP 400" in r.stdout
     assert "server log: ERROR canned: schema refused" in r.stdout
     # the headline counts the constrained requests (not the unconstrained twins, not the
