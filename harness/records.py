@@ -141,6 +141,7 @@ class Record(TypedDict, total=False):
                     (JumpForwardRecord)                    (JumpForwardSummary)
     mask_diff       ``oracle``, ``form``, instances'       ``engines[*].mask_diff`` …,
                     ``mask_diff`` (MaskDiffRecord)         ``tokens`` (MaskDiffSummary)
+    quality         ``quality`` (QualityRecord)            ``quality`` (QualitySummary)
     serve           ``serve`` (ServeRecord)                ``serve`` (ServeSummary)
     tools           ``tool_count``, ``cold_ns``, ``fuzz``  ``tools`` (ToolsSummary)
                     … (ToolsRecord)

@@ -22,7 +22,7 @@ from typing import Any
 from harness.model.data import PromptFormat
 
 __all__ = ["Checkpoint", "CheckpointError", "load_checkpoint", "looks_like_checkpoint",
-           "save_checkpoint"]
+           "resolve_model", "save_checkpoint"]
 
 #: The file a checkpoint built here carries beside the standard ones.
 HARNESS_META = "harness_model.json"
@@ -99,8 +99,8 @@ class Checkpoint:
         dt = {"float32": torch.float32, "bf16": torch.bfloat16,
               "bfloat16": torch.bfloat16}.get(dtype, torch.float32)
         try:
-            m = AutoModelForCausalLM.from_pretrained(str(self.folder), local_files_only=True,
-                                                     dtype=dt)
+            m: Any = AutoModelForCausalLM.from_pretrained(str(self.folder), local_files_only=True,
+                                                          dtype=dt)
         except Exception as e:  # noqa: BLE001 - any failure is one line naming the path
             raise CheckpointError(f"--model {self.path}: the weights do not load "
                                   f"({type(e).__name__}: {_first_line(e)})") from None
@@ -196,3 +196,19 @@ def save_checkpoint(folder: Path, model: Any, tokenizer: Any,
         (folder / HARNESS_META).write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n",
                                            encoding="utf-8")
     return folder
+
+
+#: ``--model`` values that name the model ``harness model build`` makes (built on first use,
+#: then read from the cache) instead of a folder.
+BUILT = {"build:tiny": "tiny", "build:default": "default"}
+
+
+def resolve_model(spec: str, data: str | None = None) -> str:
+    """The checkpoint folder ``spec`` names: ``build:tiny`` / ``build:default`` → the
+    folder of ``harness model build --size tiny|default`` (built now when not cached);
+    anything else is a path, returned as given."""
+    if spec in BUILT:
+        from harness.model.build import build_model
+
+        return str(build_model(size=BUILT[spec], data=data, progress=False))
+    return spec

@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FACADES = ["harness.suite", "harness.suite.report", "harness.suite.measure",
-           "harness.suite.serving", "harness.suite.engines"]
+           "harness.suite.serving", "harness.suite.engines", "harness.suite.model"]
 
 
 def _type_checking_names(module: str) -> set[str]:

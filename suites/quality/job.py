@@ -1,0 +1,242 @@
+"""Worker job of the ``quality`` suite: one held-out schema, one engine row, two streams.
+
+The model (a checkpoint, ``--model``) writes ``samples`` outputs at temperature 1 and one
+greedy output for the schema's prompt, twice with the same seeds: **unconstrained**, and
+**constrained** by the row's engine. At every step of either stream the model's own
+distribution ``p = softmax(logits)`` (temperature 1, nothing removed) is what the figures
+are read against:
+
+- ``mass`` the probability outside the mask (``1 - p(allowed)``; 0 unconstrained);
+- ``top_masked`` whether ``argmax p`` is outside the mask;
+- ``logprob`` ``log p(token)`` of the token written.
+
+Then the token is drawn: the mask first (every token outside it at ``-inf``), then the
+temperature, top-k and top-p, then a draw from the sample's own seeded generator (greedy:
+the arg max). The mask goes first because a filter applied before it can leave nothing
+the grammar allows (top-k keeps k tokens the grammar may all forbid) and because the
+temperature must rescale the distribution the grammar leaves.
+
+An output ends at a stop token (``eos``), at the budget (``budget``: a runaway), when the
+mask allows nothing (``stuck``) or when the engine refuses a token its own mask allowed
+(``refused``). Each is judged by jsonschema. A constrained output the engine ended that
+jsonschema rejects is a **false accept**: its canonical tokenisation is replayed through a
+fresh matcher of the same engine, and the record says whether the replay agrees.
+
+The unconstrained stream does not depend on the engine: every job of a schema writes the
+same one (same seeds), and the summary checks they are equal.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from harness.suite import JobPayload, outcomes
+from suites.quality.records import FalseAccept, Output, QualityBlock, QualityRecord
+
+__all__ = ["decode", "run_quality_job", "sample_seed"]
+
+
+def sample_seed(case_id: str, sample: int, seed: int) -> int:
+    """The seed of one sample: the same in every stream and every job of the schema."""
+    h = hashlib.sha256(f"{case_id}\0{sample}\0{seed}".encode()).hexdigest()
+    return int(h[:12], 16)
+
+
+@functools.lru_cache(maxsize=2)
+def _model(folder: str) -> Any:
+    from harness.suite.model import load_checkpoint
+
+    return load_checkpoint(folder).model()
+
+
+def _allowed(bitmask: np.ndarray, width: int, vocab_size: int) -> np.ndarray:
+    """The bitmask's bits as a bool array of ``width`` (the model's logits; ids past the
+    tokenizer's are never allowed)."""
+    bits = np.unpackbits(bitmask.view(np.uint8), bitorder="little")[:vocab_size].astype(bool)
+    if width > vocab_size:
+        bits = np.concatenate([bits, np.zeros(width - vocab_size, dtype=bool)])
+    return bits[:width]
+
+
+def _draw(logits, temperature: float, top_k: int, top_p: float, gen) -> int:
+    """One token from masked logits (``-inf`` outside the mask): temperature, then top-k,
+    then top-p, then a draw (greedy when ``temperature`` is 0)."""
+    import torch
+
+    if temperature <= 0:
+        return int(torch.argmax(logits))
+    z = logits / temperature
+    if top_k and top_k < z.numel():
+        kth = torch.topk(z, top_k).values[-1]
+        z = torch.where(z < kth, torch.full_like(z, -math.inf), z)
+    if top_p < 1.0:
+        sz, idx = torch.sort(z, descending=True)
+        cum = torch.softmax(sz, -1).cumsum(-1)
+        drop = cum - torch.softmax(sz, -1) > top_p  # keep the smallest prefix reaching top_p
+        z = z.clone()
+        z[idx[drop]] = -math.inf
+    probs = torch.softmax(z, -1)
+    return int(torch.multinomial(probs, 1, generator=gen))
+
+
+def decode(model, prompt: list[int], *, stop_ids, max_tokens: int, temperature: float,
+           top_k: int, top_p: float, seed: int, matcher=None, bitmask=None,
+           vocab_size: int | None = None) -> dict[str, Any]:
+    """One output: tokens, how it ended, and per step the mass outside the mask, whether
+    the top token was masked and ``log p`` of the token written (see the module)."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    ids = torch.tensor([prompt], dtype=torch.long)
+    past = None
+    tokens: list[int] = []
+    mass: list[float] = []
+    top_masked = 0
+    logprob = 0.0
+    end = "budget"
+    stops = set(stop_ids)
+    with torch.no_grad():
+        for _ in range(max_tokens):
+            out = model(input_ids=ids, past_key_values=past, use_cache=True)
+            past = out.past_key_values
+            logits = out.logits[0, -1].float()
+            logp = torch.log_softmax(logits, -1)
+            if matcher is not None:
+                matcher.fill_mask(bitmask)
+                allowed = torch.from_numpy(_allowed(bitmask, logits.numel(), vocab_size))
+                if not bool(allowed.any()):
+                    end = "stuck"
+                    break
+                p_in = float(torch.exp(logp[allowed]).sum())
+                mass.append(max(0.0, 1.0 - p_in))
+                top_masked += int(not bool(allowed[int(torch.argmax(logits))]))
+                masked = torch.where(allowed, logits, torch.full_like(logits, -math.inf))
+            else:
+                mass.append(0.0)
+                masked = logits
+            t = _draw(masked, temperature, top_k, top_p, gen)
+            logprob += float(logp[t])
+            if matcher is not None and not matcher.commit(t):
+                end = "refused"
+                break
+            if t in stops:
+                end = "eos"
+                break
+            tokens.append(t)
+            ids = torch.tensor([[t]], dtype=torch.long)
+    return {"tokens": tokens, "end": end, "mass": mass, "top_masked": top_masked,
+            "logprob": logprob, "steps": len(mass)}
+
+
+def _bfcl(reference: Any, value: Any) -> tuple[bool | None, int, int]:
+    """(name equal, arguments equal, arguments) against a BFCL reference
+    ``{function: {argument: value}}``."""
+    if not (isinstance(reference, dict) and len(reference) == 1):
+        return None, 0, 0
+    (name, args), = reference.items()
+    args = args if isinstance(args, dict) else {}
+    got = value.get(name) if isinstance(value, dict) else None
+    match = isinstance(value, dict) and name in value
+    matched = sum(1 for k, v in args.items() if isinstance(got, dict) and k in got
+                  and got[k] == v)
+    return bool(match), matched, len(args)
+
+
+def _replay(grammar, tokens: list[int], vocab) -> str:
+    """``accepted`` when a fresh matcher takes every token and then allows a stop."""
+    m = grammar.matcher()
+    for t in tokens:
+        if not m.commit(t):
+            return "rejected"
+    return "accepted" if m.eos_allowed() else "rejected"
+
+
+def run_quality_job(job: JobPayload, phase=lambda p, info=None: None) -> QualityRecord:
+    from engines.protocol import CompileError, one_line
+    from harness.suite.measure import adapters, parse_instance_text, target_for
+    from harness.suite.model import load_checkpoint
+    from harness.suite.engines import allocate_bitmask
+    from suites.quality.options import resolve
+
+    o = resolve(job.get("options"))
+    case = job["case"]
+    ckpt = load_checkpoint(str(o["model"]))
+    tok = ckpt.tokenizer()
+    spec = str(ckpt.folder / "tokenizer.json")
+    record, adapter, vocab, t_busy = adapters.start_job({**job, "tokenizer": spec}, phase)
+    qrec: QualityRecord = dict(record)  # type: ignore[assignment]
+    target = target_for(case)
+    prompt = ckpt.prompt_format.prompt_ids(tok, json.loads(case["schema_text"]))
+    block: QualityBlock = {"model": ckpt.describe(), "prompt_tokens": len(prompt),
+                           "outputs": [], "false_accepts": []}
+    qrec["quality"] = block
+
+    phase("compile")
+    grammar = None
+    try:
+        grammar = target.compile(adapter)
+    except CompileError as e:
+        block["compile_error"] = one_line(e)
+    model = _model(str(ckpt.folder))
+    reference = None
+    if case.get("subset") == "BFCL":
+        refs = [i["data"] for i in case.get("instances", []) if i.get("label")]
+        reference = refs[0] if refs else None
+
+    phase("generate")
+    bm = allocate_bitmask(vocab.size)
+    runs = [(float(o["temperature"]), k) for k in range(int(o["samples"]))] + [(0.0, 0)]
+    for stream in ("unconstrained", "constrained"):
+        if stream == "constrained" and grammar is None:
+            continue
+        for temp, k in runs:
+            seed = sample_seed(case["case_id"], k, int(o["seed"]))
+            m = grammar.matcher() if stream == "constrained" else None
+            r = decode(model, prompt, stop_ids=ckpt.eos_ids, max_tokens=int(o["max_tokens"]),
+                       temperature=temp, top_k=int(o["top_k"]), top_p=float(o["top_p"]),
+                       seed=seed, matcher=m, bitmask=bm, vocab_size=vocab.size)
+            raw = b"".join(vocab.tokens[t] if t < vocab.size else b"" for t in r["tokens"])
+            text = raw.decode("utf-8", errors="replace")
+            judged = target.judge(raw)
+            value, why = parse_instance_text(text)
+            out: Output = {
+                "stream": stream, "temperature": temp, "sample": k, "seed": seed,
+                "tokens": r["tokens"], "text": text, "end": r["end"],
+                "parse_valid": why is None, "schema_valid": judged.get("valid") is True,
+                "steps": r["steps"], "mass": [round(x, 6) for x in r["mass"]],
+                "top_masked": r["top_masked"], "logprob": r["logprob"],
+                "whitespace_tokens": sum(1 for t in r["tokens"] if t < vocab.size
+                                         and vocab.tokens[t].strip() == b""
+                                         and vocab.tokens[t] != b""),
+                "noncanonical": vocab.encode(text) != r["tokens"],
+            }
+            if judged.get("valid") is not True:
+                out["error"] = str(judged.get("why", ""))[:300]
+            if reference is not None:
+                nm, am, at = _bfcl(reference, value if why is None else None)
+                out.update(name_match=nm, args_matched=am, args_total=at)
+            block["outputs"].append(out)
+            if (stream == "constrained" and r["end"] == "eos"
+                    and judged.get("valid") is False):
+                rep = _replay(grammar, vocab.encode(text), vocab)
+                fa: FalseAccept = {"case_id": case["case_id"], "temperature": temp,
+                                   "sample": k, "witness": text,
+                                   "error": out.get("error", ""), "replay": rep,
+                                   "agrees": rep == "accepted"}
+                block["false_accepts"].append(fa)
+    if grammar is None:
+        qrec["outcome"] = outcomes.COMPILE_ERROR
+        qrec["error"] = block["compile_error"]
+    elif block["false_accepts"]:
+        qrec["outcome"] = outcomes.INVALIDATION_ERROR
+    else:
+        qrec["outcome"] = outcomes.PASSING
+    qrec["busy_ns"] = time.perf_counter_ns() - t_busy
+    return qrec

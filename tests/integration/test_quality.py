@@ -1,0 +1,123 @@
+"""The quality suite's figures on a checkpoint whose next-token distribution is set by hand
+(:func:`tests.model_fixtures.unigram_checkpoint`: the same ``p`` at every step), so every
+per-step figure is known exactly: the masks are read again by replaying each output through
+a fresh matcher of the same engine, and ``mass_removed``, ``top_masked`` and
+``logprob_per_token`` recomputed from them and ``p`` alone."""
+
+from __future__ import annotations
+
+import json
+import numpy as np
+import pytest
+
+import harness
+from harness.config import RunConfig
+from harness.store.run_store import RunStore
+from tests.model_fixtures import small_tokenizer, unigram_checkpoint
+
+SCHEMAS = "Github_easy---o4*"  # a glob the held-out side of the split still has
+
+
+def _logits():
+    tok = small_tokenizer()
+    v = len(tok)
+    logits = [0.0] * v
+    # the top token is a letter no JSON document starts with, so the mask removes it at
+    # the first step; '{' and '"' get weight too, so constrained outputs move on
+    for piece, w in (("x", 4.0), ("{", 3.0), ('"', 2.5), ("}", 2.0), (":", 1.5), ("1", 1.0)):
+        ids = tok.encode(piece, add_special_tokens=False)
+        assert len(ids) == 1, piece
+        logits[ids[0]] = w
+    logits[tok.eos_token_id] = 1.0
+    return logits
+
+
+@pytest.fixture(scope="module")
+def unigram_run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("quality")
+    logits = _logits()
+    ck = unigram_checkpoint(d / "unigram", logits)
+    run = harness.run(RunConfig(suite="quality", engines="llguidance,xgrammar", sample=2,
+                                schemas=SCHEMAS, jobs=1,
+                                options={"model": str(ck), "samples": 3, "max_tokens": 12}),
+                      results=d / "results", reports=d / "reports")
+    return run, ck, np.array(logits, dtype=np.float64)
+
+
+def test_each_figure_is_the_hand_set_distributions(unigram_run):
+    from engines.bitmask import allocate_bitmask
+    from harness.measure.adapters import adapter, vocabulary
+    from suites.quality.job import _allowed
+
+    run, ck, logits = unigram_run
+    logp = logits - np.log(np.exp(logits - logits.max()).sum()) - logits.max()
+    p = np.exp(logp)
+    top = int(np.argmax(p))
+    records = list(RunStore.open_readonly(run.path).records())
+    assert {r["engine"] for r in records} == {"llguidance", "xgrammar"}
+    checked_steps = 0
+    for r in records:
+        q = r["quality"]
+        assert not q.get("compile_error"), q.get("compile_error")
+        a = adapter(r["engine"], "default", str(ck / "tokenizer.json"))
+        vocab = vocabulary()
+        grammar = a.compile(_schema_text(r["case_id"]))
+        for out in q["outputs"]:
+            seq = out["tokens"] + ([ck_eos(ck)] if out["end"] == "eos" else [])
+            assert len(seq) == out["steps"]
+            # log-probability: the sum of log p over the tokens written, stop included
+            assert out["logprob"] == pytest.approx(float(sum(logp[t] for t in seq)), abs=1e-4)
+            if out["stream"] == "unconstrained":
+                assert out["mass"] == [0.0] * out["steps"] and out["top_masked"] == 0
+                continue
+            m = grammar.matcher()
+            bm = allocate_bitmask(vocab.size)
+            masked_top = 0
+            for i, t in enumerate(seq):
+                m.fill_mask(bm)
+                allowed = _allowed(bm, len(p), vocab.size)
+                assert out["mass"][i] == pytest.approx(1.0 - float(p[allowed].sum()), abs=1e-5)
+                masked_top += int(not allowed[top])
+                assert allowed[t], (r["engine"], i, t)  # the token written was allowed
+                assert m.commit(t)
+                checked_steps += 1
+            assert out["top_masked"] == masked_top
+    assert checked_steps > 20
+    # the summary's figures are the pooled means of the records'
+    s = run.summary()["quality"]
+    for row in s["rows"]:
+        outs = [x for r in records for x in r["quality"]["outputs"]
+                if x["temperature"] == 1.0 and (x["stream"] == "unconstrained") ==
+                (row["stream"] == "unconstrained")
+                and (row["stream"] == "unconstrained" or r["engine"] == row["stream"])]
+        if row["stream"] == "unconstrained":  # one copy per schema, whichever job wrote it
+            seen, uniq = set(), []
+            for r in records:
+                for x in r["quality"]["outputs"]:
+                    key = (r["case_id"], x["temperature"], x["sample"])
+                    if x["stream"] == "unconstrained" and x["temperature"] == 1.0 and key not in seen:
+                        seen.add(key)
+                        uniq.append(x)
+            outs = uniq
+        steps = sum(x["steps"] for x in outs)
+        assert row["outputs"] == len(outs) == 2 * 3
+        assert row["mass_removed"] == pytest.approx(sum(sum(x["mass"]) for x in outs) / steps, abs=1e-6)
+        assert row["top_masked"] == pytest.approx(sum(x["top_masked"] for x in outs) / steps, abs=1e-6)
+        assert row["logprob_per_token"] == pytest.approx(sum(x["logprob"] for x in outs) / steps, abs=1e-6)
+        assert row["schema_valid"] == pytest.approx(sum(x["schema_valid"] for x in outs) / len(outs))
+    rows = {r["stream"]: r for r in s["rows"]}
+    assert rows["unconstrained"]["mass_removed"] == 0.0
+    # the top token ('x') can never start a JSON document: the mask removed it at step 0
+    assert rows["llguidance"]["mass_removed"] > 0.1 and rows["llguidance"]["top_masked"] > 0
+
+
+def ck_eos(ck) -> int:
+    from harness.model.checkpoint import load_checkpoint
+
+    return load_checkpoint(str(ck)).eos_ids[0]
+
+
+def _schema_text(case_id: str) -> str:
+    from harness.suite.maskbench import parse_case, resolve_data_dir
+
+    return parse_case(resolve_data_dir(None) / case_id).schema_text
