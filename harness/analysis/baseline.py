@@ -44,7 +44,7 @@ from harness.analysis import metrics
 from harness.analysis.verdict import unit_outcomes
 
 from harness.measure import outcomes
-from harness.records import Record
+from harness.records import Record, RunMeta
 
 FORMAT = "grammar-harness-baseline/2"
 #: Earlier formats :func:`read_baseline` upgrades (1: per engine ``latency.summary`` held the
@@ -318,7 +318,19 @@ def make_baseline(run_dir: Path, command: str | None = None, comment: str | None
         "sketch_weights": [round(x, 6) for x in SKETCH_WEIGHTS],
         "outcomes": {eng: {sid: o[sid] for sid in sorted(o)} for eng, o in outs.items()},
         "latency": latency,
+        **({"figures": figs} if (figs := suite_figures(meta, records)) else {}),
     }
+
+
+def suite_figures(meta: RunMeta, records: list[Record]) -> dict[str, Any] | None:
+    """The figures the run's suite asks the gate to hold (``SuiteBase.gate_figures``),
+    computed from the records by the suite's own function; None when it asks none."""
+    from harness.analysis.verdict import suite_of
+    from harness.registry import load_target
+
+    cls = suite_of(meta)
+    target = getattr(cls, "gate_figures", None) if cls is not None else None
+    return load_target(target)(meta, records) if target else None
 
 
 def write_baseline(baseline: dict[str, Any], path: Path) -> None:

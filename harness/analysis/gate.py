@@ -75,7 +75,7 @@ def compare_outcome(old: str, new: str) -> tuple[str, str]:
 
 @dataclass
 class Check:
-    suite: str  # "verdict" | "outcomes" | "latency"
+    suite: str  # "verdict" | "outcomes" | "latency" | "figures"
     engine: str
     name: str  # schema id or statistic
     status: str  # "pass" | "fail" | "improved" | "new" | "warn" | "skip"
@@ -290,7 +290,37 @@ def run_gate(baseline: dict[str, Any], meta: RunMeta, records: list[Record], *,
     check_outcomes(baseline, unit_outcomes(meta, records), records, run_engines, result)
     if latency != "off":
         check_latency(baseline, records, primary, hl, result)
+    check_figures(baseline, meta, records, result)
     return result
+
+
+def check_figures(baseline: dict[str, Any], meta: RunMeta, records: list[Record],
+                  result: GateResult) -> None:
+    """The suite's own gated figures (``SuiteBase.gate_figures``: the quality suite's
+    ``schema_valid`` and ``mass_removed`` per stream), the run's from its records by the
+    suite's function, against the baseline's: a figure fails when its whole 95% interval
+    lies on the worse side of the baseline's value (below it for ``worse`` ``"down"``,
+    above it for ``"up"``), so noise within the interval never fails."""
+    from harness.analysis.baseline import suite_figures
+
+    base = baseline.get("figures") or {}
+    if not base:
+        return
+    run = suite_figures(meta, records) or {}
+    for row, figs in base.items():
+        for name, b in figs.items():
+            r = (run.get(row) or {}).get(name)
+            if r is None or r.get("value") is None or b.get("value") is None:
+                result.checks.append(Check("figures", row, name, "skip",
+                                           "not measured in the run" if r is None or
+                                           r.get("value") is None else "not in the baseline"))
+                continue
+            ci = r.get("ci") or [r["value"], r["value"]]
+            worse = b.get("worse", "down")
+            failed = ci[1] < b["value"] if worse == "down" else ci[0] > b["value"]
+            msg = (f"{b['value']:.4g} → {r['value']:.4g} [{ci[0]:.4g}, {ci[1]:.4g}] "
+                   f"({'lower' if worse == 'down' else 'higher'} is worse)")
+            result.checks.append(Check("figures", row, name, "fail" if failed else "pass", msg))
 
 
 # --------------------------------------------------------------------------------------
@@ -340,7 +370,15 @@ def render_text(result: GateResult, refresh: str, head: list[str], max_lines: in
             verdict = {"pass": "ok", "fail": "REGRESSION", "warn": "WARNING (not failing)"}[c.status]
             lines.append(f"  {lr.engine:<12} {lr.label:<9} {_num(lr.baseline):>8} → {_num(lr.run):>8} {lr.unit:<2}"
                          f"  ×{lr.ratio:.2f} [{lr.lo:.2f}, {lr.hi:.2f}]  n={lr.schemas:<4} {verdict}")
+    figs = [c for c in result.checks if c.suite == "figures"]
+    if figs:
+        lines.append("figures: the run's 95% interval against the baseline's value; fails "
+                     "only when the whole interval is on the worse side")
+        for c in figs:
+            verdict = {"pass": "ok", "fail": "REGRESSION", "skip": "skipped"}[c.status]
+            lines.append(f"  {c.engine:<18} {c.name:<14} {c.message}  {verdict}")
     n_lat = result.count("latency", "fail")
+    n_fig = result.count("figures", "fail")
     if result.failed:
         parts = []
         if alerts:
@@ -351,6 +389,8 @@ def render_text(result: GateResult, refresh: str, head: list[str], max_lines: in
             parts.append(f"{n_miss} baseline job(s) missing from the run")
         if n_lat:
             parts.append(f"{n_lat} latency regression(s)")
+        if n_fig:
+            parts.append(f"{n_fig} figure regression(s)")
         lines.append("GATE FAILED: " + ", ".join(parts))
         lines.append(f"If these changes are intended, refresh the baseline: {refresh}")
     else:

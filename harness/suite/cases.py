@@ -206,6 +206,10 @@ class SuiteBase:
     #: own summary blocks, not the replay table.
     replay_table: bool = True
     verdict: VerdictModel = VerdictModel()
+    #: ``"module:function"``, ``function(meta, records) -> {row: {figure: {"value", "ci",
+    #: "worse"}}}``: figures the gate holds against a baseline beside the outcomes (``worse``
+    #: ``"down"`` or ``"up"``; ``ci`` the figure's 95% interval). None: none.
+    gate_figures: str | None = None
     smoke: dict[str, Any] | None = None
 
 

@@ -29,6 +29,7 @@ class QualitySuite(JsonSchemaBenchView):
     run_options = "suites.quality.options"
     summary_blocks = ("suites.quality.summary:summary_block",)
     report_sections = ("suites.quality.report:sec_quality",)
+    gate_figures = "suites.quality.summary:gate_figures"
     verdict = VerdictModel(
         truth="jsonschema on each output the model wrote through the engine; an output the "
               "engine ended that jsonschema rejects is an invalidation error")

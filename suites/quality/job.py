@@ -23,7 +23,8 @@ jsonschema rejects is a **false accept**: its canonical tokenisation is replayed
 fresh matcher of the same engine, and the record says whether the replay agrees.
 
 The unconstrained stream does not depend on the engine: every job of a schema writes the
-same one (same seeds), and the summary checks they are equal.
+same one (same seeds; a worker decodes it once per schema and reuses it for the schema's
+other rows), and the summary checks the jobs' copies are equal.
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ def sample_seed(case_id: str, sample: int, seed: int) -> int:
     """The seed of one sample: the same in every stream and every job of the schema."""
     h = hashlib.sha256(f"{case_id}\0{sample}\0{seed}".encode()).hexdigest()
     return int(h[:12], 16)
+
+
+#: A worker's unconstrained outputs: (checkpoint, case, options, temperature, sample) → decode
+_UNCONSTRAINED: dict[tuple, dict[str, Any]] = {}
 
 
 @functools.lru_cache(maxsize=2)
@@ -199,9 +204,18 @@ def run_quality_job(job: JobPayload, phase=lambda p, info=None: None) -> Quality
         for temp, k in runs:
             seed = sample_seed(case["case_id"], k, int(o["seed"]))
             m = grammar.matcher() if stream == "constrained" else None
-            r = decode(model, prompt, stop_ids=ckpt.eos_ids, max_tokens=int(o["max_tokens"]),
-                       temperature=temp, top_k=int(o["top_k"]), top_p=float(o["top_p"]),
-                       seed=seed, matcher=m, bitmask=bm, vocab_size=vocab.size)
+            key = (str(ckpt.folder), ckpt.config_hash, case["case_id"], case["schema_text"],
+                   int(o["max_tokens"]), int(o["top_k"]), float(o["top_p"]), temp, seed)
+            r = _UNCONSTRAINED.get(key) if m is None else None
+            if r is None:
+                r = decode(model, prompt, stop_ids=ckpt.eos_ids,
+                           max_tokens=int(o["max_tokens"]), temperature=temp,
+                           top_k=int(o["top_k"]), top_p=float(o["top_p"]), seed=seed,
+                           matcher=m, bitmask=bm, vocab_size=vocab.size)
+                if m is None:
+                    if len(_UNCONSTRAINED) > 4096:
+                        _UNCONSTRAINED.clear()
+                    _UNCONSTRAINED[key] = r
             raw = b"".join(vocab.tokens[t] if t < vocab.size else b"" for t in r["tokens"])
             text = raw.decode("utf-8", errors="replace")
             judged = target.judge(raw)

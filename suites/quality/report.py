@@ -43,10 +43,11 @@ def sec_quality(ctx: ReportContext) -> Section | None:
 
 
 def _run_blocks(prefix: str, block: dict[str, Any]) -> list[Any]:
-    from suites.quality.summary import table
+    from suites.quality.summary import table, verdict_lines
 
     rows = block["rows"]
     blocks: list[Any] = [
+        Bullets(verdict_lines(rows)),
         Para(f"{prefix}Model {block['model'].get('path')} (config sha256 "
              f"{str(block['model'].get('config_sha256'))[:12]}…, tokenizer of "
              f"{block['model'].get('tokenizer_size')} ids); {block['schemas']} held-out "

@@ -23,7 +23,7 @@ from harness.suite import Record, RunMeta, Summary, figures
 from suites.quality.records import (FalseAccept, Output, QualityRow, QualitySummaryBlock,
                                     StreamFigures)
 
-__all__ = ["quality_rows", "stream_figures", "summary_block", "wilson"]
+__all__ = ["gate_figures", "quality_rows", "stream_figures", "summary_block", "wilson"]
 
 UNCONSTRAINED = "unconstrained"
 MAX_WITNESSES = 3
@@ -186,25 +186,63 @@ def quality_rows(meta: RunMeta, records: Sequence[Record]) -> tuple[list[Quality
     return rows, notes
 
 
+def gate_figures(meta: RunMeta, records: Sequence[Record]) -> dict[str, dict[str, Any]]:
+    """What the gate holds against a baseline, per stream at temperature 1:
+    ``schema_valid`` (worse down; Wilson interval) and ``mass_removed`` (worse up;
+    bootstrap interval over schemas), from :func:`quality_rows`."""
+    rows, _ = quality_rows(meta, records)
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        f = {"schema_valid": {"value": r.get("schema_valid"), "ci": r.get("schema_valid_ci"),
+                              "worse": "down"}}
+        if r["stream"] != UNCONSTRAINED:
+            f["mass_removed"] = {"value": r.get("mass_removed"),
+                                 "ci": r.get("mass_removed_ci"), "worse": "up"}
+        out[r["stream"]] = f
+    return out
+
+
 def _row_cells(r: QualityRow) -> list[str]:
     acc = r.get("accuracy")
-    return [r["stream"], figures.percent(r.get("parse_valid")),
-            figures.percent(r.get("schema_valid")),
+    unc = r["stream"] == UNCONSTRAINED
+    return [r["stream"], figures.percent(r.get("schema_valid")),
+            figures.percent(r.get("parse_valid")),
             figures.fixed(r.get("attempts_per_valid")) if r.get("attempts_per_valid")
             else "– (none valid)",
-            figures.number(r.get("tokens_per_valid")),
-            figures.percent(r.get("mass_removed")), figures.percent(r.get("top_masked")),
-            figures.fixed(r.get("logprob_per_token"), 3),
-            figures.fixed(r.get("logprob_gap"), 3),
-            figures.percent(r.get("runaway")), figures.percent(r.get("noncanonical")),
+            "–" if unc else figures.percent(r.get("mass_removed")),
+            "–" if unc else figures.fixed(r.get("logprob_gap"), 3),
             (f"{figures.percent(acc.get('name'))} / {figures.percent(acc.get('arguments'))}"
              if acc else "–"),
-            str(r.get("false_accepts", 0)) if r["stream"] != UNCONSTRAINED else "–"]
+            figures.number(r.get("tokens_per_valid")),
+            "–" if unc else figures.percent(r.get("top_masked")),
+            figures.fixed(r.get("logprob_per_token"), 3),
+            figures.percent(r.get("runaway")), figures.percent(r.get("noncanonical")),
+            "–" if unc else str(r.get("false_accepts", 0))]
 
 
-HEADER = ["stream", "parse-valid", "schema-valid", "attempts/valid", "tokens/valid",
-          "mass removed", "top masked", "logprob/token", "gap", "runaway", "noncanonical",
-          "accuracy name / args", "false accepts"]
+HEADER = ["stream", "schema-valid", "parse-valid", "attempts/valid", "mass removed",
+          "logprob gap", "accuracy name / args", "tokens/valid", "top masked",
+          "logprob/token", "runaway", "noncanonical", "false accepts"]
+
+
+def verdict_lines(rows: Sequence[QualityRow]) -> list[str]:
+    """The verdict, one line per stream: validity and attempts per valid output, and for
+    an engine row the mass it removed, the log-probability gap and accuracy."""
+    out = []
+    for r in rows:
+        apv = r.get("attempts_per_valid")
+        line = (f"{r['stream']}: schema-valid {figures.percent(r.get('schema_valid'))} "
+                f"({figures.fixed(apv) if apv else 'no valid output'}"
+                f"{' attempts per valid output' if apv else ''})")
+        if r["stream"] != UNCONSTRAINED:
+            line += (f", mass removed {figures.percent(r.get('mass_removed'))} per step, "
+                     f"log-prob gap {figures.fixed(r.get('logprob_gap'), 3)} nats/token")
+        acc = r.get("accuracy")
+        if acc:
+            line += (f", BFCL name {figures.percent(acc.get('name'))}, arguments "
+                     f"{figures.percent(acc.get('arguments'))}")
+        out.append(line)
+    return out
 
 
 def table(block: QualitySummaryBlock):
@@ -233,7 +271,8 @@ def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
         "rows": rows, "notes": notes}
     summary["quality"] = block  # type: ignore[typeddict-unknown-key]
     lines = [f"quality: {block['schemas']} held-out schema(s), model "
-             f"{block['model'].get('path')}", text_table(table(block))]
+             f"{block['model'].get('path')}", *("  " + v for v in verdict_lines(rows)),
+             text_table(table(block))]
     for r in rows[1:]:
         b = r.get("bfcl")
         if b:

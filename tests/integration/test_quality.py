@@ -121,3 +121,30 @@ def _schema_text(case_id: str) -> str:
     from harness.suite.maskbench import parse_case, resolve_data_dir
 
     return parse_case(resolve_data_dir(None) / case_id).schema_text
+
+
+def test_the_gate_holds_schema_valid_and_mass_removed_to_their_intervals(unigram_run):
+    from harness.analysis.baseline import make_baseline
+    from harness.analysis.gate import run_gate
+
+    run, _, _ = unigram_run
+    meta, records = run.meta(), list(RunStore.open_readonly(run.path).records())
+    base = make_baseline(run.path)
+    figs = base["figures"]
+    assert set(figs) == {"unconstrained", "llguidance", "xgrammar"}
+    assert not run_gate(base, meta, records, latency="off").failed  # itself: within
+    # a baseline whose mass removed lies below the whole interval of the run's: the run
+    # removes more of the model's probability than the baseline did, beyond its noise
+    lo, hi = figs["llguidance"]["mass_removed"]["ci"]
+    assert lo <= figs["llguidance"]["mass_removed"]["value"] <= hi
+    figs["llguidance"]["mass_removed"]["value"] = lo - 0.01
+    result = run_gate(base, meta, records, latency="off")
+    failed = [(c.engine, c.name) for c in result.checks if c.status == "fail"]
+    assert failed == [("llguidance", "mass_removed")]
+    # and schema-valid down: a baseline above the run's whole interval
+    figs["llguidance"]["mass_removed"]["value"] = (lo + hi) / 2
+    figs["xgrammar"]["schema_valid"]["value"] = min(1.0, figs["xgrammar"]["schema_valid"]["ci"][1] + 0.01)
+    if figs["xgrammar"]["schema_valid"]["ci"][1] < 1.0:
+        result = run_gate(base, meta, records, latency="off")
+        assert [(c.engine, c.name) for c in result.checks if c.status == "fail"] == [
+            ("xgrammar", "schema_valid")]
