@@ -387,9 +387,32 @@ def batch_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
             for h in block.get("hidden", [])]
 
 
+def quality_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
+    """One row per stream of a quality run (``summary["quality"]["rows"]``): validity,
+    attempts per valid output, mass removed, the log-probability gap, accuracy, runaways,
+    non-canonical outputs, false accepts (temperature 1)."""
+    date = _utc(meta.get("created_at"))
+    out = []
+    for r in block.get("rows", []):
+        unc = r["stream"] == "unconstrained"
+        acc = r.get("accuracy") or {}
+        bfcl = r.get("bfcl") or {}
+        out.append([date, r["stream"], number(r.get("outputs")), percent(r.get("parse_valid")),
+                    percent(r.get("schema_valid")), number(r.get("attempts_per_valid"), 2),
+                    "–" if unc else percent(r.get("mass_removed")),
+                    "–" if unc else percent(r.get("top_masked")),
+                    "–" if unc else number(r.get("logprob_gap"), 3),
+                    (f"{percent(acc.get('name'))} / {percent(acc.get('arguments'))}"
+                     if acc else "–"),
+                    (f"{percent(bfcl.get('p'))} / {percent(bfcl.get('p50'))}" if bfcl else "–"),
+                    percent(r.get("runaway")), percent(r.get("noncanonical")),
+                    "–" if unc else number(r.get("false_accepts"))])
+    return out
+
+
 #: columns of text (left-aligned) in those tables
 TEXT_COLUMNS = {"date of the run", "engine", "subset", "API", "validate / single steps",
-                "workload", "p99 ms by B"}
+                "workload", "p99 ms by B", "stream"}
 
 #: summary block → (heading and sentence, header, rows) for suites with their own figures
 OWN_TABLES: dict[str, tuple[str, list[str], Any]] = {
@@ -429,6 +452,16 @@ OWN_TABLES: dict[str, tuple[str, list[str], Any]] = {
               ["date of the run", "engine", "workload", "T", "cores", "budget (ms)",
                "largest hidden B", "p99 at it (ms)", "ceiling (tok/s)", "p99 ms by B"],
               batch_rows),
+    "quality": ("## Quality runs\n\nThe quality suite ([quality.md](quality.md)): a model with "
+                "priors writes held-out schemas unconstrained and through each engine row, "
+                "the same seeds; temperature 1, shares of outputs; mass removed and top "
+                "masked per decode step; the log-probability gap in nats per token against "
+                "the unconstrained stream's schema-valid outputs; accuracy against BFCL's "
+                "ground truth (name / arguments); p per call on BFCL and p^50.",
+                ["date of the run", "stream", "outputs", "parse-valid", "schema-valid",
+                 "attempts / valid", "mass removed", "top masked", "logprob gap",
+                 "accuracy name / args", "BFCL p / p^50", "runaway", "noncanonical",
+                 "false accepts"], quality_rows),
 }
 
 HEADER = ["date of the run", "commit", "suite", "engine", "version", "schemas", "passing",
