@@ -182,3 +182,20 @@ def test_the_torch_runtime_refuses_another_architecture(ckpt, tmp_path):
     (other / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(ValueError, match="decodes Llama-architecture checkpoints.*Qwen2"):
         TorchRuntime(str(other), dtype="float32")
+
+
+def test_launched_servers_load_a_checkpoint_with_its_weights(ckpt, tmp_path):
+    """A config-only folder (a size) starts with dummy weights; a checkpoint with its own,
+    within its context (1,024 positions here)."""
+    from harness.registry import adapter_class
+
+    vllm = adapter_class("vllm")
+    argv, _ = vllm.server_command("python", str(ckpt), {"backend": "xgrammar"}, "h", 1)
+    assert "dummy" not in argv and argv[argv.index("--max-model-len") + 1] == "1024"
+    (tmp_path / "config.json").write_text(json.dumps({"max_position_embeddings": 8192}))
+    argv, _ = vllm.server_command("python", str(tmp_path), {"backend": "xgrammar"}, "h", 1)
+    assert argv[argv.index("--load-format") + 1] == "dummy"
+    assert argv[argv.index("--max-model-len") + 1] == "4096"
+    argv, _ = adapter_class("sglang").server_command("python", str(ckpt),
+                                                     {"backend": "xgrammar"}, "h", 1)
+    assert "dummy" not in argv
