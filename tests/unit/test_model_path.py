@@ -58,6 +58,15 @@ def test_a_bad_model_path_is_one_line_naming_it(kind, bad_folders):
     assert "Traceback" not in p.stderr
 
 
+def test_the_serve_suite_refuses_a_bad_model_path_before_starting_a_server(bad_folders):
+    path, why = bad_folders["no weights"]
+    p = harness("run", "--suite", "serve", "--launch", "vllm:xgrammar", "--model", str(path),
+                "--sample", "1", "--no-progress")
+    assert p.returncode == 2 and p.stderr.strip() == f"harness: error: --model {path}: " \
+        f"no weights (expected one of model.safetensors, model.safetensors.index.json, " \
+        f"pytorch_model.bin, pytorch_model.bin.index.json)", p.stderr
+
+
 def test_a_size_name_that_is_not_one_is_refused_by_the_flag():
     p = harness("run", "--suite", "e2e", "--model", "medium", "--sample", "1")
     assert p.returncode == 2 and "neither a model size" in p.stderr
