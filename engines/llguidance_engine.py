@@ -264,11 +264,20 @@ class LLGuidanceEngine(EngineAdapter):
         self._llg = llg
         self._stop = frozenset(vocab.stop_ids)
         self._words = bitmask_words(vocab.size)
-        self.tokenizer = llg.LLTokenizer(
-            llg.TokenizerWrapper(_TokenizerSource(vocab)),
-            n_vocab=vocab.size,
-            eos_token=list(vocab.stop_ids),
-        )
+        if vocab.hf_tokenizer is not None:
+            # a model folder's tokenizer (--model PATH): llguidance's own constructor, as
+            # vLLM's guidance backend calls it (n_vocab: the logits' width)
+            from llguidance.hf import from_tokenizer
+
+            self.tokenizer = from_tokenizer(vocab.hf_tokenizer,
+                                            n_vocab=max(vocab.size, len(vocab.hf_tokenizer)),
+                                            eos_token=list(vocab.stop_ids))
+        else:
+            self.tokenizer = llg.LLTokenizer(
+                llg.TokenizerWrapper(_TokenizerSource(vocab)),
+                n_vocab=vocab.size,
+                eos_token=list(vocab.stop_ids),
+            )
 
     grammar_dialects = ("regex", "lark")
 

@@ -20,6 +20,7 @@ Quirks absorbed here (``docs/engines.md`` lists them; checked against 0.2.14):
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import numpy as np
@@ -126,6 +127,51 @@ class OutlinesCompiled(CompiledGrammar):
                                self._words)
 
 
+_LLAMA_BYTE_TOKEN = re.compile(r"^<0x[0-9A-F]{2}>$")
+_REPLACEMENT_SEQ = re.compile(r"^.{0,6}\ufffd+.{0,6}$")
+
+
+def hf_reduced_vocabulary(tokenizer: Any, stop_ids: frozenset[int]) -> dict[bytes, list[int]]:
+    """``{token bytes: [ids]}`` from a Hugging Face tokenizer, as vLLM's outlines backend
+    builds it (``vllm.v1.structured_output.utils._reduced_vocabulary``, vLLM 0.11-0.13):
+    each token's string through ``convert_tokens_to_string`` (a leading space restored
+    for sentencepiece's ``▁`` and ``<0x20>``), tokens that decode to U+FFFD mapped back
+    to bytes (``<0xNN>``, or GPT-2's byte table), special tokens and empty strings left
+    out. vLLM leaves out the EOS only; here every stop id is (the adapter allows the
+    others beside the EOS, as on the raw-bytes path)."""
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    unicode_to_bytes = {v: k for k, v in bytes_to_unicode().items()}
+    specials = set(tokenizer.all_special_tokens)
+
+    def to_string(token: str) -> str:
+        string = tokenizer.convert_tokens_to_string([token])
+        if token.startswith("\u2581") or token == "<0x20>":
+            return " " + string
+        return string
+
+    vocabulary: dict[bytes, list[int]] = {}
+    for token, idx in tokenizer.get_vocab().items():
+        if token in specials or idx in stop_ids:
+            continue
+        s = to_string(token)
+        if not s:
+            continue
+        if (s == "\ufffd" and token != "\ufffd") or ("\ufffd" in s
+                                                   and not _REPLACEMENT_SEQ.match(s)):
+            if _LLAMA_BYTE_TOKEN.match(token):
+                b = bytes([int(token[3:5], 16)])
+            else:
+                vals = [unicode_to_bytes.get(c) for c in token]
+                if any(v is None for v in vals):
+                    raise ValueError(f"cannot convert token {token!r} ({idx}) to bytes")
+                b = bytes(v for v in vals if v is not None)
+        else:
+            b = s.encode("utf-8")
+        vocabulary.setdefault(b, []).append(idx)
+    return vocabulary
+
+
 class OutlinesEngine(EngineAdapter):
     """outlines_core ``build_regex_from_schema`` → ``Index`` → ``Guide``."""
 
@@ -150,13 +196,18 @@ class OutlinesEngine(EngineAdapter):
         self._stop = frozenset(vocab.stop_ids)
         self._words = bitmask_words(vocab.size)
         self._extra_stop = tuple(token_bit(i) for i in vocab.stop_ids if i != vocab.eos_id)
-        specials = vocab.special_ids
-        stop = self._stop
-        mapping: dict[bytes, list[int]] = {}
-        for i, t in enumerate(vocab.tokens):
-            if i in specials or i in stop or not t:
-                continue
-            mapping.setdefault(bytes(t), []).append(i)
+        if vocab.hf_tokenizer is not None:
+            # a model folder's tokenizer (--model PATH): the map vLLM's outlines backend
+            # builds from a Hugging Face tokenizer
+            mapping = hf_reduced_vocabulary(vocab.hf_tokenizer, self._stop)
+        else:
+            specials = vocab.special_ids
+            stop = self._stop
+            mapping = {}
+            for i, t in enumerate(vocab.tokens):
+                if i in specials or i in stop or not t:
+                    continue
+                mapping.setdefault(bytes(t), []).append(i)
         self.engine_vocabulary = oc.Vocabulary(vocab.eos_id, mapping)
 
     @classmethod

@@ -40,7 +40,11 @@ class SglangEngine(EngineAdapter):
     @classmethod
     def server_command(cls, python: str, model_dir: str, options: dict[str, Any],
                        host: str, port: int) -> tuple[list[str], dict[str, str]]:
-        """The argv and extra environment that start SGLang's server on ``host:port``."""
+        """The argv and extra environment that start SGLang's server on ``host:port``:
+        random weights on a config-only folder, a checkpoint's own (``--model PATH``)."""
+        from engines.vllm_engine import has_weights
+
         return ([python, "-m", "sglang.launch_server", "--model-path", model_dir,
-                 "--load-format", "dummy", "--host", host, "--port", str(port),
+                 *([] if has_weights(model_dir) else ["--load-format", "dummy"]),
+                 "--host", host, "--port", str(port),
                  "--grammar-backend", options["backend"], "--random-seed", "0"], {})

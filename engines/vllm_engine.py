@@ -62,11 +62,13 @@ class VllmEngine(EngineAdapter):
     def server_command(cls, python: str, model_dir: str, options: dict[str, Any],
                        host: str, port: int) -> tuple[list[str], dict[str, str]]:
         """The argv and extra environment that start vLLM's server with this row's backend
-        on ``host:port``, random weights on ``model_dir``."""
+        on ``host:port``: random weights on a ``model_dir`` without weights (``config.json``
+        only), the folder's own weights on a checkpoint (``--model PATH``)."""
         argv = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model_dir,
-                "--load-format", "dummy", "--host", host, "--port", str(port),
+                *([] if has_weights(model_dir) else ["--load-format", "dummy"]),
+                "--host", host, "--port", str(port),
                 "--structured-outputs-config.backend", options["backend"],
-                "--max-model-len", "4096", "--seed", "0"]
+                "--max-model-len", str(max_model_len(model_dir)), "--seed", "0"]
         env = {}
         if not _has_cuda(python):
             argv.append("--enforce-eager")  # no torch.compile on CPU: a faster start
@@ -80,6 +82,30 @@ class VllmEngine(EngineAdapter):
         (``RuntimeError: CPU Generator does not use offset``; the API server then answers 500
         to everything). The server's own ``--seed`` still fixes its sampling."""
         return _has_cuda("")
+
+
+#: files whose presence makes a model folder a checkpoint with weights (else: dummy weights)
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json")
+
+
+def has_weights(model_dir: str) -> bool:
+    """True for a folder holding weights (a checkpoint), False for a config-only folder
+    (the harness's random-weight sizes: vLLM then loads ``--load-format dummy``)."""
+    return any(os.path.isfile(os.path.join(model_dir, f)) for f in WEIGHT_FILES)
+
+
+def max_model_len(model_dir: str, cap: int = 4096) -> int:
+    """``--max-model-len``: 4,096, or the model's own context where it is shorter (vLLM
+    refuses a length past ``max_position_embeddings``)."""
+    import json
+
+    try:
+        with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
+            n = json.load(f).get("max_position_embeddings")
+    except (OSError, ValueError, AttributeError):
+        return cap
+    return min(cap, int(n)) if isinstance(n, int) and n > 0 else cap
 
 
 def _has_cuda(python: str) -> bool:
@@ -97,16 +123,19 @@ class VllmOffline:
         from vllm import LLM
 
         self.backend = backend
-        kwargs: dict[str, Any] = {"load_format": "dummy", "max_model_len": 4096}
+        kwargs: dict[str, Any] = {"max_model_len": max_model_len(str(model_dir))}
+        if not has_weights(str(model_dir)):
+            kwargs["load_format"] = "dummy"  # a config-only folder: random weights
         if not _has_cuda(""):
             kwargs["enforce_eager"] = True
         kwargs.update(llm_kwargs)
         self.llm = LLM(model=str(model_dir), structured_outputs_config={"backend": backend},
                        **kwargs)
 
-    def generate(self, schema: Any, prompt: str, n: int = 1, max_tokens: int = 128,
+    def generate(self, schema: Any, prompt: str | list[int], n: int = 1, max_tokens: int = 128,
                  temperature: float = 1.0, seed: int = 0) -> dict[str, Any]:
-        """``n`` samples of ``prompt`` under ``schema`` (None: unconstrained). ``ttft_ns``:
+        """``n`` samples of ``prompt`` (text, or token ids: a checkpoint's own prompt
+        format) under ``schema`` (None: unconstrained). ``ttft_ns``:
         wall time of a one-token request, ns; ``total_ns``: of the whole request.
 
         Raises whatever vLLM raises for a schema its backend refuses (the caller records it
@@ -122,11 +151,12 @@ class VllmOffline:
 
         # TTFT: a one-token request first (the offline API reports no per-request first-token
         # time in every release); it also pays the grammar's compile, as a first request does
+        p: Any = {"prompt_token_ids": list(prompt)} if isinstance(prompt, list) else prompt
         t0 = time.perf_counter_ns()
-        self.llm.generate([prompt], params(1), use_tqdm=False)
+        self.llm.generate([p], params(1), use_tqdm=False)
         ttft = time.perf_counter_ns() - t0
         t0 = time.perf_counter_ns()
-        outs = self.llm.generate([prompt], params(max_tokens), use_tqdm=False)
+        outs = self.llm.generate([p], params(max_tokens), use_tqdm=False)
         total = time.perf_counter_ns() - t0
         res = outs[0]
         return {"texts": [o.text for o in res.outputs],

@@ -303,10 +303,16 @@ class XGrammarEngine(EngineAdapter):
         self._nontext = frozenset(specials) | stop  # ids never forwarded to xgrammar
         # Empty bytes = special for xgrammar (never matchable as text). Stop ids get empty
         # bytes too: they are matched through stop_token_ids only.
-        encoded = [b"" if i in specials else t for i, t in enumerate(vocab.tokens)]
-        self.tokenizer_info = xgr.TokenizerInfo(
-            encoded, xgr.VocabType.RAW, vocab_size=vocab.size, stop_token_ids=list(vocab.stop_ids)
-        )
+        if vocab.hf_tokenizer is not None:
+            # a model folder's tokenizer (--model PATH): xgrammar's own constructor, as
+            # vLLM's xgrammar backend calls it (vocab_size: the logits' width)
+            self.tokenizer_info = xgr.TokenizerInfo.from_huggingface(
+                vocab.hf_tokenizer, vocab_size=vocab.size, stop_token_ids=list(vocab.stop_ids))
+        else:
+            encoded = [b"" if i in specials else t for i, t in enumerate(vocab.tokens)]
+            self.tokenizer_info = xgr.TokenizerInfo(
+                encoded, xgr.VocabType.RAW, vocab_size=vocab.size,
+                stop_token_ids=list(vocab.stop_ids))
         self._compiler = xgr.GrammarCompiler(
             self.tokenizer_info, max_threads=1, cache_enabled=False
         )

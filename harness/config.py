@@ -44,7 +44,9 @@ class RunConfig:
         ``"all"`` (each visible engine's default configuration) or ``NAME[:CONFIG]`` names,
         as a list or a comma-separated string.
     tokenizer:
-        ``llama3``, ``tekken``, ``qwen2`` or a path to a Hugging Face ``tokenizer.json``.
+        ``llama3``, ``tekken``, ``qwen2`` or a path to a Hugging Face ``tokenizer.json``
+        or model folder. With a suite option ``model`` naming a checkpoint folder
+        (``--model PATH``) it becomes that folder (absolute): the checkpoint's tokenizer.
     data:
         The corpus folder (None: ``$HARNESS_DATA`` or ``../shared/corpora/<suite>``).
     subsets, sample, schemas:
@@ -124,6 +126,44 @@ class RunConfig:
                               + (f"; its options: {', '.join(defaults)}" if defaults else ""))
         object.__setattr__(self, "options", {**defaults, **{k: v for k, v in self.options.items()
                                                              if v is not None}})
+        self._check_model()
+
+    def _check_model(self) -> None:
+        """A suite option ``model`` that names a path (``--model PATH``) is a checkpoint
+        folder: validated here, once (:func:`harness.model.load_checkpoint`; a bad one is
+        a :class:`ConfigError` with its one line naming the path), and the run's
+        vocabulary becomes the folder's tokenizer (every engine is built on it). A
+        ``--tokenizer`` other than the default or that folder is refused."""
+        model = self.options.get("model")
+        ckpt = None
+        if isinstance(model, str) and model:
+            from harness.model.checkpoint import (CheckpointError, load_checkpoint,
+                                                  looks_like_checkpoint)
+
+            if looks_like_checkpoint(model):
+                try:
+                    ckpt = load_checkpoint(model)
+                except CheckpointError as e:
+                    raise ConfigError(str(e)) from None
+        object.__setattr__(self, "_checkpoint", ckpt)
+        if ckpt is None:
+            return
+        import os
+
+        folder = os.path.abspath(os.path.expanduser(str(model)))
+        mine = {folder, os.path.join(folder, "tokenizer.json")}
+        tok = self.tokenizer
+        if tok != "llama3" and os.path.abspath(os.path.expanduser(tok)) not in mine:
+            raise ConfigError(f"--tokenizer {tok} and --model {model}: a checkpoint brings "
+                              "its own tokenizer (leave --tokenizer out)")
+        object.__setattr__(self, "tokenizer", folder)
+
+    @property
+    def checkpoint(self) -> dict[str, Any] | None:
+        """What run.json records of a checkpoint given as ``--model PATH``
+        (:meth:`harness.model.Checkpoint.describe`); None for a size name or no model."""
+        ckpt = self.__dict__.get("_checkpoint")
+        return ckpt.describe() if ckpt is not None else None
 
     @property
     def suite_class(self) -> type:

@@ -198,6 +198,7 @@ class RunMeta(TypedDict, total=False):
     suite: dict[str, Any]   # the suite's describe()
     engines: list[dict[str, Any]]  # per row: engine, status, version, options, reason
     tokenizer: dict[str, Any]
+    model: dict[str, Any]   # --model PATH: harness.model.Checkpoint.describe()
     limits: dict[str, Any]
     machine: dict[str, Any]
     python: str

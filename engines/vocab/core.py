@@ -9,6 +9,9 @@ Specs accepted by :func:`engines.vocab.load_vocabulary`:
 - ``llama3`` (default): Meta's Llama-3 tiktoken file shipped in the
   ``llama-models`` package (128,256 ids; 256 specials from 128000).
 - a path to a Hugging Face ``tokenizer.json`` (through ``tokenizers``).
+- a model folder (``config.json`` + ``tokenizer.json``, ``--model PATH``): its
+  ``tokenizer.json``'s bytes, padded to ``config.json``'s ``vocab_size`` (the logits'
+  width), with the folder's Hugging Face tokenizer attached (``hf_tokenizer``).
 - ``tekken``: Mistral's tekken vocabulary from ``mistral-common`` (optional extra).
 - ``qwen2``: Qwen's ``qwen.tiktoken`` from ``dashscope`` (optional extra).
 """
@@ -20,7 +23,7 @@ import functools
 import hashlib
 import importlib.resources
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 #: The Llama-3 pre-tokenizer regex (tiktoken syntax), as in ``llama_models``.
 LLAMA3_PATTERN = (
@@ -56,6 +59,12 @@ class Vocabulary:
     name (e.g. ``b"<|eot_id|>"``) but are listed in ``special_ids``: engines must
     treat them as non-matchable (never allowed by the grammar), except the stop
     tokens, which the engines allow exactly when the grammar may end.
+
+    ``hf_tokenizer`` is the Hugging Face tokenizer (``PreTrainedTokenizerFast``) of a
+    vocabulary loaded from a model folder (``--model PATH``), None otherwise: adapters whose
+    engine has a constructor from a Hugging Face tokenizer use it when it is there (as
+    vLLM builds them), the raw bytes otherwise. It is not compared and not fingerprinted:
+    the vocabulary is its bytes and ids.
     """
 
     name: str
@@ -64,6 +73,7 @@ class Vocabulary:
     stop_ids: tuple[int, ...]
     bos_id: int | None
     encoder: Callable[[str], list[int]] = field(repr=False, compare=False)
+    hf_tokenizer: Any = field(default=None, repr=False, compare=False)
 
     @property
     def size(self) -> int:
@@ -99,6 +109,8 @@ class Vocabulary:
             "bos_id": self.bos_id,
             "n_special": len(self.special_ids),
             "fingerprint": self.fingerprint,
+            # engines built through their constructors from the Hugging Face tokenizer
+            "hf_tokenizer": self.hf_tokenizer is not None,
         }
 
 

@@ -223,3 +223,45 @@ def load_tokenizer_json(path: str) -> Vocabulary:
         bos_id=bos_id,
         encoder=encode,
     )
+
+
+def load_model_folder(folder: str) -> Vocabulary:
+    """The vocabulary of a Hugging Face model folder (a checkpoint, ``--model PATH``): the
+    bytes of its ``tokenizer.json`` (:func:`load_tokenizer_json`, stop and BOS ids from the
+    sibling ``tokenizer_config.json`` / ``generation_config.json``, and ``config.json``'s
+    ``eos_token_id`` among the stops), padded with
+    non-matchable ids up to ``config.json``'s ``vocab_size`` where the model's logits are
+    wider than the tokenizer, and the folder's tokenizer as transformers loads it
+    (``AutoTokenizer``, local files only) in ``hf_tokenizer``, for the engines' own
+    constructors. Raises :class:`VocabularyError` (one line naming the folder)."""
+    import dataclasses
+
+    path = os.path.join(folder, "tokenizer.json")
+    if not os.path.isfile(path):
+        raise VocabularyError(f"tokenizer {folder!r}: a folder without tokenizer.json")
+    vocab = load_tokenizer_json(path)
+    config = _read_json(os.path.join(folder, "config.json")) or {}
+    width = config.get("vocab_size")
+    tokens, special = list(vocab.tokens), set(vocab.special_ids)
+    if isinstance(width, int) and width > len(tokens):
+        special.update(range(len(tokens), width))
+        tokens += [b""] * (width - len(tokens))
+    # the model's own stop ids (config.json's eos_token_id, one or a list) stop it too
+    stops = list(vocab.stop_ids)
+    eos = config.get("eos_token_id")
+    for i in eos if isinstance(eos, list) else [eos]:
+        if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(tokens) \
+                and i not in stops:
+            stops.append(i)
+            special.add(i)
+    try:
+        from transformers import AutoTokenizer
+
+        hf = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    except Exception as e:  # noqa: BLE001 - any failure is "does not load"
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise VocabularyError(f"tokenizer {folder!r}: transformers cannot load the folder's "
+                              f"tokenizer ({type(e).__name__}: {first[:200]})") from None
+    return dataclasses.replace(vocab, name=f"hf:{folder}", tokens=tuple(tokens),
+                               special_ids=frozenset(special), stop_ids=tuple(stops),
+                               hf_tokenizer=hf)

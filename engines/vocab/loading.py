@@ -36,12 +36,17 @@ def known_tokenizers() -> list[str]:
 
 @functools.lru_cache(maxsize=4)
 def load_vocabulary(spec: str = "llama3") -> Vocabulary:
-    """Load a vocabulary by name or ``tokenizer.json`` path; memoised per process.
+    """Load a vocabulary by name, ``tokenizer.json`` path or model folder (one holding
+    ``tokenizer.json``: :func:`engines.vocab.hf.load_model_folder`); memoised per process.
 
     Raises :class:`VocabularyError` with a one-line message on failure.
     """
     if spec in _NAMED:
         return _NAMED[spec]()
+    if os.path.isdir(spec):
+        from engines.vocab.hf import load_model_folder
+
+        return load_model_folder(spec)
     if os.path.exists(spec):
         try:
             return load_hf_tokenizer_json(spec)
@@ -54,5 +59,5 @@ def load_vocabulary(spec: str = "llama3") -> Vocabulary:
             ) from None
     raise VocabularyError(
         f"tokenizer {spec!r}: not a known name ({', '.join(known_tokenizers())}) "
-        "nor an existing tokenizer.json path"
+        "nor an existing tokenizer.json path or model folder"
     )

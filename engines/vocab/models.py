@@ -29,14 +29,16 @@ class ModelShape:
     rope_theta: float = 500000.0
     rms_eps: float = 1e-5
     context: int = 8192
+    #: an explicit head dimension (a checkpoint's ``head_dim``); 0: ``hidden // heads``
+    dims: int = 0
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        return self.dims or self.hidden // self.heads
 
     def n_params(self) -> int:
-        h, kv = self.hidden, self.kv_heads * self.head_dim
-        per_layer = 2 * h * h + 2 * h * kv + 3 * h * self.intermediate + 2 * h
+        h, kv, q = self.hidden, self.kv_heads * self.head_dim, self.heads * self.head_dim
+        per_layer = 2 * h * q + 2 * h * kv + 3 * h * self.intermediate + 2 * h
         emb = self.vocab * h
         return emb * (1 if self.tied else 2) + self.layers * per_layer + h
 

@@ -18,7 +18,8 @@ def add_parser(sub) -> None:
     p.add_argument("--suite", help=f"suite name: {', '.join(SUITES.names())} (default: jsonschemabench)")
     p.add_argument("--engine", dest="engines",
                    help="engines as NAME[:CONFIG],... or 'all' (default: all)")
-    p.add_argument("--tokenizer", help="llama3 (default), tekken, qwen2, or a tokenizer.json path")
+    p.add_argument("--tokenizer", help="llama3 (default), tekken, qwen2, a tokenizer.json path "
+                                       "or a model folder (with --model PATH: that folder's)")
     p.add_argument("--data", help="corpus folder (default: $HARNESS_DATA or ../shared/corpora/<suite>)")
     p.add_argument("--subset", dest="subsets", action="append",
                    help="subset(s) to run, comma-separated or repeated; 'core12' = the peer table's 12 groups")

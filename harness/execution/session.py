@@ -179,6 +179,8 @@ def run(config: RunConfig | None, results_root: Path, resume: Path | None = None
             "git_commit": git_commit(),
             "sessions": [],
         }
+        if config.checkpoint is not None:  # --model PATH: the checkpoint it ran on
+            meta["model"] = config.checkpoint
         store = RunStore.create(results_root, run_id, meta)
     runnable = [s for s, st in zip(specs, statuses) if st["status"] == "run"]
     finished = store.finished()

@@ -98,6 +98,7 @@ class Checkpoint:
 
         dt = {"float32": torch.float32, "bf16": torch.bfloat16,
               "bfloat16": torch.bfloat16}.get(dtype, torch.float32)
+        m: Any
         try:
             m: Any = AutoModelForCausalLM.from_pretrained(str(self.folder), local_files_only=True,
                                                           dtype=dt)

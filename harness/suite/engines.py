@@ -21,6 +21,7 @@ _EXPORTS = {
     "EXTERNAL_SERVER": "engines:EXTERNAL_SERVER",
     "FORMATS": "engines.tool_calls:FORMATS",
     "load_vocabulary": "engines.vocab:load_vocabulary",
+    "ModelShape": "engines.vocab.models:ModelShape",
     "ORACLE": "engines:ORACLE",
     "ReasoningSpec": "engines.reasoning:ReasoningSpec",
     "shape": "engines.vocab.models:shape",
@@ -39,4 +40,4 @@ if TYPE_CHECKING:
     from engines.tool_calls import FORMATS, ToolSpec
     from engines.vocab import load_vocabulary
     from engines.vocab.gguf import cache_root, ensure_gguf
-    from engines.vocab.models import BOS_ID, EOS_ID, shape
+    from engines.vocab.models import BOS_ID, EOS_ID, ModelShape, shape

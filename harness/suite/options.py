@@ -9,7 +9,10 @@ import argparse
 from typing import Any, Callable, Iterable, Mapping, TypeVar, cast
 
 __all__ = ["add_flag", "add_token_flags", "batch_sizes", "config_from", "count", "floats", "ints",
-           "merged", "names", "positive_float", "positive_int"]
+           "merged", "model_spec", "names", "positive_float", "positive_int"]
+
+#: The random-weight model shapes by name (``engines.vocab.models.SIZES``), for speed work.
+MODEL_SIZES = ("micro", "tiny", "small", "1b", "8b")
 
 
 def _number(text: str, kind: type, what: str):
@@ -133,3 +136,18 @@ def add_token_flags(group) -> None:
     add_flag(group, "--corpus", choices=("jsonschemabench", "grammars"),
              help="mask-diff / fuzz: the cases' corpus: JSONSchemaBench schemas (default) or "
                   "the grammar corpus (regexes, choices, CFGs)")
+
+
+def model_spec(text: str) -> str:
+    """``--model``: a size name (:data:`MODEL_SIZES`: random weights of that shape) or a
+    path to a local Hugging Face checkpoint folder. A path is kept as given and validated
+    with the run's configuration (one line naming it: exit 2)."""
+    if text in MODEL_SIZES:
+        return text
+    from harness.model.checkpoint import looks_like_checkpoint
+
+    if looks_like_checkpoint(text):
+        return text
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is neither a model size ({', '.join(MODEL_SIZES)}) nor a checkpoint "
+        "folder (a path: ./my-model, /models/x)")

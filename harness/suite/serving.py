@@ -1,6 +1,7 @@
 """The suite API's serving: OpenAI-compatible servers, the one client that talks to them
 (with the one event-stream parser), the launcher that starts them, the servers of a run's
-engine rows and the prompts sent. Imported on first use."""
+engine rows and the prompts sent, and the model they run (a size's folder written here, or
+a local checkpoint given as ``--model PATH``). Imported on first use."""
 
 from __future__ import annotations
 
@@ -12,6 +13,11 @@ from harness.suite._exports import lazy_exports
 _EXPORTS = {
     "ASK": "harness.measure.serving.prompt:ASK",
     "build_prompt": "harness.measure.serving.prompt:build_prompt",
+    "CheckpointError": "harness.model.checkpoint:CheckpointError",
+    "load_checkpoint": "harness.model.checkpoint:load_checkpoint",
+    "looks_like_checkpoint": "harness.model.checkpoint:looks_like_checkpoint",
+    "model_folder": "harness.measure.serving.vllm_offline:model_folder",
+    "model_prompt": "harness.measure.serving.prompt:model_prompt",
     "Completion": "harness.measure.serving.openai_client:Completion",
     "Constraint": "harness.measure.serving.openai_client:Constraint",
     "HOST": "harness.measure.serving.launcher:HOST",
@@ -41,6 +47,8 @@ if TYPE_CHECKING:
         ServerUnavailable, server_log_line)
     from harness.measure.serving.openai_client import (TRANSPORT_ERRORS, Completion, Constraint,
         OpenAIClient, server_for, server_labels, split_server, sse_chunks, takes_seeds, verdict)
-    from harness.measure.serving.prompt import ASK, SYSTEM, build_prompt, schema_excerpt
+    from harness.measure.serving.prompt import (ASK, SYSTEM, build_prompt, model_prompt,
+        schema_excerpt)
     from harness.measure.serving.servers import RowServers, Target
-    from harness.measure.serving.vllm_offline import write_hf_model
+    from harness.measure.serving.vllm_offline import model_folder, write_hf_model
+    from harness.model.checkpoint import CheckpointError, load_checkpoint, looks_like_checkpoint

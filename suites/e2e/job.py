@@ -69,7 +69,11 @@ def resolve_options(opts: Mapping[str, Any] | None) -> E2EJobOptions:
     if o["runtime"] == "auto":
         import importlib.util
 
+        from harness.suite.serving import looks_like_checkpoint
+
+        # a checkpoint (--model PATH) decodes on the torch runtime
         o["runtime"] = ("llamacpp" if o["device"] == "cpu" and max(batches) == 1
+                        and not looks_like_checkpoint(str(o["model"]))
                         and importlib.util.find_spec("llama_cpp") is not None else "torch")
     if o["runtime"] == "llamacpp" and o["overlap"]:
         # logits_processor runs inside llama-cpp-python's own loop: overlap needs the eval path
@@ -143,7 +147,7 @@ def _warm(rt, prompt: list[int], max_new: int) -> WarmUp:
 
 def run_e2e_job(job: JobPayload, phase=lambda p, info=None: None) -> E2ERecord:
     from engines.protocol import CompileError, one_line
-    from harness.suite.serving import build_prompt
+    from harness.suite.serving import model_prompt
     from suites.e2e.runtime_cache import get_runtime
     from harness.suite.measure import GroundTruth
     from harness.suite.measure import adapters
@@ -170,7 +174,7 @@ def run_e2e_job(job: JobPayload, phase=lambda p, info=None: None) -> E2ERecord:
     rt = get_runtime(o)
     if getattr(rt, "vocab_checked", None) is None and hasattr(rt, "check_vocabulary"):
         rt.check_vocabulary(vocab)
-    prompt = build_prompt(vocab, case["schema_text"])
+    prompt = model_prompt(o["model"], vocab, case["schema_text"])
     gbnf = type(adapter).grammar_runtime == o["runtime"]
     batches = o["batches"] if not gbnf else o["batches"][:1]
     # one-time costs of this process, outside the job's time limit: the first warm-up of

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from harness.suite.options import add_flag, batch_sizes
+from harness.suite.options import add_flag, batch_sizes, model_spec
 from suites.e2e.job import E2E_DEFAULTS
 
 __all__ = ["DEFAULTS", "KEYS", "add_run_arguments", "batch_sizes", "config_from_args",
@@ -60,10 +60,12 @@ def mask_bench_value(text: str) -> str:
 def add_run_arguments(p) -> None:
     shared = p.add_argument_group("e2e and serve suites (the model: random weights of a real "
                                   "shape)")
-    shared.add_argument("--model", choices=("micro", "tiny", "small", "1b", "8b"),
-                        help="model size: micro (tests), tiny (~70M), small (~360M), 1b, 8b "
-                             "(GPU); the decode loop's (e2e) or the launched server's (serve); "
-                             "default tiny in both")
+    shared.add_argument("--model", type=model_spec, metavar="SIZE|PATH",
+                        help="random weights of a size: micro (tests), tiny (~70M), small "
+                             "(~360M), 1b, 8b (GPU); or PATH, a local Hugging Face checkpoint "
+                             "folder (config.json, weights, tokenizer.json): its weights, its "
+                             "tokenizer for every engine, its prompt format; the decode loop's "
+                             "(e2e) or the launched server's (serve); default tiny in both")
     shared.add_argument("--max-tokens", dest="max_tokens", type=int,
                         help="token budget per output; one without EOS by then is a runaway "
                              "(default 128 in both suites)")

@@ -40,6 +40,11 @@ def build_runtime(opts: E2EJobOptions):
             raise ValueError("the llamacpp runtime runs batch 1 only (use --runtime torch)")
         if opts.get("device", "cpu") != "cpu":
             raise ValueError("the llamacpp runtime is built CPU-only here (use --runtime torch)")
+        from harness.suite.serving import looks_like_checkpoint
+
+        if looks_like_checkpoint(opts["model"]):
+            raise ValueError(f"--model {opts['model']}: the llamacpp runtime runs the "
+                             "random-weight sizes; decode a checkpoint with --runtime torch")
         return LlamaCppRuntime(opts["model"], quant=opts.get("quant") or "Q8_0",
                                seed=opts.get("seed", 0), threads=opts.get("threads", 1),
                                n_ctx=opts.get("n_ctx") or 4096)
@@ -71,6 +76,7 @@ def warm_up(rt) -> None:
     import torch
 
     with torch.inference_mode():
-        rt.prefill([128000, 1, 2, 3])
+        n = int(getattr(rt, "vocab_size", 128256))  # ids inside a checkpoint's vocabulary
+        rt.prefill([128000 % n, 1, 2, 3])
         rt.step([4] * rt.batch)
         rt.step([5] * rt.batch)

@@ -1,6 +1,8 @@
 """``torch`` runtime: a Llama decoder with random, seeded weights, decoding like a server.
 
-Sizes by name (:mod:`engines.vocab.models`), ``cpu`` or ``cuda``, bf16 (default) or float32.
+Sizes by name (:mod:`engines.vocab.models`), or a local Llama-architecture checkpoint
+folder (``--model PATH``: its weights, its shape from ``config.json``), ``cpu`` or
+``cuda``, bf16 (default) or float32.
 One intra-op thread by default on CPU (two were slower and erratic on the 2-core machine).
 
 The weights are those of a transformers ``LlamaForCausalLM`` built in place (random, seeded);
@@ -66,6 +68,35 @@ class _Slots:
         self.p = 0  # host copy of pos
 
 
+def checkpoint_shape(ckpt: Any) -> Any:
+    """The :class:`ModelShape` of a checkpoint's ``config.json``; raises ValueError (one
+    line naming the path) for one the runtime's own step does not compute: not a Llama
+    (``LlamaForCausalLM``), or a Llama with biases or another activation."""
+    from harness.suite.engines import ModelShape
+
+    c = ckpt.config
+    arch = (c.get("architectures") or [None])[0]
+    if c.get("model_type") != "llama" or arch not in (None, "LlamaForCausalLM"):
+        raise ValueError(f"--model {ckpt.path}: the torch runtime decodes Llama-architecture "
+                         f"checkpoints (LlamaForCausalLM); this one is "
+                         f"{arch or c.get('model_type')}")
+    if c.get("attention_bias") or c.get("mlp_bias") or c.get("hidden_act", "silu") != "silu":
+        raise ValueError(f"--model {ckpt.path}: the torch runtime decodes Llama checkpoints "
+                         "without biases and with SiLU (this one has attention_bias, "
+                         "mlp_bias or another hidden_act)")
+    rope = c.get("rope_parameters") or {}
+    heads = int(c["num_attention_heads"])
+    return ModelShape(
+        name=ckpt.path, hidden=int(c["hidden_size"]), layers=int(c["num_hidden_layers"]),
+        heads=heads, kv_heads=int(c.get("num_key_value_heads") or heads),
+        intermediate=int(c["intermediate_size"]), tied=bool(c.get("tie_word_embeddings")),
+        vocab=int(c["vocab_size"]),
+        rope_theta=float(c.get("rope_theta") or rope.get("rope_theta") or 10000.0),
+        rms_eps=float(c.get("rms_norm_eps", 1e-6)),
+        context=int(c.get("max_position_embeddings") or 2048),
+        dims=int(c.get("head_dim") or 0))
+
+
 class TorchRuntime:
     """A Llama decoder (random weights) with a static KV cache and, on CUDA, a
     graph-captured decode step per (batch size, attention bucket)."""
@@ -77,7 +108,12 @@ class TorchRuntime:
                  graphs: bool | None = None) -> None:
         from transformers import LlamaConfig, LlamaForCausalLM
 
-        self.shape = shape(model)
+        from harness.suite.serving import load_checkpoint, looks_like_checkpoint
+
+        #: a local checkpoint (``--model PATH``): its weights, its shape; None for a size
+        self.checkpoint = load_checkpoint(model) if looks_like_checkpoint(model) else None
+        self.shape = (checkpoint_shape(self.checkpoint) if self.checkpoint is not None
+                      else shape(model))
         self.device = device
         self.batch = int(batch)
         self.vocab_size = self.shape.vocab
@@ -98,24 +134,30 @@ class TorchRuntime:
         #: the forward is queued on the device and returns before it finished (CUDA)
         self.asynchronous = cuda
         s = self.shape
-        cfg = LlamaConfig(
-            vocab_size=s.vocab, hidden_size=s.hidden, num_hidden_layers=s.layers,
-            num_attention_heads=s.heads, num_key_value_heads=s.kv_heads,
-            intermediate_size=s.intermediate, tie_word_embeddings=s.tied,
-            max_position_embeddings=s.context, rope_theta=s.rope_theta, rms_norm_eps=s.rms_eps,
-            bos_token_id=BOS_ID, eos_token_id=EOS_ID,
-        )
-        self.config = cfg
         t0 = time.perf_counter()
-        torch.manual_seed(seed)
-        prev = torch.get_default_dtype()
-        try:
-            # build straight in the target dtype on the target device (8B in fp32 = 32 GB)
-            torch.set_default_dtype(dt)
-            with torch.device(device):
-                self.model = LlamaForCausalLM(cfg)
-        finally:
-            torch.set_default_dtype(prev)
+        if self.checkpoint is not None:
+            folder = str(self.checkpoint.folder)
+            self.model = LlamaForCausalLM.from_pretrained(folder, local_files_only=True,
+                                                          dtype=dt).to(device)
+            self.config = self.model.config
+        else:
+            cfg = LlamaConfig(
+                vocab_size=s.vocab, hidden_size=s.hidden, num_hidden_layers=s.layers,
+                num_attention_heads=s.heads, num_key_value_heads=s.kv_heads,
+                intermediate_size=s.intermediate, tie_word_embeddings=s.tied,
+                max_position_embeddings=s.context, rope_theta=s.rope_theta,
+                rms_norm_eps=s.rms_eps, bos_token_id=BOS_ID, eos_token_id=EOS_ID,
+            )
+            self.config = cfg
+            torch.manual_seed(seed)
+            prev = torch.get_default_dtype()
+            try:
+                # build straight in the target dtype on the target device (8B in fp32 = 32 GB)
+                torch.set_default_dtype(dt)
+                with torch.device(device):
+                    self.model = LlamaForCausalLM(cfg)
+            finally:
+                torch.set_default_dtype(prev)
         self.model.eval()
         self.model.requires_grad_(False)
         self._bind_weights()

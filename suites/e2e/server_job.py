@@ -19,7 +19,8 @@ from suites.e2e.records import E2EJobOptions, E2ERecord
 
 def run_server_job(job: JobPayload, o: E2EJobOptions, phase) -> E2ERecord:
     from harness.suite.serving import OpenAIClient, server_for, split_server, takes_seeds, verdict
-    from harness.suite.serving import ASK, SYSTEM, schema_excerpt
+    from harness.suite.serving import (ASK, SYSTEM, looks_like_checkpoint, model_prompt,
+                                       schema_excerpt)
     from harness.suite.engines import load_vocabulary
     from harness.suite.measure import SchemaTarget
 
@@ -41,11 +42,14 @@ def run_server_job(job: JobPayload, o: E2EJobOptions, phase) -> E2ERecord:
     messages = [{"role": "system", "content": SYSTEM},
                 {"role": "user", "content": ASK + schema_excerpt(
                     load_vocabulary(job["tokenizer"]), case["schema_text"])}]
+    # --model PATH: the server is asked a completion of the checkpoint's own prompt ids
+    prompt = (model_prompt(o["model"], load_vocabulary(job["tokenizer"]), case["schema_text"])
+              if looks_like_checkpoint(str(o["model"])) else None)
     phase("decode")
     con = client.complete(schema, messages, max_tokens=o["max_tokens"],
-                          temperature=o["temperature"], seed=seed)
+                          temperature=o["temperature"], seed=seed, prompt=prompt)
     unc = client.complete(None, messages, max_tokens=o["max_tokens"],
-                          temperature=o["temperature"], seed=seed)
+                          temperature=o["temperature"], seed=seed, prompt=prompt)
     record["e2e_config"] = {"runtime": "server", "server": o["server"],
                             "dialect": client.dialect, "model": client.model,
                             "max_tokens": o["max_tokens"], "seed": seed,

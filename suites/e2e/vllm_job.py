@@ -1,6 +1,6 @@
 """The offline route of a serving engine's row (``vllm:BACKEND``) in the e2e suite: its own
 offline engine (the adapter's ``offline``) on a model folder the harness writes, random
-weights, in a worker started in the engine's environment (``.venv-vllm``). Per job: one
+weights (or the checkpoint folder of ``--model PATH``, its weights and prompt format), in a worker started in the engine's environment (``.venv-vllm``). Per job: one
 constrained and one unconstrained ``generate`` with the same seed and budget."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ _LLM: dict[tuple, Any] = {}
 
 def run_vllm_job(job: JobPayload, o: E2EJobOptions, phase) -> E2ERecord:
     from harness.suite import adapter_class
-    from harness.suite.serving import write_hf_model
+    from harness.suite.serving import looks_like_checkpoint, model_folder, model_prompt
     from harness.suite.engines import cache_root
     from harness.suite.serving import ASK, SYSTEM, schema_excerpt
     from harness.suite.measure import check_output
@@ -36,16 +36,21 @@ def run_vllm_job(job: JobPayload, o: E2EJobOptions, phase) -> E2ERecord:
     key = (o["model"], o["seed"], backend)
     if key not in _LLM:
         _LLM.clear()
-        folder = write_hf_model(o["model"], vocab, cache_root() / "models")
+        # a size's folder written here (random weights), or the checkpoint's (--model PATH)
+        folder = model_folder(o["model"], vocab, cache_root() / "models")
         _LLM[key] = adapter_class(eng["name"]).offline(str(folder), backend=backend,
                                                        seed=o["seed"])
     llm = _LLM[key]
     phase("groundtruth")
     schema = json.loads(case["schema_text"])
     truth = GroundTruth.for_case(case)
-    prompt = (f"<|start_header_id|>system<|end_header_id|>\n\n{SYSTEM}<|eot_id|>"
-              f"<|start_header_id|>user<|end_header_id|>\n\n{ASK}{schema_excerpt(vocab, case['schema_text'])}<|eot_id|>"
-              "<|start_header_id|>assistant<|end_header_id|>\n\n")
+    prompt: str | list[int]
+    if looks_like_checkpoint(o["model"]):  # the checkpoint's own prompt format, as ids
+        prompt = model_prompt(o["model"], vocab, case["schema_text"])
+    else:
+        prompt = (f"<|start_header_id|>system<|end_header_id|>\n\n{SYSTEM}<|eot_id|>"
+                  f"<|start_header_id|>user<|end_header_id|>\n\n{ASK}{schema_excerpt(vocab, case['schema_text'])}<|eot_id|>"
+                  "<|start_header_id|>assistant<|end_header_id|>\n\n")
     phase("decode")
     try:
         con = llm.generate(schema, prompt, n=o["batch"], max_tokens=o["max_tokens"],

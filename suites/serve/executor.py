@@ -197,7 +197,8 @@ class ServeExecutor:
                                          temperature=float(self.o["temperature"]),
                                          seed=int(self.o["seed"]) if target.seeded else None,
                                          constraint=Constraint(c["kind"], c["value"]),
-                                         form=self.o["form"])
+                                         form=self.o["form"],
+                                         prompt=self._prompt_ids(case["schema_text"]))
             res.log_span = (log_from, target.log_size())
             return res
         if req["constrained"]:
@@ -211,9 +212,28 @@ class ServeExecutor:
         seed = int(self.o["seed"]) + int(req["index"]) if target.seeded else None
         res = target.client.complete(None, messages, max_tokens=int(self.o["max_tokens"]),
                                      temperature=float(self.o["temperature"]), seed=seed,
-                                     constraint=constraint, form=self.o["form"])
+                                     constraint=constraint, form=self.o["form"],
+                                     prompt=self._prompt_ids(case["schema_text"]))
         res.log_span = (log_from, target.log_size())
         return res
+
+    def _prompt_ids(self, schema_text: str) -> list[int] | None:
+        """A checkpoint's own prompt format as token ids (``--model PATH``: a completion of
+        them is asked), None for a size (a chat request with :data:`SYSTEM` and :data:`ASK`).
+        A workload that is not a JSON schema gets the schema-less prompt."""
+        from harness.suite.serving import looks_like_checkpoint, model_prompt
+        from harness.suite.engines import load_vocabulary
+
+        model = str(self.o.get("model") or "")
+        if not looks_like_checkpoint(model):
+            return None
+        if self._vocab is None:
+            self._vocab = load_vocabulary(self.config.tokenizer)
+        try:
+            json.loads(schema_text)
+        except (TypeError, ValueError):
+            schema_text = "{}"
+        return model_prompt(model, self._vocab, schema_text)
 
     def _excerpt(self, schema_text: str) -> str:
         from harness.suite.serving import schema_excerpt

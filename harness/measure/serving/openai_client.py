@@ -100,6 +100,10 @@ class Constraint:
             raise ValueError(f"unknown constraint kind {self.kind!r}; known: {', '.join(KINDS)}")
 
 
+#: where a chat completion is sent (``prompt`` ids go to ``/v1/completions``)
+CHAT_PATH = "/v1/chat/completions"
+
+
 def request_fields(dialect: str, form: str, c: Constraint) -> dict[str, Any]:
     """The body fields that ask ``dialect``'s server for ``c`` in request form ``form``.
     Raises ValueError for a combination the form cannot express."""
@@ -284,14 +288,18 @@ class OpenAIClient:
     def complete(self, schema: Any, messages: list[dict[str, str]], max_tokens: int = 128,
                  temperature: float = 1.0, seed: int | None = 0,
                  extra: dict[str, Any] | None = None, constraint: Constraint | None = None,
-                 form: str = "response_format") -> Completion:
+                 form: str = "response_format",
+                 prompt: list[int] | None = None) -> Completion:
         """One streamed chat completion. ``schema`` (a JSON schema) or ``constraint`` say
         what the output must match (neither: unconstrained); ``form`` how it is asked
-        (:data:`FORMS`). Never raises for what the server does: an HTTP error or a broken
-        connection is a :class:`Completion` with that status (0: no HTTP answer)."""
+        (:data:`FORMS`). With ``prompt`` (token ids: a checkpoint's own prompt format,
+        ``--model PATH``) it is a completion of those ids (``/v1/completions``) and
+        ``messages`` are not sent. Never raises for what the server does: an HTTP error or a
+        broken connection is a :class:`Completion` with that status (0: no HTTP answer)."""
         dialect = self.detect()
-        body: dict[str, Any] = {"messages": messages, "max_tokens": max_tokens,
-                                "temperature": temperature, "stream": True}
+        body: dict[str, Any] = ({"prompt": list(prompt)} if prompt is not None
+                                else {"messages": messages})
+        body.update({"max_tokens": max_tokens, "temperature": temperature, "stream": True})
         if dialect in ("vllm", "sglang"):
             body["stream_options"] = {"include_usage": True}
         if self.model:
@@ -303,15 +311,17 @@ class OpenAIClient:
         if constraint is not None:
             body.update(request_fields(dialect, form, constraint))
         body.update(extra or {})
-        out = self.stream(json.dumps(body))
+        out = self.stream(json.dumps(body),
+                          path="/v1/completions" if prompt is not None else CHAT_PATH)
         if out.failure is not None:  # what arrived before the failure is not reported
             return Completion(0, error=out.error, total_ns=out.total_ns, sent_ns=out.sent_ns)
         return out
 
     def stream(self, body: str, timeout: float | None = None,
-               accept_event_stream: bool = True) -> Completion:
+               accept_event_stream: bool = True, path: str | None = None) -> Completion:
         """POST ``body`` (a chat completion request's JSON text, ``"stream": true``) to
-        ``/v1/chat/completions`` and read its event stream: the answer's text, tool calls,
+        ``/v1/chat/completions`` (or ``path``: ``/v1/completions``, whose chunks carry
+        ``choices[].text``) and read its event stream: the answer's text, tool calls,
         finish reason and in-band error, the time to the first content chunk and the gaps
         between chunks (ns, one content chunk one token). ``timeout``: seconds for the
         connection and each read (None: the client's); ``accept_event_stream``: send
@@ -329,7 +339,7 @@ class OpenAIClient:
         parts: list[str] = []
         last = None
         try:
-            c.request("POST", self.prefix + "/v1/chat/completions", body=body, headers=headers)
+            c.request("POST", self.prefix + (path or CHAT_PATH), body=body, headers=headers)
             r = c.getresponse()
             out.status = r.status
             if r.status != 200:
@@ -347,7 +357,7 @@ class OpenAIClient:
                     out.usage_tokens = int(usage["completion_tokens"])
                 for ch in chunk.get("choices") or []:
                     delta = ch.get("delta") or {}
-                    piece = delta.get("content")
+                    piece = delta.get("content") if "delta" in ch else ch.get("text")
                     if piece:
                         now = time.perf_counter_ns()
                         if last is None:

@@ -1,10 +1,14 @@
 """The prompt of every e2e job: Llama 3's chat format asking for an instance of the schema.
 
 With random weights the words do not steer the output; the prompt gives the prefill a
-realistic length (the schema itself, capped at ``max_schema_tokens``).
+realistic length (the schema itself, capped at ``max_schema_tokens``). With a checkpoint
+(``--model PATH``) the prompt is the checkpoint's own format (:func:`model_prompt`:
+``harness_model.json``'s for a model built here, a generic instruction otherwise).
 """
 
 from __future__ import annotations
+
+import json
 
 from engines.vocab import Vocabulary
 
@@ -40,3 +44,16 @@ def build_prompt(vocab: Vocabulary, schema_text: str, max_schema_tokens: int = 2
         ids += [start, *vocab.encode(role), end, *vocab.encode("\n\n"), *body, eot]
     ids += [start, *vocab.encode("assistant"), end, *vocab.encode("\n\n")]
     return ids
+
+
+def model_prompt(model: str | None, vocab: Vocabulary, schema_text: str,
+                 max_schema_tokens: int = 2048) -> list[int]:
+    """The prompt's token ids for a schema under the run's ``--model``: a checkpoint folder's
+    own prompt format (:attr:`harness.model.Checkpoint.prompt_format`, on its tokenizer),
+    else :func:`build_prompt` (Llama 3's chat format, random-weight sizes)."""
+    from harness.model.checkpoint import load_checkpoint, looks_like_checkpoint
+
+    if model and looks_like_checkpoint(model):
+        ckpt = load_checkpoint(model)
+        return ckpt.prompt_format.prompt_ids(ckpt.tokenizer(), json.loads(schema_text))
+    return build_prompt(vocab, schema_text, max_schema_tokens)

@@ -78,7 +78,8 @@ class RowServers:
     run_dir:
         The run's folder: launched servers log to ``servers/`` in it.
     tokenizer:
-        The run's tokenizer (launched servers load the Llama-3 one the harness writes).
+        The run's tokenizer (launched servers load the Llama-3 one the harness writes, or
+        a checkpoint's own, ``--model PATH``, whose folder the run's tokenizer is).
     options:
         The run's options; those of :data:`SERVER_DEFAULTS` are read, the rest ignored.
     """
@@ -139,7 +140,8 @@ class RowServers:
     def _launch(self, engine: Mapping[str, Any]) -> ServerProcess:
         from engines.vocab import load_vocabulary
         from engines.vocab.gguf import cache_root
-        from harness.measure.serving.vllm_offline import write_hf_model
+        from harness.measure.serving.vllm_offline import model_folder
+        from harness.model.checkpoint import looks_like_checkpoint
         from harness.registry import adapter_class
         from harness.registry.environments import environment
 
@@ -148,14 +150,17 @@ class RowServers:
             raise ServerUnavailable(f"engine {engine['label']} has no server to launch; the "
                                     "serve suite launches serving engines (harness engines "
                                     "lists them)")
-        if self.tokenizer != "llama3":
+        checkpoint = looks_like_checkpoint(str(self.o["model"]))
+        if self.tokenizer != "llama3" and not checkpoint:
             raise ServerUnavailable(f"launched servers load the Llama-3 tokenizer the harness "
                                     f"writes; run the serve suite with --tokenizer llama3, not "
                                     f"{self.tokenizer!r}")
         env = engine.get("env")
         python = str(environment(env).python()) if env else sys.executable
-        model_dir = str(write_hf_model(self.o["model"], load_vocabulary(self.tokenizer),
-                                       cache_root() / "models"))
+        # a size: the folder written here (random weights, the Llama-3 tokenizer); a
+        # checkpoint (--model PATH): its own folder, weights and tokenizer
+        model_dir = str(model_folder(str(self.o["model"]), load_vocabulary(self.tokenizer),
+                                     cache_root() / "models"))
         options = cls.configs[engine["config"]]
         safe = engine["label"].replace(":", "-").replace("@", "-").replace("/", "-")
         command = getattr(cls, "server_command")

@@ -17,7 +17,7 @@ from pathlib import Path
 from engines.vocab import LLAMA3_PATTERN, Vocabulary
 from engines.vocab.models import BOS_ID, EOS_ID, shape
 
-__all__ = ["LLAMA3_CHAT_TEMPLATE", "write_hf_model"]
+__all__ = ["LLAMA3_CHAT_TEMPLATE", "model_folder", "write_hf_model"]
 
 #: Llama-3's chat template (the instruct models' ``tokenizer_config.json``), without tools.
 LLAMA3_CHAT_TEMPLATE = (
@@ -86,3 +86,14 @@ def write_hf_model(size: str, vocab: Vocabulary, root: Path) -> Path:
     os.replace(tmp / "tokenizer_config.json", out / "tokenizer_config.json")
     tmp.rmdir()
     return out
+
+
+def model_folder(model: str, vocab: Vocabulary, root: Path) -> Path:
+    """The folder a server or vLLM's offline engine loads for ``--model``: a checkpoint
+    folder (a path) as it is, absolute (its own weights and tokenizer), else the folder of
+    the random-weight size written by :func:`write_hf_model` under ``root``."""
+    from harness.model.checkpoint import load_checkpoint, looks_like_checkpoint
+
+    if looks_like_checkpoint(model):
+        return load_checkpoint(model).folder.resolve()
+    return write_hf_model(model, vocab, root)
