@@ -130,15 +130,20 @@ class RunConfig:
 
     def _check_model(self) -> None:
         """A suite option ``model`` that names a path (``--model PATH``) is a checkpoint
-        folder: validated here, once (:func:`harness.model.load_checkpoint`; a bad one is
+        folder (``build:default`` / ``build:tiny`` name the folder ``harness model build``
+        makes, which the options then hold instead): validated here, once (:func:`harness.model.load_checkpoint`; a bad one is
         a :class:`ConfigError` with its one line naming the path), and the run's
         vocabulary becomes the folder's tokenizer (every engine is built on it). A
         ``--tokenizer`` other than the default or that folder is refused."""
         model = self.options.get("model")
         ckpt = None
         if isinstance(model, str) and model:
-            from harness.model.checkpoint import (CheckpointError, load_checkpoint,
-                                                  looks_like_checkpoint)
+            from harness.model.checkpoint import (BUILT, CheckpointError, load_checkpoint,
+                                                  looks_like_checkpoint, resolve_model)
+
+            if model in BUILT:  # the model built here: its cached folder (built now if not)
+                model = resolve_model(model, self.data)
+                object.__setattr__(self, "options", {**self.options, "model": model})
 
             if looks_like_checkpoint(model):
                 try:

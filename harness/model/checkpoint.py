@@ -100,7 +100,7 @@ class Checkpoint:
               "bfloat16": torch.bfloat16}.get(dtype, torch.float32)
         m: Any
         try:
-            m: Any = AutoModelForCausalLM.from_pretrained(str(self.folder), local_files_only=True,
+            m = AutoModelForCausalLM.from_pretrained(str(self.folder), local_files_only=True,
                                                           dtype=dt)
         except Exception as e:  # noqa: BLE001 - any failure is one line naming the path
             raise CheckpointError(f"--model {self.path}: the weights do not load "
@@ -204,6 +204,7 @@ def save_checkpoint(folder: Path, model: Any, tokenizer: Any,
 BUILT = {"build:tiny": "tiny", "build:default": "default"}
 
 
+@functools.lru_cache(maxsize=8)
 def resolve_model(spec: str, data: str | None = None) -> str:
     """The checkpoint folder ``spec`` names: ``build:tiny`` / ``build:default`` → the
     folder of ``harness model build --size tiny|default`` (built now when not cached);

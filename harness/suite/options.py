@@ -139,15 +139,16 @@ def add_token_flags(group) -> None:
 
 
 def model_spec(text: str) -> str:
-    """``--model``: a size name (:data:`MODEL_SIZES`: random weights of that shape) or a
-    path to a local Hugging Face checkpoint folder. A path is kept as given and validated
+    """``--model``: a size name (:data:`MODEL_SIZES`: random weights of that shape),
+    ``build:default`` / ``build:tiny`` (the model ``harness model build`` makes, built
+    first when not cached) or a path to a local Hugging Face checkpoint folder. A path is kept as given and validated
     with the run's configuration (one line naming it: exit 2)."""
-    if text in MODEL_SIZES:
-        return text
-    from harness.model.checkpoint import looks_like_checkpoint
+    from harness.model.checkpoint import BUILT, looks_like_checkpoint
 
+    if text in MODEL_SIZES or text in BUILT:
+        return text
     if looks_like_checkpoint(text):
         return text
     raise argparse.ArgumentTypeError(
-        f"{text!r} is neither a model size ({', '.join(MODEL_SIZES)}) nor a checkpoint "
-        "folder (a path: ./my-model, /models/x)")
+        f"{text!r} is neither a model size ({', '.join(MODEL_SIZES)}), the model built here "
+        f"({', '.join(BUILT)}) nor a checkpoint folder (a path: ./my-model, /models/x)")

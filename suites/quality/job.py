@@ -166,16 +166,17 @@ def _replay(grammar, tokens: list[int], vocab) -> str:
 def run_quality_job(job: JobPayload, phase=lambda p, info=None: None) -> QualityRecord:
     from engines.protocol import CompileError, one_line
     from harness.suite.measure import adapters, parse_instance_text, target_for
-    from harness.suite.model import load_checkpoint
+    from harness.suite.model import load_checkpoint, resolve_model
     from harness.suite.engines import allocate_bitmask
     from suites.quality.options import resolve
 
     o = resolve(job.get("options"))
     case = job["case"]
-    ckpt = load_checkpoint(str(o["model"]))
+    ckpt = load_checkpoint(resolve_model(str(o["model"])))
     tok = ckpt.tokenizer()
-    spec = str(ckpt.folder / "tokenizer.json")
-    record, adapter, vocab, t_busy = adapters.start_job({**job, "tokenizer": spec}, phase)
+    # the run's vocabulary is the checkpoint's (RunConfig makes it so): engines are built
+    # on its tokenizer through their own Hugging Face constructors
+    record, adapter, vocab, t_busy = adapters.start_job(job, phase)
     qrec: QualityRecord = dict(record)  # type: ignore[assignment]
     target = target_for(case)
     prompt = ckpt.prompt_format.prompt_ids(tok, json.loads(case["schema_text"]))

@@ -59,7 +59,7 @@ def test_each_figure_is_the_hand_set_distributions(unigram_run):
     for r in records:
         q = r["quality"]
         assert not q.get("compile_error"), q.get("compile_error")
-        a = adapter(r["engine"], "default", str(ck / "tokenizer.json"))
+        a = adapter(r["engine"], "default", run.meta()["config"]["tokenizer"])
         vocab = vocabulary()
         grammar = a.compile(_schema_text(r["case_id"]))
         for out in q["outputs"]:
