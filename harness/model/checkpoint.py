@@ -105,7 +105,7 @@ class Checkpoint:
         except Exception as e:  # noqa: BLE001 - any failure is one line naming the path
             raise CheckpointError(f"--model {self.path}: the weights do not load "
                                   f"({type(e).__name__}: {_first_line(e)})") from None
-        m.to(device)
+        m.to(device)  # type: ignore[arg-type]
         m.eval()
         m.requires_grad_(False)
         return m

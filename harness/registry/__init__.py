@@ -170,6 +170,7 @@ COMMANDS: Registry[Any] = Registry("command", "grammar_harness.commands", {
     "report": "harness.cli.report",
     "gate": "harness.cli.gate",
     "explain": "harness.cli.explain",
+    "model": "harness.cli.model",
 })
 
 
