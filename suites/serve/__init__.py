@@ -24,7 +24,7 @@ by the workload:
                  ``structured_outputs.grammar`` reads GBNF-style EBNF)
 
 Outputs of the grammar workloads are judged by the case's ground-truth parser. A BFCL
-schema's request carries its reference answer (``request["reference"]``, the case's valid
+schema's request carries its reference answer (``request["bfcl_answer"]``, the case's valid
 instance): with a checkpoint (``--model PATH``) each JSON output is also matched to it.
 
 Requests run through :class:`suites.serve.executor.ServeExecutor`, not the worker
@@ -196,7 +196,7 @@ class ServeSuite(JsonSchemaBenchView):
                            else "json"}
                     ref = bfcl_reference(src.subset, [x.to_job() for x in src.instances])
                     if ref is not None:  # BFCL: the answer a checkpoint's output is matched to
-                        req["reference"] = ref
+                        req["bfcl_answer"] = ref
                     out.append(dataclasses.replace(src, suite=self.name, case_id=cid,
                                                    schema=schema, schema_text=text,
                                                    instances=(), request=req))

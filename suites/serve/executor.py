@@ -212,8 +212,8 @@ class ServeExecutor:
             valid = target.judge(res.text.encode("utf-8")).get("valid") is True
         s["parse_valid"] = why is None
         s["schema_valid"] = bool(valid)
-        if "reference" in req:
-            nm, am, at = bfcl_match(req["reference"], value if why is None else None)
+        if "bfcl_answer" in req:
+            nm, am, at = bfcl_match(req["bfcl_answer"], value if why is None else None)
             s.update(name_match=nm, args_matched=am, args_total=at)
 
     # -- streams -----------------------------------------------------------------------

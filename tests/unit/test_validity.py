@@ -80,3 +80,12 @@ def test_bfcl_matcher_and_accuracy():
     # a reference without arguments: name accuracy, no argument figure
     g = validity_figures([out(True, True, 0, 0)])
     assert g["accuracy"] == {"outputs": 1, "name": 1.0, "arguments": None}
+
+
+def test_the_quality_suite_s_table_shows_the_same_columns_in_the_same_order():
+    from harness.suite.measure import VALIDITY_COLUMNS
+    from suites.quality.summary import HEADER as QUALITY
+    from suites.serve.summary import QUALITY_HEADER as SERVE
+
+    assert [h for h in QUALITY if h in VALIDITY_COLUMNS] == list(VALIDITY_COLUMNS)
+    assert SERVE[-len(VALIDITY_COLUMNS):] == list(VALIDITY_COLUMNS)
