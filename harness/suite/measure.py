@@ -1,4 +1,4 @@
-"""The suite API's measurement: what a suite's job measures with (the token replay, ground truth, grammar targets, token-level oracles and walks). Imported on first use."""
+"""The suite API's measurement: what a suite's job measures with (the token replay, ground truth, grammar targets, token-level oracles and walks, the validity and accuracy figures of written outputs). Imported on first use."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ _EXPORTS = {
     "ACCEPTED": "harness.measure.replay:ACCEPTED",
     "adapters": "harness.measure.adapters",
     "as_bool": "harness.measure.tokens.maskops:as_bool",
+    "bfcl_match": "harness.measure.validity:bfcl_match",
+    "bfcl_reference": "harness.measure.validity:bfcl_reference",
     "Budget": "harness.measure.tokens.oracle:Budget",
     "check_output": "harness.measure.validate:check_output",
     "ConstructProbe": "harness.measure.dialect:ConstructProbe",
@@ -41,7 +43,13 @@ _EXPORTS = {
     "SERIALIZATIONS": "harness.measure.replay:SERIALIZATIONS",
     "target_for": "harness.measure.target:target_for",
     "token_classes": "harness.measure.tokens.maskops:token_classes",
+    "validity_cell": "harness.measure.validity:validity_cell",
+    "VALIDITY_COLUMNS": "harness.measure.validity:VALIDITY_COLUMNS",
+    "validity_figures": "harness.measure.validity:validity_figures",
+    "ValidityFigures": "harness.measure.validity:ValidityFigures",
+    "ValidityOutput": "harness.measure.validity:ValidityOutput",
     "walk": "harness.measure.tokens.policy:walk",
+    "wilson": "harness.measure.validity:wilson",
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -62,5 +70,7 @@ if TYPE_CHECKING:
     from harness.measure.tokens.policy import DONE, RUNAWAY, schema_names, walk
     from harness.measure.tokens.rollback import rollback_checks
     from harness.measure.validate import check_output, detokenize
+    from harness.measure.validity import (VALIDITY_COLUMNS, ValidityFigures, ValidityOutput,
+        bfcl_match, bfcl_reference, validity_cell, validity_figures, wilson)
     from harness.measure import adapters
     from harness.measure import reachability

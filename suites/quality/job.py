@@ -140,20 +140,6 @@ def decode(model, prompt: list[int], *, stop_ids, max_tokens: int, temperature: 
             "logprob": logprob, "steps": len(mass)}
 
 
-def _bfcl(reference: Any, value: Any) -> tuple[bool | None, int, int]:
-    """(name equal, arguments equal, arguments) against a BFCL reference
-    ``{function: {argument: value}}``."""
-    if not (isinstance(reference, dict) and len(reference) == 1):
-        return None, 0, 0
-    (name, args), = reference.items()
-    args = args if isinstance(args, dict) else {}
-    got = value.get(name) if isinstance(value, dict) else None
-    match = isinstance(value, dict) and name in value
-    matched = sum(1 for k, v in args.items() if isinstance(got, dict) and k in got
-                  and got[k] == v)
-    return bool(match), matched, len(args)
-
-
 def _replay(grammar, tokens: list[int], vocab) -> str:
     """``accepted`` when a fresh matcher takes every token and then allows a stop."""
     m = grammar.matcher()
@@ -165,7 +151,8 @@ def _replay(grammar, tokens: list[int], vocab) -> str:
 
 def run_quality_job(job: JobPayload, phase=lambda p, info=None: None) -> QualityRecord:
     from engines.protocol import CompileError, one_line
-    from harness.suite.measure import adapters, parse_instance_text, target_for
+    from harness.suite.measure import (adapters, bfcl_match, bfcl_reference,
+                                       parse_instance_text, target_for)
     from harness.suite.model import load_checkpoint, resolve_model
     from harness.suite.engines import allocate_bitmask
     from suites.quality.options import resolve
@@ -191,10 +178,7 @@ def run_quality_job(job: JobPayload, phase=lambda p, info=None: None) -> Quality
     except CompileError as e:
         block["compile_error"] = one_line(e)
     model = _model(str(ckpt.folder))
-    reference = None
-    if case.get("subset") == "BFCL":
-        refs = [i["data"] for i in case.get("instances", []) if i.get("label")]
-        reference = refs[0] if refs else None
+    reference = bfcl_reference(case.get("subset"), case.get("instances", []))
 
     phase("generate")
     bm = allocate_bitmask(vocab.size)
@@ -235,7 +219,7 @@ def run_quality_job(job: JobPayload, phase=lambda p, info=None: None) -> Quality
             if judged.get("valid") is not True:
                 out["error"] = str(judged.get("why", ""))[:300]
             if reference is not None:
-                nm, am, at = _bfcl(reference, value if why is None else None)
+                nm, am, at = bfcl_match(reference, value if why is None else None)
                 out.update(name_match=nm, args_matched=am, args_total=at)
             block["outputs"].append(out)
             if (stream == "constrained" and r["end"] == "eos"

@@ -13,32 +13,22 @@ token written, failed attempts included, per schema-valid output.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 
 from harness.suite import Record, RunMeta, Summary, figures
+from harness.suite.measure import ValidityOutput, validity_cell, validity_figures, wilson
 from suites.quality.records import (FalseAccept, Output, QualityRow, QualitySummaryBlock,
                                     StreamFigures)
 
-__all__ = ["gate_figures", "quality_rows", "stream_figures", "summary_block", "wilson"]
+__all__ = ["gate_figures", "quality_rows", "stream_figures", "summary_block",
+           "validity_outputs", "wilson"]
 
 UNCONSTRAINED = "unconstrained"
 MAX_WITNESSES = 3
 N_BOOT = 1000
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> list[float] | None:
-    """The 95% Wilson score interval of ``k`` successes in ``n``; None when ``n`` is 0."""
-    if n == 0:
-        return None
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return [round(max(0.0, c - h), 6), round(min(1.0, c + h), 6)]
 
 
 def _ratio_ci(num: np.ndarray, den: np.ndarray, seed: int = 0) -> list[float] | None:
@@ -60,16 +50,28 @@ def _share(flags: Sequence[bool]) -> float | None:
     return round(sum(flags) / len(flags), 6) if flags else None
 
 
+def validity_outputs(outs: Iterable[Output]) -> list[ValidityOutput]:
+    """The quality suite's outputs as :func:`harness.suite.measure.validity_figures` reads
+    them: the tokens written are the decode steps (the stop token included), a runaway an
+    output the budget ended."""
+    out: list[ValidityOutput] = []
+    for x in outs:
+        v: ValidityOutput = {"parse_valid": x["parse_valid"], "schema_valid": x["schema_valid"],
+                             "tokens": x["steps"], "runaway": x["end"] == "budget"}
+        if "args_total" in x:
+            v.update(name_match=x.get("name_match"), args_matched=x.get("args_matched", 0),
+                     args_total=x.get("args_total", 0))
+        out.append(v)
+    return out
+
+
 def stream_figures(outs: Sequence[tuple[str, Output]],
                    valid_unconstrained: Sequence[Output] = ()) -> StreamFigures:
     """The figures of one stream at one temperature from its ``(case_id, output)`` pairs;
     ``valid_unconstrained``: the unconstrained stream's schema-valid outputs at the same
     temperature (the log-probability they are compared with)."""
     o = [x for _, x in outs]
-    n = len(o)
     steps = sum(x["steps"] for x in o)
-    valid = [x for x in o if x["schema_valid"]]
-    k = len(valid)
     by_case: dict[str, list[Output]] = {}
     for cid, x in outs:
         by_case.setdefault(cid, []).append(x)
@@ -80,43 +82,31 @@ def stream_figures(outs: Sequence[tuple[str, Output]],
     lp = (sum(x["logprob"] for x in o) / steps) if steps else None
     vu_steps = sum(x["steps"] for x in valid_unconstrained)
     lpu = (sum(x["logprob"] for x in valid_unconstrained) / vu_steps) if vu_steps else None
-    bf = [x for x in o if "args_total" in x]
-    accuracy = None
-    if bf:
-        args_total = sum(x.get("args_total", 0) for x in bf)
-        accuracy = {"outputs": len(bf),
-                    "name": _share([bool(x.get("name_match")) for x in bf]),
-                    "arguments": (round(sum(x.get("args_matched", 0) for x in bf)
-                                        / args_total, 6) if args_total else None)}
-    bfcl = None
-    if bf:
-        p = sum(1 for x in bf if x["schema_valid"]) / len(bf)
-        bfcl = {"outputs": len(bf), "p": round(p, 6), "p10": round(p ** 10, 6),
-                "p50": round(p ** 50, 6)}
+    v = validity_figures(validity_outputs(o))
     width = max((len(x["mass"]) for x in o), default=0)
     by_pos: list[float | None] = []
     for i in range(width):
         col = [x["mass"][i] for x in o if len(x["mass"]) > i]
         by_pos.append(round(float(np.mean(col)), 6) if col else None)
     return {
-        "outputs": n,
-        "parse_valid": _share([x["parse_valid"] for x in o]),
-        "schema_valid": _share([x["schema_valid"] for x in o]),
-        "schema_valid_ci": wilson(k, n),
-        "attempts_per_valid": round(n / k, 6) if k else None,
-        "tokens_per_valid": round(steps / k, 6) if k else None,
+        "outputs": v["outputs"],
+        "parse_valid": v["parse_valid"],
+        "schema_valid": v["schema_valid"],
+        "schema_valid_ci": v["schema_valid_ci"],
+        "attempts_per_valid": v["attempts_per_valid"],
+        "tokens_per_valid": v["tokens_per_valid"],
         "mass_removed": round(float(mass_num.sum() / steps), 6) if steps else None,
         "mass_removed_ci": _ratio_ci(mass_num, mass_den),
         "top_masked": round(sum(x["top_masked"] for x in o) / steps, 6) if steps else None,
         "logprob_per_token": round(lp, 6) if lp is not None else None,
         "logprob_valid_unconstrained": round(lpu, 6) if lpu is not None else None,
         "logprob_gap": round(lp - lpu, 6) if lp is not None and lpu is not None else None,
-        "runaway": _share([x["end"] == "budget" for x in o]),
+        "runaway": v["runaway"],
         "runaway_whitespace": (round(sum(x["whitespace_tokens"] for x in run) / run_tokens, 6)
                                if run_tokens else None),
         "noncanonical": _share([x["noncanonical"] for x in o]),
-        "accuracy": accuracy,
-        "bfcl": bfcl,
+        "accuracy": v["accuracy"],
+        "bfcl": v["bfcl"],
         "mass_by_position": by_pos,
     }
 
@@ -203,20 +193,15 @@ def gate_figures(meta: RunMeta, records: Sequence[Record]) -> dict[str, dict[str
 
 
 def _row_cells(r: QualityRow) -> list[str]:
-    acc = r.get("accuracy")
     unc = r["stream"] == UNCONSTRAINED
-    return [r["stream"], figures.percent(r.get("schema_valid")),
-            figures.percent(r.get("parse_valid")),
-            figures.fixed(r.get("attempts_per_valid")) if r.get("attempts_per_valid")
-            else "– (none valid)",
+    return [r["stream"], validity_cell(r, "schema-valid"), validity_cell(r, "parse-valid"),
+            validity_cell(r, "attempts/valid"),
             "–" if unc else figures.percent(r.get("mass_removed")),
             "–" if unc else figures.fixed(r.get("logprob_gap"), 3),
-            (f"{figures.percent(acc.get('name'))} / {figures.percent(acc.get('arguments'))}"
-             if acc else "–"),
-            figures.number(r.get("tokens_per_valid")),
+            validity_cell(r, "accuracy name / args"), validity_cell(r, "tokens/valid"),
             "–" if unc else figures.percent(r.get("top_masked")),
             figures.fixed(r.get("logprob_per_token"), 3),
-            figures.percent(r.get("runaway")), figures.percent(r.get("noncanonical")),
+            validity_cell(r, "runaway"), figures.percent(r.get("noncanonical")),
             "–" if unc else str(r.get("false_accepts", 0))]
 
 

@@ -23,7 +23,9 @@ by the workload:
 ``grammar``      its CFG cases, as the grammar field with the GBNF form (vLLM's
                  ``structured_outputs.grammar`` reads GBNF-style EBNF)
 
-Outputs of the grammar workloads are judged by the case's ground-truth parser.
+Outputs of the grammar workloads are judged by the case's ground-truth parser. A BFCL
+schema's request carries its reference answer (``request["bfcl_answer"]``, the case's valid
+instance): with a checkpoint (``--model PATH``) each JSON output is also matched to it.
 
 Requests run through :class:`suites.serve.executor.ServeExecutor`, not the worker
 pool: the executor starts the servers (``--launch``) or drives ``--server URL``.
@@ -159,6 +161,8 @@ class ServeSuite(JsonSchemaBenchView):
     def _build(self) -> list[Case]:
         import numpy as np
 
+        from harness.suite.measure import bfcl_reference
+
         o = self.options
         base = [c for c in self.inner.cases()]
         good = [c for c in base if not c.load_error]
@@ -190,6 +194,9 @@ class ServeSuite(JsonSchemaBenchView):
                            "constrained": bool(mode == "c" and constrained[i]),
                            "kind": o["workload"] if o["workload"] in GRAMMAR_WORKLOADS
                            else "json"}
+                    ref = bfcl_reference(src.subset, [x.to_job() for x in src.instances])
+                    if ref is not None:  # BFCL: the answer a checkpoint's output is matched to
+                        req["bfcl_answer"] = ref
                     out.append(dataclasses.replace(src, suite=self.name, case_id=cid,
                                                    schema=schema, schema_text=text,
                                                    instances=(), request=req))

@@ -80,6 +80,7 @@ class ServeExecutor:
         self.on_record = on_record
         self.rows = RowServers(Path(store.path), config.tokenizer, config.options)
         self._vocab: Vocabulary | None = None  # the run's tokenizer: prompts carry at most 2,048 schema tokens
+        self._is_checkpoint: bool | None = None
 
     # -- records -----------------------------------------------------------------------
     def _append(self, rec: Record) -> None:
@@ -150,6 +151,7 @@ class ServeExecutor:
         if not req["constrained"]:
             s["verdict"] = "runaway" if res.finish_reason == "length" else "unconstrained"
             rec["outcome"] = outcomes.PASSING
+            self._validity(case, req, res, s, None)
             return rec
         if req.get("canary"):
             s["canary"] = True
@@ -164,6 +166,8 @@ class ServeExecutor:
             return rec
         target = target_for(case)
         v = judge(res, target)
+        # jsonschema's verdict on the whole text, where the server's verdict is one
+        valid = None if v["verdict"] == "truncated" else v["verdict"] == "ok"
         if v["verdict"] == "truncated":
             # the budget ended it: judged by syntax only (can it still become JSON?); a
             # grammar's truncated output is a runaway
@@ -179,7 +183,38 @@ class ServeExecutor:
                        error=f"constraint not enforced (HTTP 200, invalid output): {v['why']}")
         else:
             rec["outcome"] = outcomes.PASSING
+        self._validity(case, req, res, s, valid, target)
         return rec
+
+    def _checkpoint(self) -> bool:
+        """The run's model is a checkpoint (``--model PATH``: a model with priors), whose
+        outputs get the validity and accuracy figures."""
+        if self._is_checkpoint is None:
+            from harness.suite.serving import looks_like_checkpoint
+
+            self._is_checkpoint = looks_like_checkpoint(str(self.o.get("model") or ""))
+        return self._is_checkpoint
+
+    def _validity(self, case: dict[str, Any], req: dict[str, Any], res: Completion,
+                  s: ServeBlock, valid: bool | None, target: Any = None) -> None:
+        """With a checkpoint, what :func:`harness.suite.measure.validity_figures` reads of a
+        JSON request's answer (HTTP 200, finished): ``parse_valid`` (strict JSON),
+        ``schema_valid`` (``valid``, the verdict already given; judged here only where none
+        was: an unconstrained or truncated output) and, for a BFCL case, the match to its
+        reference answer (``name_match``, ``args_matched``, ``args_total``)."""
+        if not self._checkpoint() or req.get("kind", "json") != "json" or req.get("canary"):
+            return
+        from harness.suite.measure import bfcl_match, parse_instance_text, target_for
+
+        value, why = parse_instance_text(res.text)
+        if valid is None:
+            target = target if target is not None else target_for(case)
+            valid = target.judge(res.text.encode("utf-8")).get("valid") is True
+        s["parse_valid"] = why is None
+        s["schema_valid"] = bool(valid)
+        if "bfcl_answer" in req:
+            nm, am, at = bfcl_match(req["bfcl_answer"], value if why is None else None)
+            s.update(name_match=nm, args_matched=am, args_total=at)
 
     # -- streams -----------------------------------------------------------------------
     def _send(self, target: Target, job: Job) -> Completion:

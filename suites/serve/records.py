@@ -40,6 +40,13 @@ class ServeBlock(TypedDict, total=False):
     error: str | None
     whitespace_share: float | None  # finish_reason length: share of whitespace
     canary: bool         # a canary request (does the server enforce the constraint at all?)
+    # with a checkpoint (--model PATH), a JSON request's answer as
+    # harness.suite.measure.validity_figures reads it:
+    parse_valid: bool    # strict JSON
+    schema_valid: bool   # jsonschema accepts the whole text
+    name_match: bool | None  # BFCL: the function name equals the reference answer's
+    args_matched: int    # BFCL: reference arguments with an equal value
+    args_total: int      # BFCL: the reference answer's arguments
 
 
 class ServeRecord(Record, total=False):

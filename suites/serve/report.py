@@ -6,8 +6,14 @@ come from :mod:`suites.serve.summary` (``summary["serve"]``); nothing is recompu
 
 from __future__ import annotations
 
-from suites.serve.summary import ALIGN, HEADER, RATIO_ALIGN, RATIO_HEADER, notes, ratio_rows, rows
+from suites.serve.summary import (ALIGN, HEADER, QUALITY_TITLE, RATIO_ALIGN, RATIO_HEADER, notes,
+                                  quality_rows, quality_table, ratio_rows, rows)
 from harness.suite.report import Block, Bullets, Para, ReportContext, Section, Table
+
+
+def _judged(b) -> bool:
+    """The run's outputs were judged for validity and accuracy: its model is a checkpoint."""
+    return any(d.get("quality") for streams in b["streams"].values() for d in streams.values())
 
 
 def sec_serve(ctx: ReportContext) -> Section | None:
@@ -15,7 +21,7 @@ def sec_serve(ctx: ReportContext) -> Section | None:
     for run, b in ctx.blocks("serve"):
         prefix = ctx.prefix(run)
         blocks.append(Para(f"{prefix}request form {b.get('form')}, model {b.get('model')} "
-                           f"(random weights), max_tokens {b.get('max_tokens')}. Times in ms; "
+                           f"({'a checkpoint' if _judged(b) else 'random weights'}), max_tokens {b.get('max_tokens')}. Times in ms; "
                            "mode c = constrained, u = the same stream (prompts, seeds, "
                            "arrivals) unconstrained. Invalid: the output broke the constraint "
                            "(strict JSON, then jsonschema), the server having answered HTTP "
@@ -29,6 +35,15 @@ def sec_serve(ctx: ReportContext) -> Section | None:
                                "that is not a figure shows – with its reason below):"))
             blocks.append(Table(RATIO_HEADER, rr, align=RATIO_ALIGN,
                                 note="\n".join(foot) or None))
+        qt = quality_table(b)
+        if qt is not None:
+            blocks += [Para(f"{QUALITY_TITLE[0].upper()}{QUALITY_TITLE[1:]}: the served outputs "
+                            "of the checkpoint, judged as the quality suite judges its "
+                            "standalone rows (the figures that need the model's logits are "
+                            "the quality suite's only):"), qt]
+            compounding = quality_rows(b)[1]
+            if compounding:
+                blocks.append(Bullets(compounding))
         lines = notes(b)
         if lines:
             blocks += [Para("Canaries, goodput and refusals:"), Bullets(lines)]

@@ -28,6 +28,15 @@ Per stream (times in ms unless said):
 Each stream also carries its ``canary`` (:func:`canary_summary`), and each constrained /
 unconstrained pair its ``ratio`` per figure with ``ratio_why`` for those that are not
 figures (:func:`ratios`).
+
+With a checkpoint (``--model PATH``, a model with priors) each stream also carries
+``quality``: per mode (``constrained``, ``unconstrained``) the validity and accuracy figures
+the ``quality`` suite gives its standalone rows, from the one function of the suite API
+(:func:`harness.suite.measure.validity_figures`: parse- and schema-valid shares with the
+Wilson interval, attempts and tokens per valid output, runaways, accuracy against BFCL's
+reference answers and the compounding ``p``, ``p^10``, ``p^50``); the tokens are the
+server's ``completion_tokens``. The figures that need the model's logits (mass removed,
+log-probabilities) are the quality suite's only.
 """
 
 from __future__ import annotations
@@ -39,6 +48,8 @@ import numpy as np
 
 from harness.suite import figures
 from harness.suite import Record, RunMeta, Summary
+from harness.suite.measure import (VALIDITY_COLUMNS, ValidityFigures, ValidityOutput,
+                                   validity_cell, validity_figures)
 from harness.suite.report import Table, text_table
 from suites.serve.records import (CanarySummary, MsStats, ServeBlock, ServeRecord, ServeSummary,
                                   ServeSummaryBlock, StreamMetrics)
@@ -182,9 +193,35 @@ def ratios(c: StreamMetrics, u: StreamMetrics) -> tuple[dict[str, Any], dict[str
     return out, why
 
 
+def validity_outputs(records: Iterable[ServeRecord]) -> list[ValidityOutput]:
+    """The outputs of a stream's records that a checkpoint's run judged (``parse_valid``
+    and ``schema_valid`` in ``record["serve"]``) as
+    :func:`harness.suite.measure.validity_figures` reads them: its canary and a mix
+    stream's plain requests left out; the tokens are the server's count, a runaway an
+    output the token budget ended."""
+    out: list[ValidityOutput] = []
+    for r in records:
+        x = r.get("serve")
+        if not x or "schema_valid" not in x or x.get("canary"):
+            continue
+        if x.get("mode") == "c" and not x.get("constrained"):
+            continue
+        v: ValidityOutput = {"parse_valid": bool(x.get("parse_valid")),
+                             "schema_valid": bool(x["schema_valid"]),
+                             "tokens": int(x.get("tokens") or 0),
+                             "runaway": x.get("finish_reason") == "length"}
+        if "args_total" in x:
+            v.update(name_match=x.get("name_match"), args_matched=x.get("args_matched", 0),
+                     args_total=x.get("args_total", 0))
+        out.append(v)
+    return out
+
+
 def serve_block(records: Iterable[ServeRecord], config: Mapping[str, Any]) -> dict[str, Any]:
     """``{row: {stream: {"constrained": metrics, "unconstrained": metrics, "ratio": {...},
-    "ratio_why": {...}, "canary": {...}}}}``."""
+    "ratio_why": {...}, "canary": {...}, "quality": {"constrained": figures,
+    "unconstrained": figures}}}}``; ``quality`` only where outputs were judged for it (a
+    checkpoint's run, :func:`validity_outputs`)."""
     groups: dict[tuple[str, str, str], list[ServeRecord]] = defaultdict(list)
     canaries: dict[tuple[str, str], CanarySummary] = {}
     for r in records:
@@ -198,6 +235,10 @@ def serve_block(records: Iterable[ServeRecord], config: Mapping[str, Any]) -> di
         m = stream_metrics(recs, config.get("slo_ttft_ms"), config.get("slo_tpot_ms"))
         slot = out.setdefault(eng, {}).setdefault(stream, {})
         slot["constrained" if mode == "c" else "unconstrained"] = m
+        outs = validity_outputs(recs)
+        if outs:
+            q: ValidityFigures = validity_figures(outs)
+            slot.setdefault("quality", {})["constrained" if mode == "c" else "unconstrained"] = q
     for (eng, stream), c in canaries.items():
         out.setdefault(eng, {}).setdefault(stream, {})["canary"] = c
     for eng, streams in out.items():
@@ -388,6 +429,43 @@ def notes(block: ServeSummaryBlock) -> list[str]:
     return out
 
 
+QUALITY_TITLE = "validity and accuracy (model with priors)"
+QUALITY_HEADER = ["row", "stream", "mode", "outputs", *VALIDITY_COLUMNS]
+#: how the columns of :data:`QUALITY_HEADER` align (names left, figures right)
+QUALITY_ALIGN = ["l", "l", "l"] + ["r"] * (len(QUALITY_HEADER) - 3)
+QUALITY_NOTE = ("shares of outputs (HTTP 200, finished); the columns of the quality suite: "
+                "tokens/valid counts every token written (the server's count) per "
+                "schema-valid output; accuracy against BFCL's reference answers")
+
+
+def quality_rows(block: ServeSummaryBlock) -> tuple[list[list[str]], list[str]]:
+    """(rows, lines) of the validity and accuracy table: one row per (row, stream, mode)
+    whose outputs a checkpoint's run judged, and the compounding on BFCL per row that has
+    it; both empty without a checkpoint."""
+    out, lines = [], []
+    for eng, streams in block["streams"].items():
+        for stream, d in streams.items():
+            for mode in ("constrained", "unconstrained"):
+                q = (d.get("quality") or {}).get(mode)
+                if not q:
+                    continue
+                out.append([eng, stream, mode[0], str(q["outputs"]),
+                            *(validity_cell(q, c) for c in VALIDITY_COLUMNS)])
+                b = q.get("bfcl")
+                if b:
+                    lines.append(f"{eng} {stream} {mode[0]}: p per call on BFCL "
+                                 f"{figures.percent(b['p'])} ({b['outputs']} outputs); 10 "
+                                 f"calls clean {figures.percent(b['p10'])}, 50 calls "
+                                 f"{figures.percent(b['p50'])}")
+    return out, lines
+
+
+def quality_table(block: ServeSummaryBlock) -> Table | None:
+    """The validity and accuracy table (:func:`quality_rows`), None without a checkpoint."""
+    qr, _ = quality_rows(block)
+    return Table(QUALITY_HEADER, qr, align=QUALITY_ALIGN, note=QUALITY_NOTE) if qr else None
+
+
 RATIO_HEADER = ["row", "stream", "req/s", "tok/s", "TTFT", "TPOT", "ITL", "E2EL"]
 #: how the columns of :data:`RATIO_HEADER` align (names left, ratios right)
 RATIO_ALIGN = ["l", "l"] + ["r"] * (len(RATIO_HEADER) - 2)
@@ -402,6 +480,9 @@ def render_text(block: ServeSummaryBlock) -> str:
     rr, foot = ratio_rows(block)
     if rr:
         parts += ["\nconstrained / unconstrained (means)", text_table(Table(RATIO_HEADER, rr, align=RATIO_ALIGN)), *foot]
+    qt = quality_table(block)
+    if qt is not None:
+        parts += [f"\n{QUALITY_TITLE}", text_table(qt), *quality_rows(block)[1]]
     v = block.get("versions") or {}
     said = [f"{s['engine']}: the server says version {s['server_version']}"
             for s in block.get("servers") or [] if s.get("server_version")]

@@ -62,6 +62,9 @@ def test_serve_run_against_a_launched_canned_server(tmp_path):
     else:  # on a loaded machine tokens arrive bunched: left out, and the ratio says why
         assert "ITL:" in s["ratio_why"]["itl"], s["ratio_why"]
     assert "serving benchmark" in r.stdout and "refused: HTTP 400" in r.stdout
+    # random weights (a size, not a checkpoint): no validity and accuracy figures
+    assert "quality" not in s and not any("schema_valid" in x["serve"] for x in recs)
+    assert "validity and accuracy" not in r.stdout
     assert "server log: ERROR canned: schema refused" in r.stdout
     # the headline counts the constrained requests (not the unconstrained twins, not the
     # canaries) and says in words that the canned text breaks the constraint
@@ -79,6 +82,60 @@ def test_serve_run_against_a_launched_canned_server(tmp_path):
     assert table.returncode == 0, table.stderr
     assert "## Serving runs" in table.stdout and "## Replay runs" not in table.stdout
     assert sum(1 for x in table.stdout.splitlines() if x.startswith("| ") and "| canned |" in x) == 4
+
+
+def test_a_checkpoint_s_served_outputs_get_the_quality_suite_s_validity_figures(tmp_path):
+    """--model PATH (a checkpoint): each served JSON output, constrained and unconstrained, is
+    judged for the validity and accuracy figures of the quality suite's standalone rows,
+    BFCL outputs matched to the case's reference answer; the canned text (``{"name":
+    "canned", ...}``) meets only the bare object schema, and names the function ``name``."""
+    from harness.suite.measure import validity_figures, wilson
+    from suites.serve.summary import validity_outputs
+    from tests.conftest import read_records
+    from tests.model_fixtures import random_checkpoint
+
+    ckpt = random_checkpoint(tmp_path / "model")
+    data = tmp_path / "data"
+    link_real(data, names=("BFCL_java_0.json", "Github_easy---o43998.json"))
+    write_case(data, "BFCL_test_0.json", {"type": "object"},
+               [{"description": "reference", "valid": True, "data": {"name": {"x": 1}}}])
+    r = _run(tmp_path, "--launch", "canned", "--model", str(ckpt), data=data)
+    assert r.returncode == 0, r.stderr[-2000:]
+    run_dir, recs = read_records(tmp_path / "results")
+    by = {(x["serve"]["mode"], x["serve"]["source"]): x["serve"] for x in recs
+          if not x["serve"].get("canary")}
+    assert len(by) == 6
+    for mode in ("c", "u"):
+        assert by[(mode, "Github_easy---o43998.json")]["schema_valid"] is False
+        assert "args_total" not in by[(mode, "Github_easy---o43998.json")]
+        assert {k: by[(mode, "BFCL_test_0.json")][k] for k in (
+            "parse_valid", "schema_valid", "name_match", "args_matched", "args_total")} == {
+            "parse_valid": True, "schema_valid": True, "name_match": True,
+            "args_matched": 0, "args_total": 1}
+        java = by[(mode, "BFCL_java_0.json")]
+        assert (java["schema_valid"], java["name_match"], java["args_total"]) == (False, False, 2)
+    assert by[("c", "BFCL_test_0.json")]["verdict"] == "ok"  # the server verdict, reused
+    assert not any("schema_valid" in x["serve"] for x in recs if x["serve"].get("canary"))
+    summary = json.loads((run_dir / "summary.json").read_text())
+    q = summary["serve"]["streams"]["canned"]["maskbench/rinf"]["quality"]
+    tokens = sum(x["tokens"] for x in by.values() if x["mode"] == "c")
+    for mode in ("constrained", "unconstrained"):
+        f = q[mode]
+        assert (f["outputs"], f["parse_valid"], f["schema_valid"]) == (3, 1.0, 0.333333)
+        assert f["schema_valid_ci"] == wilson(1, 3) and f["attempts_per_valid"] == 3.0
+        assert f["runaway"] == 0.0 and f["tokens_per_valid"] == tokens
+        assert f["accuracy"] == {"outputs": 2, "name": 0.5, "arguments": 0.0}
+        assert f["bfcl"] == {"outputs": 2, "p": 0.5, "p10": 0.000977, "p50": 0.0}
+        mine = [x for x in recs if x["serve"]["mode"] == mode[0]]
+        assert f == validity_figures(validity_outputs(mine))
+    assert "validity and accuracy (model with priors)" in r.stdout
+    line = next(x for x in r.stdout.splitlines() if x.startswith("canned  maskbench/rinf  c    "
+                                                                 "       3"))
+    assert line.split()[4:] == ["33.3%", "100.0%", "3.00", "50.0%", "/", "0.0%",
+                                f"{tokens:.1f}", "0.0%"]
+    assert "canned maskbench/rinf c: p per call on BFCL 50.0% (2 outputs)" in r.stdout
+    report = (tmp_path / "reports" / run_dir.name / "report.md").read_text()
+    assert "Validity and accuracy (model with priors)" in report and "(a checkpoint)" in report
 
 
 def test_a_form_the_server_ignores_is_caught_by_the_canary_and_fails_the_gate(tmp_path):
