@@ -101,11 +101,11 @@ class Checkpoint:
         m: Any
         try:
             m = AutoModelForCausalLM.from_pretrained(str(self.folder), local_files_only=True,
-                                                          dtype=dt)
+                                                     dtype=dt)
         except Exception as e:  # noqa: BLE001 - any failure is one line naming the path
             raise CheckpointError(f"--model {self.path}: the weights do not load "
                                   f"({type(e).__name__}: {_first_line(e)})") from None
-        m.to(device)  # type: ignore[arg-type]
+        m.to(device)
         m.eval()
         m.requires_grad_(False)
         return m

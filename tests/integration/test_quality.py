@@ -7,6 +7,7 @@ a fresh matcher of the same engine, and ``mass_removed``, ``top_masked`` and
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import numpy as np
 import pytest
 
@@ -148,3 +149,38 @@ def test_the_gate_holds_schema_valid_and_mass_removed_to_their_intervals(unigram
         result = run_gate(base, meta, records, latency="off")
         assert [(c.engine, c.name) for c in result.checks if c.status == "fail"] == [
             ("xgrammar", "schema_valid")]
+
+
+def test_the_tiny_build_then_the_quality_suite_on_two_schemas(tmp_path):
+    """End to end as a user runs it: ``harness model build --size tiny`` (a cache hit after
+    the first build on a machine), then the quality suite on two of its held-out schemas
+    through two engines, from the command line."""
+    from tests.conftest import harness as cli
+
+    b = cli("model", "build", "--size", "tiny", "--no-progress")
+    assert b.returncode == 0, b.stderr[-2000:]
+    folder = b.stdout.strip().splitlines()[-1]
+    r = cli("run", "--suite", "quality", "--model", folder, "--engine", "xgrammar,llguidance",
+            "--sample", "2", "--samples", "2", "--max-tokens", "24", "--no-progress",
+            "--results", str(tmp_path / "results"), "--reports", str(tmp_path / "reports"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "quality: 2 held-out schema(s)" in r.stdout
+    run_dir = next((tmp_path / "results").iterdir())
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["model"]["path"] == folder and meta["model"]["built_here"]
+    held = set(json.loads((Path(folder) / "harness_model.json").read_text())["split"]["held_out"])
+    records = list(RunStore.open_readonly(run_dir).records())
+    assert {r["case_id"] for r in records} <= held and len({r["case_id"] for r in records}) == 2
+    rows = {r["stream"]: r for r in json.loads((run_dir / "summary.json").read_text())["quality"]["rows"]}
+    assert set(rows) == {"unconstrained", "xgrammar", "llguidance"}
+    for name, row in rows.items():
+        assert row["outputs"] == 2 * 2 and row["greedy"]["outputs"] == 2
+        # a constrained output the engine ended is valid, or it is a false accept with its witness
+        if name != "unconstrained":
+            ended = [x for rec in records if rec["engine"] == name
+                     for x in rec["quality"]["outputs"] if x["stream"] == "constrained"
+                     and x["end"] == "eos"]
+            bad = [x for x in ended if not x["schema_valid"]]
+            assert row["false_accepts"] + row["greedy"]["false_accepts"] == len(bad)
+    report = (tmp_path / "reports" / run_dir.name / "report.md").read_text()
+    assert "Quality: what the mask does" in report
