@@ -72,6 +72,10 @@ def test_tiny_build_records_its_split_and_evaluation(tiny: Path, corpus_dir: Pat
     assert s["samples"] == s["schemas"] * s["samples_per_schema"] > 0
     assert 0 <= s["schema_valid"] <= s["parse_valid"] <= 1
     assert set(s["schema_names"]) <= held
+    # trained, not random: the outputs look like JSON objects (a random model's first token
+    # is any of 512)
+    starts = [e["output"].lstrip()[:1] for e in s["examples"]]
+    assert starts and starts.count("{") * 2 > len(starts), s["examples"]
     assert meta["seed"] == 0 and meta["recipe"]["size"] == "tiny"
     assert meta["torch_threads"] == RECIPES["tiny"].threads
     assert meta["prompt"]["schema_budget"] == RECIPES["tiny"].schema_budget
