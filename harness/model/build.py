@@ -88,11 +88,11 @@ class Recipe:
 
 RECIPES: dict[str, Recipe] = {
     "default": Recipe(
-        size="default", vocab_size=2048, schema_budget=128, answer_cap=128, prompt_loss=0.0,
+        size="default", vocab_size=2048, schema_budget=128, answer_cap=96, prompt_loss=0.0,
         hidden=128, layers=4, heads=4, kv_heads=2, intermediate=384,
-        batch_tokens=2048, steps=600, lr=3e-3, warmup=30, min_lr_ratio=0.1,
+        batch_tokens=2048, steps=1700, lr=3e-3, warmup=30, min_lr_ratio=0.1,
         weight_decay=0.1, threads=1, max_train_schemas=0, tokenizer_schema_chars=1500,
-        eval_schemas=64, eval_samples=2, eval_new_tokens=256, eval_ppl_pairs=200),
+        eval_schemas=96, eval_samples=2, eval_new_tokens=256, eval_ppl_pairs=200),
     "tiny": Recipe(
         size="tiny", vocab_size=512, schema_budget=64, answer_cap=64, prompt_loss=0.0,
         hidden=64, layers=2, heads=2, kv_heads=1, intermediate=128,
