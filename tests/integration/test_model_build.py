@@ -128,3 +128,12 @@ def test_cli_bad_data_is_one_line(tmp_path: Path) -> None:
     assert r.stdout == ""
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "nowhere" in lines[0], r.stderr
+
+
+@pytest.mark.parametrize("size", sorted(RECIPES))
+def test_recipes_suit_vllm_cpu(size: str) -> None:
+    r = RECIPES[size]
+    assert r.hidden // r.heads in (32, 64) and r.hidden % r.heads == 0
+    assert r.heads % r.kv_heads == 0
+    assert r.max_positions >= r.schema_budget + 2 + max(r.answer_cap + 1, r.eval_new_tokens)
+    assert r.warmup < r.steps
