@@ -139,7 +139,8 @@ class RunConfig:
         ckpt = None
         if isinstance(model, str) and model:
             from harness.model.checkpoint import (BUILT, CheckpointError, load_checkpoint,
-                                                  looks_like_checkpoint, resolve_model)
+                                                  looks_like_checkpoint)
+            from harness.training.build import resolve_model
 
             if model in BUILT:  # the model built here: its cached folder (built now if not)
                 model = resolve_model(model, self.data)

@@ -1,5 +1,5 @@
 """``harness model build``: train the small Llama with priors here, or find it in the cache
-(:func:`harness.model.build.build_model`). The checkpoint folder is the last line of
+(:func:`harness.training.build.build_model`). The checkpoint folder is the last line of
 stdout; the stages, the progress bar and the evaluation go to stderr."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def add_parser(sub) -> None:
 
 
 def cmd_build(args) -> int:
-    from harness.model.build import BuildError, build_model
+    from harness.training.build import BuildError, build_model
 
     try:
         folder = build_model(args.size, out=args.out, data=args.data, seed=args.seed,

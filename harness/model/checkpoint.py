@@ -7,7 +7,7 @@ load is ``local_files_only``. A folder that is not one raises :class:`Checkpoint
 with one line naming the path and what is missing.
 
 A checkpoint built by ``harness model build`` also holds ``harness_model.json``: its prompt
-format, its corpus split and how it was built (:mod:`harness.model.build`).
+format, its corpus split and how it was built (:mod:`harness.training.build`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 from harness.model.data import PromptFormat
 
 __all__ = ["Checkpoint", "CheckpointError", "load_checkpoint", "looks_like_checkpoint",
-           "resolve_model", "save_checkpoint"]
+           "save_checkpoint"]
 
 #: The file a checkpoint built here carries beside the standard ones.
 HARNESS_META = "harness_model.json"
@@ -200,17 +200,5 @@ def save_checkpoint(folder: Path, model: Any, tokenizer: Any,
 
 
 #: ``--model`` values that name the model ``harness model build`` makes (built on first use,
-#: then read from the cache) instead of a folder.
+#: then read from the cache: :func:`harness.training.build.resolve_model`) instead of a folder.
 BUILT = {"build:tiny": "tiny", "build:default": "default"}
-
-
-@functools.lru_cache(maxsize=8)
-def resolve_model(spec: str, data: str | None = None) -> str:
-    """The checkpoint folder ``spec`` names: ``build:tiny`` / ``build:default`` → the
-    folder of ``harness model build --size tiny|default`` (built now when not cached);
-    anything else is a path, returned as given."""
-    if spec in BUILT:
-        from harness.model.build import build_model
-
-        return str(build_model(size=BUILT[spec], data=data, progress=False))
-    return spec

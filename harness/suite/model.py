@@ -1,5 +1,6 @@
 """The suite API's models with priors: a checkpoint given by path, the corpus split and the
-prompt a model built here was trained on, and the build itself. Imported on first use."""
+prompt a model built here was trained on. Imported on first use. (``--model build:…`` is
+resolved to its folder by the run's configuration before a suite sees it.)"""
 
 from __future__ import annotations
 
@@ -14,13 +15,11 @@ _EXPORTS = {
     "CheckpointError": "harness.model.checkpoint:CheckpointError",
     "load_checkpoint": "harness.model.checkpoint:load_checkpoint",
     "PromptFormat": "harness.model.data:PromptFormat",
-    "resolve_model": "harness.model.checkpoint:resolve_model",
     "split_of": "harness.model.data:split_of",
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-    from harness.model.checkpoint import (Checkpoint, CheckpointError, load_checkpoint,
-                                          resolve_model)
+    from harness.model.checkpoint import Checkpoint, CheckpointError, load_checkpoint
     from harness.model.data import PromptFormat, answer_text, split_of

@@ -40,7 +40,7 @@ class QualitySuite(JsonSchemaBenchView):
     def __init__(self, data: str | None = None, subsets: Sequence[str] | None = None,
                  sample: int | None = None, schemas: str | None = None,
                  options: Mapping[str, Any] | None = None) -> None:
-        from harness.suite.model import CheckpointError, load_checkpoint, resolve_model
+        from harness.suite.model import CheckpointError, load_checkpoint
         from suites.quality.options import DEFAULTS
 
         o = merged(DEFAULTS, options)
@@ -48,8 +48,8 @@ class QualitySuite(JsonSchemaBenchView):
             raise SuiteError("the quality suite needs a model with priors: --model PATH (a "
                              "checkpoint folder) or --model build:default (the model "
                              "`harness model build` makes)")
-        try:
-            ckpt = load_checkpoint(resolve_model(str(o["model"]), data))
+        try:  # a folder: the run's configuration resolved build:default / build:tiny
+            ckpt = load_checkpoint(str(o["model"]))
         except CheckpointError as e:
             raise SuiteError(str(e)) from None
         self.checkpoint = ckpt

@@ -153,13 +153,13 @@ def run_quality_job(job: JobPayload, phase=lambda p, info=None: None) -> Quality
     from engines.protocol import CompileError, one_line
     from harness.suite.measure import (adapters, bfcl_match, bfcl_reference,
                                        parse_instance_text, target_for)
-    from harness.suite.model import load_checkpoint, resolve_model
+    from harness.suite.model import load_checkpoint
     from harness.suite.engines import allocate_bitmask
     from suites.quality.options import resolve
 
     o = resolve(job.get("options"))
     case = job["case"]
-    ckpt = load_checkpoint(resolve_model(str(o["model"])))
+    ckpt = load_checkpoint(str(o["model"]))
     tok = ckpt.tokenizer()
     # the run's vocabulary is the checkpoint's (RunConfig makes it so): engines are built
     # on its tokenizer through their own Hugging Face constructors

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.model.build import (RECIPES, BuildError, _read_corpus, build_model,
+from harness.training.build import (RECIPES, BuildError, _read_corpus, build_model,
                                  cache_root)
 from harness.model.checkpoint import load_checkpoint
 from harness.model.data import SPLIT_RULE, split_of

@@ -26,6 +26,7 @@ killed build leaves no half checkpoint.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -43,7 +44,7 @@ from harness.model.checkpoint import HARNESS_META, save_checkpoint
 from harness.model.data import SPLIT_RULE, PromptFormat, answer_text, minified, split_of
 
 __all__ = ["BuildError", "RECIPES", "RECIPE_VERSION", "Recipe", "build_key", "build_model",
-           "cache_root"]
+           "cache_root", "resolve_model"]
 
 #: Bump when the code below changes what a recipe produces (it is part of the build key).
 RECIPE_VERSION = 1
@@ -576,3 +577,16 @@ def _sha256(path: Path) -> str:
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+@functools.lru_cache(maxsize=8)
+def resolve_model(spec: str, data: str | None = None) -> str:
+    """The checkpoint folder ``spec`` names: ``build:tiny`` / ``build:default``
+    (:data:`harness.model.checkpoint.BUILT`) → the folder of ``harness model build --size
+    tiny|default`` (built now when not cached); anything else is a path, returned as
+    given. Raises :class:`BuildError` on a corpus it cannot build from."""
+    from harness.model.checkpoint import BUILT
+
+    if spec in BUILT:
+        return str(build_model(size=BUILT[spec], data=data, progress=False))
+    return spec
