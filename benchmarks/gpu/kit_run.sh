@@ -178,6 +178,33 @@ if [ -n "$BATCH_SUITE" ] && [ $IMPORTS -eq 0 ] && [ $BATCH_T -ge 45 ]; then
   echo "batch rc ${PIPESTATUS[0]}"
 fi
 
+# the model with priors (KIT/model, when the kit carries one): the e2e suite decoding with
+# it (the GPU's figures for a model whose choices mean something), then the quality suite:
+# what the mask does to what it writes, on held-out schemas
+MODEL_DIR=$KIT/model
+if [ -d "$MODEL_DIR" ] && [ $IMPORTS -eq 0 ]; then
+  if [ -n "$SMOKE" ]; then QARGS=(--sample 1 --samples 1 --max-tokens 16); EARGS=(--sample 1 --max-tokens 16)
+  else QARGS=(--sample 12 --samples 8 --max-tokens 192); EARGS=(--sample 12 --max-tokens 128); fi
+  MT=$(( $(left) - 30 ))
+  if [ $MT -ge 45 ]; then
+    step "e2e on the model with priors ($MODEL_DIR; limit $(( MT / 2 )) s)"
+    timeout -k 10 $(( MT / 2 )) "$PY" -m harness.cli run --suite e2e --runtime torch \
+      --device "$DEVICE" --model "$MODEL_DIR" --batch 1 --engine "$ENGINES" --data "$KIT/data" \
+      "${EARGS[@]}" --blocks 1 --mask-bench off --memory "$MEMORY" --timeout "$JOB_TIMEOUT" \
+      --jobs 1 --no-progress --results "$RES" --reports "$RES/reports" | sed -n '/^end to end/,/^$/p'
+    echo "e2e (model) rc ${PIPESTATUS[0]}"
+  fi
+  QT=$(( $(left) - 30 ))
+  if [ $QT -ge 45 ]; then
+    step "quality on the model with priors (limit ${QT} s)"
+    timeout -k 10 "$QT" "$PY" -m harness.cli run --suite quality --model "$MODEL_DIR" \
+      --engine "$ENGINES" --data "$KIT/data" "${QARGS[@]}" --memory "$MEMORY" \
+      --timeout "$JOB_TIMEOUT" --jobs 1 --no-progress --results "$RES" --reports "$RES/reports" \
+      | sed -n '/^quality:/,/^$/p'
+    echo "quality rc ${PIPESTATUS[0]}"
+  fi
+fi
+
 step "results"
 if [ -n "$RUN" ] && [ -f "$RUN/summary.json" ]; then
   cp "$RUN/summary.json" "$OUT/summary.json"

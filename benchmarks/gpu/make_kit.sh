@@ -10,7 +10,10 @@
 # them), whl/ (the wheels of every package the run needs that the GPU machine's image lacks:
 # benchmarks/gpu/kit_wheels.py, for CPython X.Y on manylinux x86_64; whl/cond: typing_extensions,
 # installed there only when the image's is too old), run.sh (benchmarks/gpu/kit_run.sh) and
-# kit.env. Then, on the GPU machine: bash DIR/run.sh; on this machine: bash DIR/run.sh --smoke.
+# kit.env, and model/: the model with priors (`harness model build`; KIT_MODEL: build:default,
+# or build:tiny for a smoke; none leaves it out) with KIT_HELD_OUT of its held-out schemas
+# added to data/ (default 12), for the e2e and quality steps on it.
+# Then, on the GPU machine: bash DIR/run.sh; on this machine: bash DIR/run.sh --smoke.
 #
 # Env: PY (the interpreter whose installed versions are pinned and whose pip downloads;
 # default .venv/bin/python, else python3), KIT_SAMPLE (40), KIT_GLIBC (2.31: wheels tagged
@@ -69,6 +72,28 @@ for n in names:
     shutil.copyfile(src / n, Path(sys.argv[1]) / n)  # the file's bytes, never a link
 print(f"make_kit: {len(names)} files from {src}")
 EOF
+
+MODEL_SPEC=${KIT_MODEL:-build:default}
+if [ "$MODEL_SPEC" != none ]; then
+  echo "make_kit: the model with priors ($MODEL_SPEC) -> $DIR/model, held-out schemas -> $DIR/data"
+  PYTHONPATH="$ROOT" "$PY" - "$DIR" "$MODEL_SPEC" "${KIT_HELD_OUT:-12}" <<'PYEOF'
+import shutil, sys
+from pathlib import Path
+from harness.model.checkpoint import load_checkpoint
+from harness.training.build import resolve_model
+from harness.suite.maskbench import resolve_data_dir, stratified_sample
+kit, spec, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+ck = load_checkpoint(resolve_model(spec))
+shutil.copytree(ck.folder, kit / "model")
+src = resolve_data_dir(None)
+held = set(ck.held_out or ())
+names = stratified_sample(sorted(p.name for p in src.glob("*.json") if p.name in held), n)
+for name in names:
+    shutil.copyfile(src / name, kit / "data" / name)
+size = sum(f.stat().st_size for f in (kit / "model").iterdir())
+print(f"make_kit: model from {ck.folder} ({size // 1024} KiB), {len(names)} held-out files")
+PYEOF
+fi
 
 echo "make_kit: wheels for CPython $PYV on $PLATFORM -> $DIR/whl"
 PYTHONPATH="$ROOT" "$PY" "$ROOT/benchmarks/gpu/kit_wheels.py" --python-version "$PYV" \
