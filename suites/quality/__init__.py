@@ -34,6 +34,7 @@ class QualitySuite(JsonSchemaBenchView):
         truth="jsonschema on each output the model wrote through the engine; an output the "
               "engine ended that jsonschema rejects is an invalidation error")
     uses_options = True
+    replay_table = False  # its records hold generations, not token replays
     default_sample = 12
     smoke = {"sample": 1, "options": {"model": "build:tiny", "samples": 1, "max_tokens": 24}}
 

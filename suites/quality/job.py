@@ -164,6 +164,7 @@ def run_quality_job(job: JobPayload, phase=lambda p, info=None: None) -> Quality
     # the run's vocabulary is the checkpoint's (RunConfig makes it so): engines are built
     # on its tokenizer through their own Hugging Face constructors
     record, adapter, vocab, t_busy = adapters.start_job(job, phase)
+    phase("groundtruth")  # setup done: the job's own time limit runs from here
     qrec: QualityRecord = dict(record)  # type: ignore[assignment]
     target = target_for(case)
     prompt = ckpt.prompt_format.prompt_ids(tok, json.loads(case["schema_text"]))

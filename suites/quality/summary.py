@@ -258,7 +258,7 @@ def summary_block(summary: Summary, meta: RunMeta, records: list[Record],
     lines = [f"quality: {block['schemas']} held-out schema(s), model "
              f"{block['model'].get('path')}", *("  " + v for v in verdict_lines(rows)),
              text_table(table(block))]
-    for r in rows[1:]:
+    for r in rows:
         b = r.get("bfcl")
         if b:
             lines.append(f"{r['stream']}: p per call on BFCL {figures.percent(b['p'])} "
