@@ -111,6 +111,19 @@ def typed_command(command: Any) -> str:
     return shlex.join(out)
 
 
+def model_label(path: str) -> str:
+    """A model folder as the document names it, with no machine path: the model built
+    here by its cache folder's name (``build:default-<key>``), any other folder by its
+    last component; a size name (``micro``) as it is."""
+    text = str(path)
+    bare = text[3:] if text.startswith("hf:") else text
+    if "/" not in bare:
+        return text
+    name = Path(bare).name
+    tag = f"build:{name}" if "grammar-harness/models/" in bare else name
+    return f"hf:{tag}" if text.startswith("hf:") else tag
+
+
 def _relative(arg: str) -> str:
     name, eq, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
     if value.startswith("/") and os.path.commonpath([value, str(ROOT.parent)]) != "/":
@@ -147,7 +160,7 @@ def _stat(d: Any, key: str) -> str:
 def serve_rows(run_dir: Path, meta: RunMeta, summary: Summary) -> list[list[str]]:
     """Rows of the serving table (one per server row, stream and mode)."""
     date, commit = _utc(meta.get("created_at")), _commit(meta)
-    model = str(summary["serve"].get("model") or "–")
+    model = model_label(str(summary["serve"].get("model") or "–"))
     rows = []
     for eng, streams in summary["serve"].get("streams", {}).items():
         for stream, d in streams.items():
@@ -255,7 +268,7 @@ def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
             machine.get("cpu_model") or machine.get("processor"),
             f"{machine['cpus']} CPUs" if machine.get("cpus") else None,
             f"Python {machine['python']}" if machine.get("python") else None) if x),
-        "tokenizer": f"{tok.get('name', '–')} ({number(tok.get('size'))} ids)",
+        "tokenizer": f"{model_label(tok.get('name', '–'))} ({number(tok.get('size'))} ids)",
         "primary": summary.get("primary_serialization", "–"),
         "limits": meta.get("limits", {}),
         "wall_s": summary.get("wall_s"),
