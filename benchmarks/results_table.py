@@ -21,7 +21,8 @@ the run's date, commit, suite and selection, and per engine its version, schemas
 counts, TBM average / p50 / p99 (µs), the share of masks over 1 ms and TTFM p50 / p90 (ms).
 Runs of the serve suite go to a second table, one row per (server row, stream, mode):
 throughput, TTFT / TPOT / ITL p50 and p99 (ms), invalid outputs, runaways, refusals,
-crashes, and for the constrained stream its ratios to the unconstrained one; runs of the
+crashes, and for the constrained stream its ratios to the unconstrained one (with a model
+with priors, a table of the served outputs' validity and accuracy under it); runs of the
 e2e suite (offline rows) to a third: TTFT and TPOT (ms) with their ratio; runs of the
 grammars suite to a fourth, one row per (family, engine): coverage, the forms engines were
 given, false rejects / accepts, dialect differences, TBM p50 / p99 (µs), TTFM p50 (ms), and
@@ -185,6 +186,32 @@ def serve_rows(run_dir: Path, meta: RunMeta, summary: Summary) -> list[list[str]
     return rows
 
 
+def served_quality_rows(meta: RunMeta, summary: Summary) -> list[list[str]]:
+    """A serve run with a model with priors: per server row, stream and mode, the served
+    outputs' validity and accuracy (``summary["serve"]["streams"][row][stream]["quality"]``,
+    the quality suite's columns)."""
+    date = _utc(meta.get("created_at"))
+    out = []
+    for eng, streams in summary["serve"].get("streams", {}).items():
+        for stream, d in streams.items():
+            for mode, q in (d.get("quality") or {}).items():
+                acc = q.get("accuracy") or {}
+                bfcl = q.get("bfcl") or {}
+                out.append([date, eng, stream, "c" if mode == "constrained" else "u",
+                            number(q.get("outputs")), percent(q.get("parse_valid")),
+                            percent(q.get("schema_valid")), number(q.get("attempts_per_valid"), 2),
+                            (f"{percent(acc.get('name'))} / {percent(acc.get('arguments'))}"
+                             if acc else "–"),
+                            (f"{percent(bfcl.get('p'))} / {percent(bfcl.get('p50'))}"
+                             if bfcl else "–"),
+                            percent(q.get("runaway"))])
+    return out
+
+
+SERVED_QUALITY_HEADER = ["date of the run", "row", "stream", "mode", "outputs", "parse-valid",
+                         "schema-valid", "attempts / valid", "accuracy name / args",
+                         "BFCL p / p^50", "runaway"]
+
 SERVE_HEADER = ["date of the run", "commit", "row", "stream", "mode", "model", "done",
                 "req/s", "tok/s", "TTFT p50 (ms)", "TTFT p99", "TPOT p50 (ms)", "TPOT p99",
                 "ITL p50 (ms)", "ITL p99", "invalid", "runaways", "refused", "crashed",
@@ -273,6 +300,8 @@ def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
         "limits": meta.get("limits", {}),
         "wall_s": summary.get("wall_s"),
         "serve": serve_rows(run_dir, meta, summary) if summary.get("serve") else [],
+        "served_quality": (served_quality_rows(meta, summary) if summary.get("serve")
+                           else []),
         "grammars": grammar_rows(meta, summary) if summary.get("grammars") else [],
         "grammar_sizes": grammar_size_rows(meta, summary) if summary.get("grammars") else [],
         "e2e": e2e_rows(run_dir, meta, summary) if not replay and not summary.get("serve")
@@ -591,6 +620,13 @@ def render(runs: list[Published], published: bool = True) -> str:
                 "constraint. Random weights: runaways measure the whitespace a backend allows.",
                 "", *_md_table(SERVE_HEADER, serve, ["l"] * 6 + ["r"] * (len(SERVE_HEADER) - 6)),
                 ""]
+    served_q = [r for n in notes for r in n.get("served_quality", [])]
+    if served_q:
+        out += ["With a model with priors (`--model`), the served outputs' validity and "
+                "accuracy, the quality suite's columns ([quality.md](quality.md)): shares "
+                "of the outputs that came back (HTTP 200, finished).", "",
+                *_md_table(SERVED_QUALITY_HEADER, served_q,
+                           ["l"] * 4 + ["r"] * (len(SERVED_QUALITY_HEADER) - 4)), ""]
     gram = [r for n in notes for r in n["grammars"]]
     if gram:
         out += ["## Grammar runs", "",
