@@ -138,8 +138,8 @@ AWAY_FROM_SERVERS = (
 
 def pytest_collection_modifyitems(items):
     """The tests kept away from the servers first, then tests that start their own server,
-    then those on the shared xgrammar server, then the GPU smoke run (two shared
-    servers): at most four servers live at once."""
+    then those on the shared xgrammar server, then the GPU smoke run (the shared
+    xgrammar server): at most four servers live at once."""
     def rank(item) -> int:
         if item.nodeid in AWAY_FROM_SERVERS:
             return -1
@@ -153,10 +153,10 @@ def pytest_collection_modifyitems(items):
 if importlib.util.find_spec("xdist") is not None:  # the extra `test` holds pytest-xdist
     @pytest.hookimpl(tryfirst=True)  # before xdist's own (the hook takes the first answer)
     def pytest_xdist_make_scheduler(config, log):
-        """Under ``pytest -n 2`` (what .ci/run runs; ``--dist load``, the default): tests go
+        """Under ``pytest -n 3`` (what .ci/run runs; ``--dist load``, the default): tests go
         one at a time to whichever worker is free, except the serving tier, one unit of work
-        sent first and run in collection order by one worker. So its servers (two shared
-        ones, and those a test starts for itself) never live beside another vLLM start, and its ~7 minutes
+        sent first and run in collection order by one worker. So its servers (the shared
+        one, and those a test starts for itself) never live beside another vLLM start, and its ~7 minutes
         overlap the rest instead of ending the session. The tests of
         :data:`AWAY_FROM_SERVERS` join that unit, ahead of its servers. (xdist's own
         ``--dist loadgroup`` cannot do this under pytest 9.2: its group marks no longer

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.metadata
 import json
 import math
 import os
@@ -518,11 +519,11 @@ def _build(r: Recipe, seed: int, corpus: _Corpus, key: str, folder: Path, data_d
             f"({ev['pairs']} instances); at temperature 1 on {s['schemas']} held-out schemas "
             f"x {s['samples_per_schema']}: parse-valid {_pct(s['parse_valid'])}, "
             f"schema-valid {_pct(s['schema_valid'])}, runaway {_pct(s['runaway'])}")
-        meta = {
+        meta: dict[str, Any] = {
             "prompt": fmt.describe(), "build_key": key, "recipe": r.describe(),
             "recipe_version": RECIPE_VERSION, "seed": seed,
             "torch_threads": r.threads, "torch": torch.__version__,
-            "transformers": __import__("transformers").__version__,
+            "transformers": importlib.metadata.version("transformers"),
             "corpus": {"path": str(data_dir), "sha256": corpus.digest},
             "split": {"rule": SPLIT_RULE, "held_out": corpus.held_out_names,
                       "train_schemas": len(schemas), "train_instances": len(train),
