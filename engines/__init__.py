@@ -31,6 +31,8 @@ ADAPTERS: dict[str, str] = {
 #: gap at 32 characters, which would make every longer whitespace token look like an
 #: engine's error).
 ORACLE = "reference"
+#: The engine rows ``harness lint`` judges when no ``--engine`` is given.
+LINT_ENGINES = "xgrammar,llguidance,outlines"
 
 #: The row of a server the user runs and gives by URL (``--server URL``): the harness can
 #: tell neither which engine nor which version it wraps.

@@ -19,9 +19,10 @@ from harness.config import RunConfig
 if TYPE_CHECKING:
     import pandas as pd
 
+    from harness.analysis.lint import LintResult
     from harness.records import Record, RunMeta, Summary
 
-__all__ = ["Run", "run", "summarize", "make_report", "baseline", "gate", "explain", "GateOutcome",
+__all__ = ["Run", "run", "summarize", "make_report", "baseline", "gate", "explain", "lint", "GateOutcome",
            "InputError", "default_results", "default_reports"]
 
 log = logging.getLogger("harness")
@@ -324,4 +325,17 @@ def explain(run: str | Path, case: str, **kwargs: Any) -> str:
     try:
         return _explain(run, case, **kwargs)
     except ExplainError as e:
+        raise InputError(str(e)) from None
+
+
+def lint(files: "list[str | Path]", engines: str | None = None,
+         **kwargs: Any) -> "LintResult":
+    """Every node × keyword × engine verdict of schema ``files``
+    (:func:`harness.analysis.lint.lint_files`, which lists the keyword arguments): a
+    :class:`harness.analysis.lint.LintResult`. Raises :class:`InputError` on bad input."""
+    from harness.analysis.lint import LintError, lint_files
+
+    try:
+        return lint_files(list(files), engines, **kwargs)
+    except LintError as e:
         raise InputError(str(e)) from None

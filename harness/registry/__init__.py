@@ -171,6 +171,7 @@ COMMANDS: Registry[Any] = Registry("command", "grammar_harness.commands", {
     "gate": "harness.cli.gate",
     "explain": "harness.cli.explain",
     "model": "harness.cli.model",
+    "lint": "harness.cli.lint",
 })
 
 

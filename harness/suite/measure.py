@@ -1,4 +1,4 @@
-"""The suite API's measurement: what a suite's job measures with (the token replay, ground truth, grammar targets, token-level oracles and walks, the validity and accuracy figures of written outputs). Imported on first use."""
+"""The suite API's measurement: what a suite's job measures with (the token replay, ground truth, grammar targets, token-level oracles and walks, the keyword judge, the validity and accuracy figures of written outputs). Imported on first use."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ _EXPORTS = {
     "GroundTruth": "harness.measure.groundtruth:GroundTruth",
     "has_bit": "harness.measure.tokens.maskops:has_bit",
     "instance_outcome": "harness.measure.outcomes:instance_outcome",
+    "keywords": "harness.measure.keywords",
     "json_prefix_error": "harness.measure.jsontext:json_prefix_error",
     "oracle_adapter": "harness.measure.tokens.oracle:oracle_adapter",
     "ORACLE_LABEL": "harness.measure.tokens.oracle:ORACLE_LABEL",
@@ -73,4 +74,5 @@ if TYPE_CHECKING:
     from harness.measure.validity import (VALIDITY_COLUMNS, ValidityFigures, ValidityOutput,
         bfcl_match, bfcl_reference, validity_cell, validity_figures, wilson)
     from harness.measure import adapters
+    from harness.measure import keywords
     from harness.measure import reachability

@@ -9,7 +9,7 @@ Six hazards (:data:`HAZARDS`), each a yes/no or a number per engine with its wit
 2. ``bad_tool``: a tool-call request with ten ordinary tools and one the engine cannot
    compile (:mod:`suites.hazards.tools`); standalone and served.
 3. ``keywords``: each constraining keyword kept, ignored or refused, with a witness
-   instance (:mod:`suites.hazards.keywords`): one probe schema per keyword
+   instance (the keyword judge :mod:`harness.measure.keywords`, shared with ``harness lint``): one probe schema per keyword
    (``keywords/probe/<kw>``) and the corpus sample's schemas (``keywords/corpus/<file>``).
 4. ``padded_vocab``: an LM head wider than the tokenizer (:mod:`suites.hazards.padding`),
    per vocabulary (``padded_vocab/llama3``, ``padded_vocab/qwen2``).
@@ -117,14 +117,14 @@ class Hazards(SuiteBase):
         return out
 
     def _build(self) -> list[Case]:
-        from suites.hazards.keywords import PROBES
+        from harness.suite.measure import keywords
         from suites.hazards.padding import PADDINGS
 
         out: list[Case] = []
         for h in self.hazards:
             if h == "keywords":
                 out += [_case(f"keywords/probe/{pid}", h, s, probe=pid)
-                        for pid, s in PROBES.items()]
+                        for pid, s in keywords.PROBES.items()]
                 out += self._corpus()
             elif h == "padded_vocab":
                 out += [_case(f"padded_vocab/{v}", h, vocab=v) for v in PADDINGS]

@@ -37,14 +37,14 @@ def _accepts(vocab):
 
 
 def _keywords(adapter, vocab, case, req, phase) -> tuple[HazardBlock, str]:
-    from suites.hazards.keywords import judge_occurrence, occurrences
+    from harness.suite.measure import keywords
 
     schema = json.loads(case["schema_text"])
     rows = []
     accepts = _accepts(vocab)
     phase("compile")  # a death from here on is the engine's, on this schema's keywords
-    for occ in occurrences(schema, root_only=bool(req.get("probe"))):
-        rows.append(judge_occurrence(adapter.compile, accepts, occ))
+    for occ in keywords.occurrences(schema, root_only=bool(req.get("probe"))):
+        rows.append(keywords.judge_occurrence(adapter.compile, accepts, occ))
     ignored = [r for r in rows if r["verdict"] == "ignored"]
     out = {"rows": rows, "source": req.get("source")}
     if ignored:

@@ -44,7 +44,7 @@ class HazardBlock(TypedDict, total=False):
     form: str            # the engine's native form the probe compiled (tool calls, reasoning)
     error: str
     # keywords
-    rows: list[dict[str, Any]]  # one judged keyword occurrence each (suites.hazards.keywords)
+    rows: list[dict[str, Any]]  # one judged keyword occurrence each (harness.measure.keywords)
     source: str | None
     # padded_vocab
     vocab: str           # the tokenizer whose padded vocabulary was probed

@@ -17,7 +17,8 @@ import harness
 from engines.bitmask import allocate_bitmask
 from harness.measure.replay import replay
 from harness.registry import adapter_class
-from suites.hazards import keywords, padding, whitespace
+from harness.suite.measure import keywords
+from suites.hazards import padding, whitespace
 from suites.hazards.summary import hazard_table
 
 
@@ -48,13 +49,20 @@ def test_every_probe_has_instances_its_keyword_alone_decides():
                 ).is_valid(v), (pid, v)
 
 
-def test_occurrences_skip_a_subschema_with_a_ref_and_walk_nested_ones():
+def test_occurrences_keep_local_refs_resolvable_skip_remote_ones_and_walk_nested_ones():
     schema = {"type": "object", "properties": {
         "a": {"type": "string", "maxLength": 3},
-        "b": {"$ref": "#/$defs/x", "minLength": 2}}, "$defs": {"x": {"type": "string"}}}
+        "b": {"$ref": "#/$defs/x", "minLength": 2},
+        "c": {"$ref": "https://example.com/s.json", "maxLength": 2}},
+        "$defs": {"x": {"type": "string"}}}
     occ = {o["path"]: o for o in keywords.occurrences(schema)}
     assert occ["/properties/a"]["skip"] is None and occ["/properties/a"]["keyword"] == "maxLength"
-    assert "$ref" in occ["/properties/b"]["skip"]
+    # a local $ref taken alone keeps the root's $defs: it resolves, and it is judged
+    b = occ["/properties/b"]
+    assert b["skip"] is None and b["schema"]["$defs"] == schema["$defs"]
+    assert keywords.deciding(b["schema"], "minLength")[0] == ""  # a string: the $ref resolved
+    # a remote one is never fetched: not judged
+    assert "never fetched" in occ["/properties/c"]["skip"]
 
 
 def test_the_exact_reference_engine_never_ignores_a_keyword_and_no_grammar_ignores_all(vocab):

@@ -1,0 +1,211 @@
+"""``harness lint``'s library: every node × keyword × engine verdict of schema files
+(:mod:`harness.measure.keywords`, docs/lint.md).
+
+Schemas are untrusted: read as JSON (never evaluated), checked against their metaschema by
+jsonschema, no ``$ref`` ever fetched. Each engine judges in its own forked process under a
+wall-clock limit: an engine that hangs or dies on a node leaves that node's rows and the
+ones after it ``undecided`` with why, and the lint goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.measure.keywords import VERDICTS, Node, Plan, nodes, plan
+
+__all__ = ["FLAGGED", "LintError", "LintResult", "load_schema", "lint_files"]
+
+#: The verdicts that make ``harness lint`` exit 1.
+FLAGGED = ("ignored", "misread")
+#: Seconds one engine may spend on one file (its compiles and replays together).
+ENGINE_SECONDS = 25.0
+#: Seconds the judge may spend on one node before the rest of its keywords are undecided.
+NODE_SECONDS = 5.0
+
+
+class LintError(ValueError):
+    """Bad input: one line naming the file."""
+
+
+@dataclass
+class LintResult:
+    """The rows of one lint: ``{"file", "engine", "path", "keyword", "verdict", "witness",
+    "why"}`` each, and what it cost."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    engines: list[str] = field(default_factory=list)
+    nodes: dict[str, int] = field(default_factory=dict)  # file → nodes judged
+    seconds: float = 0.0
+
+    def flagged(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r["verdict"] in FLAGGED]
+
+
+def load_schema(path: str | Path) -> Any:
+    """The schema in ``path``; raises :class:`LintError` (one line naming the file) when it
+    cannot be read, is not JSON, or is not a schema."""
+    import jsonschema
+    from jsonschema.validators import validator_for
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise LintError(f"{path}: cannot read it: {getattr(e, 'strerror', None) or e}") from None
+    try:
+        schema = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise LintError(f"{path}: not JSON: {' '.join(str(e).split())[:160]}") from None
+    if isinstance(schema, dict) and isinstance(schema.get("tests"), list) \
+            and isinstance(schema.get("schema"), (dict, bool)):
+        schema = schema["schema"]  # a MaskBench corpus file: its schema
+    if not isinstance(schema, (dict, bool)):
+        raise LintError(f"{path}: not a schema (a JSON {type(schema).__name__}, not an object "
+                        "or a boolean)")
+    try:
+        cls = validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as e:
+        where = "/".join(str(p) for p in e.absolute_path) or "(root)"
+        raise LintError(f"{path}: not a schema: at {where}: "
+                        f"{' '.join(e.message.split())[:160]}") from None
+    except Exception as e:  # an unknown $schema, a hostile depth
+        raise LintError(f"{path}: not a schema: {type(e).__name__}: "
+                        f"{' '.join(str(e).split())[:160]}") from None
+    return schema
+
+
+def _judge(spec: Any, vocab: Any, todo: list[tuple[Node, Plan]], conn: Any) -> None:
+    """In the engine's process: one message per node, then ``("done", None)``."""
+    from engines.protocol import one_line
+    from harness.measure.keywords import AdapterEngine, judge_node
+
+    try:
+        engine = AdapterEngine(spec.build(vocab), vocab)
+    except Exception as e:
+        conn.send(("error", f"the engine could not be built: {one_line(e, 200)}"))
+        return
+    for i, (node, made) in enumerate(todo):
+        conn.send(("start", i))
+        try:
+            rows = judge_node(engine, node, made, time.monotonic() + NODE_SECONDS)
+        except Exception as e:  # an engine raising outside its CompileError: this node's
+            rows = [{"path": node.path, "keyword": kw, "verdict": "undecided",
+                     "witness": None, "why": f"the engine raised: {one_line(e, 200)}"}
+                    for kw in node.keywords]
+        conn.send(("rows", rows))
+    conn.send(("done", None))
+    conn.close()
+
+
+@dataclass
+class _Job:
+    proc: Any
+    conn: Any
+    deadline: float
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    current: int = 0
+    done: set[int] = field(default_factory=set)
+    why: str | None = None
+    finished: bool = False
+
+
+def _run_engines(specs: list[Any], vocab: Any, todo: list[tuple[Node, Plan]],
+                 seconds: float) -> list[list[dict[str, Any]]]:
+    """The rows of ``todo`` per engine, each judged in its own forked process (started from
+    this thread, one after the other; they run side by side) within ``seconds``."""
+    import multiprocessing as mp
+    from multiprocessing.connection import wait
+
+    ctx = mp.get_context("fork")
+    jobs: list[_Job] = []
+    for spec in specs:
+        here, there = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_judge, args=(spec, vocab, todo, there), daemon=True)
+        proc.start()
+        there.close()
+        jobs.append(_Job(proc, here, time.monotonic() + seconds))
+    try:
+        while any(not j.finished for j in jobs):
+            live = [j for j in jobs if not j.finished]
+            now = time.monotonic()
+            for j in live:
+                if now > j.deadline:
+                    j.why = f"the engine ran past the {seconds:g} s limit on this schema"
+                    j.finished = True
+            live = [j for j in live if not j.finished]
+            if not live:
+                break
+            ready = wait([j.conn for j in live], timeout=1.0)
+            for j in live:
+                if j.conn not in ready:
+                    continue
+                try:
+                    kind, value = j.conn.recv()
+                except (EOFError, OSError):
+                    j.proc.join(1)
+                    j.why = f"the engine's process died (exit code {j.proc.exitcode})"
+                    j.finished = True
+                    continue
+                if kind == "start":
+                    j.current = value
+                elif kind == "rows":
+                    j.rows.extend(value)
+                    j.done.add(j.current)
+                elif kind == "error":
+                    j.why, j.finished = value, True
+                else:
+                    j.finished = True
+    finally:
+        for j in jobs:
+            if j.proc.is_alive():
+                j.proc.kill()
+            j.proc.join(5)
+            j.conn.close()
+    out = []
+    for j in jobs:
+        rows = list(j.rows)
+        for i, (node, _) in enumerate(todo):
+            if i not in j.done:
+                why = (j.why if i == j.current or (j.why or "").startswith("the engine could")
+                       else "not judged: the engine stopped on an earlier node")
+                rows += [{"path": node.path, "keyword": kw, "verdict": "undecided",
+                          "witness": None, "why": why} for kw in node.keywords]
+        out.append(rows)
+    return out
+
+
+def lint_files(files: list[str | Path], engines: str | None = None, *,
+               tokenizer: str = "llama3", seconds: float = ENGINE_SECONDS) -> LintResult:
+    """Lint ``files`` for the engine rows ``engines`` (``NAME[:CONFIG],...``; default
+    :data:`engines.LINT_ENGINES`). Raises :class:`LintError` on bad input (the first bad
+    file) or an unknown / not installed engine."""
+    import engines as engines_pkg
+    from engines.vocab import load_vocabulary
+    from harness.registry import RegistryError, parse_engines
+
+    t0 = time.monotonic()
+    try:
+        specs = [s for s in parse_engines(engines or engines_pkg.LINT_ENGINES)]
+    except RegistryError as e:
+        raise LintError(str(e)) from None
+    missing = [s.label for s in specs if s.env is not None or not s.installed()]
+    if missing:
+        raise LintError(f"not installed here (or in another environment): {', '.join(missing)}")
+    schemas = {str(f): load_schema(f) for f in files}
+    vocab = load_vocabulary(tokenizer)
+    out = LintResult(engines=[s.label for s in specs])
+    for name, schema in schemas.items():
+        # the instances are the same for every engine: made once, before the engines fork
+        todo = [(node, plan(node)) for node in nodes(schema)]
+        out.nodes[name] = len(todo)
+        for spec, rows in zip(specs, _run_engines(specs, vocab, todo, seconds)):
+            out.rows += [{"file": name, "engine": spec.label, **r} for r in rows]
+    order = {v: i for i, v in enumerate(VERDICTS)}
+    out.rows.sort(key=lambda r: (list(schemas).index(r["file"]), r["path"], r["keyword"],
+                                 out.engines.index(r["engine"]), order.get(r["verdict"], 9)))
+    out.seconds = time.monotonic() - t0
+    return out

@@ -1,0 +1,715 @@
+"""The keyword judge: does an engine keep each keyword of a schema, ignore it, or misread it?
+
+One judge for the hazards suite's keyword row and ``harness lint`` (docs/lint.md).
+
+**Nodes.** :func:`nodes` walks a schema and yields every subschema object (its JSON pointer
+``path``) taken alone: a copy that keeps the root's ``$schema`` and, when it holds a local
+``$ref``, the root's ``$defs`` / ``definitions`` so the reference resolves. A ``$ref`` that
+is not local (``#...``) is never fetched: such a node is not judged (``skip``). Each node
+lists the keywords that constrain it (:data:`KEYWORDS`, :data:`STRUCTURAL`) and, for an
+object node without ``additionalProperties``, :data:`UNDECLARED`: the default that lets
+undeclared properties in.
+
+**Instances.** For a keyword, *deciding* instances (:func:`deciding`) are valid against the
+node without the keyword and invalid with it: hand-made candidates built from the keyword's
+argument and a small pool, plus instances hypothesis-jsonschema generates from the node
+*without* the keyword, so that they satisfy the node's other keywords (an ipv4 address for
+``{"format": "ipv4", "maxLength": 9}``). *Valid* instances (:func:`valid_instances`) are
+generated from the node itself. jsonschema (formats asserted) decides every one; generation
+is derandomized and bounded (:data:`EXAMPLES` per schema, :data:`SECONDS` per generation).
+
+**Verdicts** (per node, keyword and engine, :func:`judge_node`):
+
+- ``refused``: the engine does not compile the node (its one-line error);
+- ``ignored``: the engine accepts a deciding instance (jsonschema says the only constraint
+  it breaks is this keyword): the witness;
+- ``misread``: the engine rejects a valid instance in every tokenization it allows
+  (:func:`harness.measure.reachability.search` says ``unwritable``; a rejection of the
+  canonical tokenization alone is never a misreading), and the node without this keyword
+  accepts it: the witness. For :data:`UNDECLARED`, a valid instance with one undeclared
+  property added that the engine cannot write;
+- ``kept``: every deciding instance is rejected, and one is accepted once the keyword is
+  removed (so the rejection came from the keyword);
+- ``undecided``: none of these could be shown, with why (no deciding instance, the engine
+  rejects them even without the keyword, the reachability search ran out of budget ...).
+
+Everything here is pure data except the judging functions, which take an :class:`Engine`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Protocol
+
+__all__ = ["KEYWORDS", "STRUCTURAL", "UNDECLARED", "PROBES", "VERDICTS", "Engine", "Node",
+           "Plan", "candidates", "deciding", "judge_node", "plan", "judge_occurrence", "nodes", "occurrences",
+           "valid_instances", "without"]
+
+KEYWORDS: tuple[str, ...] = (
+    "pattern", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
+    "exclusiveMaximum", "multipleOf", "uniqueItems", "contains", "minItems", "maxItems",
+    "patternProperties", "propertyNames", "minProperties", "maxProperties", "format", "not",
+    "dependentRequired", "if",
+)
+#: Keywords removed with the one named (``then``/``else`` mean nothing without ``if``).
+GROUPS: dict[str, tuple[str, ...]] = {"if": ("if", "then", "else")}
+
+#: Keywords whose value is a schema, a list of schemas or a map of schemas: where
+#: :func:`occurrences` looks for subschemas.
+_ONE = ("additionalProperties", "items", "contains", "propertyNames", "not", "if", "then",
+        "else", "additionalItems", "unevaluatedProperties", "unevaluatedItems")
+_LIST = ("anyOf", "oneOf", "allOf", "prefixItems", "items")
+_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+
+#: One small schema per keyword, so that every keyword has a verdict whatever the corpus
+#: sample holds (probe id → schema).
+PROBES: dict[str, dict[str, Any]] = {
+    "pattern": {"type": "string", "pattern": "^[a-c]{2,4}$"},
+    "minLength": {"type": "string", "minLength": 3},
+    "maxLength": {"type": "string", "maxLength": 3},
+    "minimum": {"type": "integer", "minimum": 10},
+    "maximum": {"type": "integer", "maximum": 10},
+    "exclusiveMinimum": {"type": "number", "exclusiveMinimum": 0},
+    "exclusiveMaximum": {"type": "number", "exclusiveMaximum": 1},
+    "multipleOf": {"type": "integer", "multipleOf": 5},
+    "uniqueItems": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True},
+    "contains": {"type": "array", "items": {"type": "integer"}, "contains": {"const": 7}},
+    "minItems": {"type": "array", "items": {"type": "integer"}, "minItems": 2},
+    "maxItems": {"type": "array", "items": {"type": "integer"}, "maxItems": 2},
+    "patternProperties": {"type": "object", "patternProperties": {"^n_": {"type": "integer"}}},
+    "propertyNames": {"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}},
+    "minProperties": {"type": "object", "properties": {"a": {"type": "integer"}},
+                      "minProperties": 1},
+    "maxProperties": {"type": "object", "properties": {"a": {"type": "integer"},
+                                                       "b": {"type": "integer"}},
+                      "maxProperties": 1},
+    "format-date": {"type": "string", "format": "date"},
+    "format-ipv4": {"type": "string", "format": "ipv4"},
+    "format-uuid": {"type": "string", "format": "uuid"},
+    "not": {"type": "integer", "not": {"const": 3}},
+    "dependentRequired": {"type": "object", "properties": {"a": {"type": "integer"},
+                                                           "b": {"type": "integer"}},
+                          "dependentRequired": {"a": ["b"]}},
+    "if": {"type": "integer", "if": {"minimum": 10}, "then": {"multipleOf": 2}},
+}
+
+#: Most occurrences judged per schema and deciding instances kept per occurrence (bounds
+#: a job's compiles: two per occurrence at most).
+MAX_OCCURRENCES = 6
+MAX_DECIDING = 3
+#: Longest candidate string (a ``maxLength`` beyond it is not probed: the replay would
+#: measure the loop, and the answer is the same).
+MAX_STRING = 2_000
+
+#: The keywords beyond :data:`KEYWORDS` that ``harness lint`` judges on every node.
+STRUCTURAL: tuple[str, ...] = (
+    "required", "type", "enum", "const", "items", "prefixItems", "additionalProperties",
+    "unevaluatedProperties", "unevaluatedItems",
+)
+#: The pseudo-keyword of an object node's default: undeclared properties are allowed when
+#: ``additionalProperties`` is absent.
+UNDECLARED = "additionalProperties (absent: undeclared properties allowed)"
+#: The verdicts, in the order they are reported.
+VERDICTS = ("ignored", "misread", "refused", "undecided", "kept")
+#: Examples hypothesis generates per schema, and seconds one generation may take.
+EXAMPLES = 12
+SECONDS = 1.0
+#: Valid instances tried per node for a misreading.
+MAX_VALID = 6
+#: Seconds the reachability search may take per instance.
+REACH_SECONDS = 2.0
+
+
+def _escape(name: str) -> str:
+    return name.replace("~", "~0").replace("/", "~1")
+
+
+def _pointer(path: tuple[str, ...]) -> str:
+    """The JSON pointer of ``path`` (``""`` is the root)."""
+    return "".join("/" + _escape(p) for p in path)
+
+
+def _refs(node: Any) -> Iterator[str]:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, dict):
+            for k, v in n.items():
+                if k in ("$ref", "$dynamicRef", "$recursiveRef") and isinstance(v, str):
+                    yield v
+                elif k not in ("enum", "const", "default", "examples"):
+                    stack.append(v)
+        elif isinstance(n, list):
+            stack.extend(n)
+
+
+def _has_ref(node: Any) -> bool:
+    return any(True for _ in _refs(node))
+
+
+def _subschemas(node: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], dict]]:
+    """Every (path, subschema object) of a schema, depth-first, iteratively bounded by the
+    schema's size (a hostile depth never recurses past Python's limit: the walk keeps its
+    own stack)."""
+    stack = [(path, node)]
+    while stack:
+        p, n = stack.pop()
+        if not isinstance(n, dict):
+            continue
+        yield p, n
+        for k in _ONE:
+            if isinstance(n.get(k), dict):
+                stack.append((p + (k,), n[k]))
+        for k in _LIST:
+            if isinstance(n.get(k), list):
+                stack.extend((p + (k, str(i)), s) for i, s in enumerate(n[k]))
+        for k in _MAP:
+            if isinstance(n.get(k), dict):
+                stack.extend((p + (k, name), s) for name, s in n[k].items())
+
+
+def standalone(root: dict[str, Any], sub: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """``sub`` taken alone: the root's ``$schema`` kept and, when it holds a ``$ref``, the
+    root's ``$defs`` / ``definitions`` (local references then resolve). Returns the copy
+    and why it cannot be judged (a reference that is not local: never fetched), or None."""
+    one = dict(sub)
+    one.pop("$id", None)  # a base URI would point its references elsewhere
+    if "$schema" in root and "$schema" not in one:
+        one["$schema"] = root["$schema"]
+    refs = list(_refs(one))
+    if refs:
+        far = [r for r in refs if not r.startswith("#")]
+        if far:
+            return one, f"a $ref that is not local ({far[0][:80]}): never fetched"
+        for k in ("$defs", "definitions"):
+            if isinstance(root.get(k), dict) and k not in one:
+                one[k] = root[k]
+        far = [r for r in _refs({k: one.get(k) for k in ("$defs", "definitions")})
+               if not r.startswith("#")]
+        if far:
+            return one, f"a $ref that is not local ({far[0][:80]}): never fetched"
+    return one, None
+
+
+def _constraining(sub: dict[str, Any], extended: bool) -> list[str]:
+    out = [kw for kw in KEYWORDS if kw in sub
+           and not (kw == "contains" and sub.get("type") not in (None, "array"))]
+    if extended:
+        out += [kw for kw in STRUCTURAL if kw in sub]
+        types = sub.get("type")
+        is_object = types == "object" or (isinstance(types, list) and "object" in types) or (
+            types is None and "properties" in sub)
+        if is_object and not any(k in sub for k in ("additionalProperties",
+                                                    "unevaluatedProperties")):
+            out.append(UNDECLARED)
+    return out
+
+
+@dataclass
+class Node:
+    """One subschema taken alone and the keywords that constrain it."""
+
+    path: str
+    schema: dict[str, Any]
+    keywords: list[str]
+    #: why the node is not judged (None: it is)
+    skip: str | None = None
+
+
+def nodes(schema: Any, extended: bool = True, root_only: bool = False) -> list[Node]:
+    """Every subschema object of ``schema`` with at least one constraining keyword, in
+    document order (see the module docstring); ``extended``: :data:`STRUCTURAL` and
+    :data:`UNDECLARED` too (else :data:`KEYWORDS` alone, the hazards row's)."""
+    if not isinstance(schema, dict):
+        return []
+    found = [((), schema)] if root_only else sorted(_subschemas(schema), key=lambda x: x[0])
+    out = []
+    for path, sub in found:
+        kws = _constraining(sub, extended)
+        if not kws:
+            continue
+        one, skip = standalone(schema, sub)
+        out.append(Node(_pointer(path), one, kws, skip))
+    return out
+
+
+def occurrences(schema: Any, root_only: bool = False) -> list[dict[str, Any]]:
+    """The hazards row's occurrences: ``{"keyword", "path", "schema", "skip"}`` for every
+    keyword of :data:`KEYWORDS` in ``schema``, at most :data:`MAX_OCCURRENCES` judged ones;
+    ``root_only``: the root's keywords alone (a probe's)."""
+    out: list[dict[str, Any]] = []
+    judged = 0
+    for node in nodes(schema, extended=False, root_only=root_only):
+        for kw in node.keywords:
+            skip = node.skip
+            if skip is None:
+                if judged >= MAX_OCCURRENCES:
+                    skip = f"more than {MAX_OCCURRENCES} occurrences in the schema"
+                else:
+                    judged += 1
+            out.append({"keyword": kw, "path": node.path, "schema": node.schema, "skip": skip})
+    return out
+
+
+def without(sub: dict[str, Any], keyword: str) -> dict[str, Any]:
+    """``sub`` without ``keyword`` (and the keywords grouped with it)."""
+    out = dict(sub)
+    for k in GROUPS.get(keyword, (keyword,)):
+        out.pop(k, None)
+    return out
+
+
+# ------------------------------------------------------------------------ candidates
+
+_POOL: tuple[Any, ...] = (
+    0, 1, 2, 3, 7, -1, 10, 11, 100, 0.5, 1.5, -0.5, "", "a", "ab", "abc", "abcd", "A", "x1",
+    "zz", "hello world", "0", "-", "n_a", "2024-13-45", "999.1.1.1", "not-a-uuid", True,
+    False, None, [], [1], [1, 1], [1, 2], [1, 2, 3], {}, {"a": 1}, {"a": 1, "b": 2},
+    {"n_a": "x"}, {"A B": 1}, {"Zz": 1},
+)
+
+
+def _numbers_near(v: Any) -> list[Any]:
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+        return []
+    out: list[Any] = [v, v - 1, v + 1]
+    if isinstance(v, int):
+        out += [v - 2, v + 2]
+    else:
+        out += [v - 0.5, v + 0.5]
+    return out
+
+
+def candidates(sub: dict[str, Any], keyword: str) -> list[Any]:
+    """Candidate instances for ``keyword`` of ``sub``: values made from its argument, then
+    the ordinary pool (jsonschema picks the deciding ones, :func:`deciding`)."""
+    arg = sub.get(keyword)
+    out: list[Any] = []
+    if keyword in ("minLength", "maxLength") and isinstance(arg, int) and arg <= MAX_STRING:
+        out += ["x" * max(arg - 1, 0), "x" * (arg + 1)]
+    elif keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        out += _numbers_near(arg)
+    elif keyword == "multipleOf" and isinstance(arg, (int, float)) and arg > 0:
+        out += [arg + 1, arg * 1.5, arg / 2, 1, 3]
+    elif keyword in ("minItems", "maxItems") and isinstance(arg, int) and arg <= 64:
+        x: object
+        for x in (1, "a", True, None, {}, 0.5):
+            out += [[x] * max(arg - 1, 0), [x] * (arg + 1)]
+    elif keyword == "uniqueItems":
+        values: tuple[object, ...] = (1, "a", True, None, {}, [], 0.5)
+        out += [[v, v] for v in values]
+    elif keyword in ("minProperties", "maxProperties") and isinstance(arg, int) and arg <= 32:
+        props = list((sub.get("properties") or {}).keys()) + [f"p{i}" for i in range(arg + 2)]
+        for value in (1, "a", True, None):
+            out += [{k: value for k in props[:max(arg - 1, 0)]},
+                    {k: value for k in props[:arg + 1]}]
+    elif keyword == "format":
+        out += ["x", "not a value", "2024-13-45", "2024-02-30T25:61:00Z", "999.1.1.1",
+                "not-a-uuid", "no-at-sign", "-bad-", "http//x", "12:99"]
+    elif keyword == "dependentRequired" and isinstance(arg, dict):
+        for k in arg:
+            for value in (1, "a", True, None):
+                out.append({k: value})
+    elif keyword == "propertyNames":
+        out += [{k: 1} for k in ("A", "a b", "1", "Zz", "", "a-b")]
+    elif keyword == "patternProperties" and isinstance(arg, dict):
+        for pat in arg:
+            for k in ("n_a", "a", "x1", "S_1", "foo", pat.strip("^$") or "k"):
+                kinds: tuple[object, ...] = (0, "s", True, None, [], {})
+                out += [{k: v} for v in kinds]
+    elif keyword == "required" and isinstance(arg, list):
+        for value in (1, "a", True, None):
+            full = {k: value for k in arg if isinstance(k, str)}
+            out += [{k: x for k, x in full.items() if k != drop} for drop in full]
+    elif keyword in ("additionalProperties", "unevaluatedProperties"):
+        extras: tuple[object, ...] = (1, "a", True, None, [], {})
+        out += [{"zz_undeclared": x} for x in extras]
+    elif keyword == "const":
+        out += [arg] if not isinstance(arg, (dict, list)) else []
+    out += list(_POOL)
+    seen, uniq = set(), []
+    for c in out:
+        key = json.dumps(c, sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            uniq.append(c)
+    return uniq
+
+
+
+# ---------------------------------------------------------------------- instances
+
+
+class _Enough(Exception):
+    pass
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    import jsonschema
+    from jsonschema.validators import validator_for
+
+    cls = validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def _is_valid(v: Any, x: Any) -> bool | None:
+    """jsonschema's word on ``x`` (None: it could not say, e.g. a regex it cannot compile
+    or a reference it cannot resolve)."""
+    try:
+        return bool(v.is_valid(x))
+    except Exception:
+        return None
+
+
+def generated(schema: dict[str, Any], n: int = EXAMPLES, seconds: float = SECONDS) -> list[Any]:
+    """Up to ``n`` instances hypothesis-jsonschema draws from ``schema``, derandomized (the
+    same schema gives the same instances), within about ``seconds``; ``[]`` where it cannot
+    read the schema. No reference is fetched: callers pass nodes whose references are local
+    (:func:`standalone`)."""
+    if _has_ref(schema) and any(not r.startswith("#") for r in _refs(schema)):
+        return []
+    try:
+        from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+        from hypothesis_jsonschema import from_schema
+
+        strategy = from_schema(schema)
+    except Exception:  # hypothesis-jsonschema cannot read it (unsupported keyword, ...)
+        return []
+    out: list[Any] = []
+    seen: set[str] = set()
+    deadline = time.monotonic() + seconds
+
+    @settings(derandomize=True, max_examples=max(n * 3, 10), database=None, deadline=None,
+              suppress_health_check=list(HealthCheck), phases=[Phase.generate],
+              verbosity=Verbosity.quiet, print_blob=False)
+    @given(strategy)
+    def collect(x: Any) -> None:
+        key = json.dumps(x, sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            out.append(x)
+        if len(out) >= n or time.monotonic() > deadline:
+            raise _Enough
+
+    try:
+        collect()
+    except _Enough:
+        pass
+    except Exception:  # unsatisfiable, a health check, a generator error: what it had
+        pass
+    return out
+
+
+def _shortest(xs: list[Any], limit: int) -> list[Any]:
+    seen: dict[str, Any] = {}
+    for x in xs:
+        try:
+            key = json.dumps(x, sort_keys=True, allow_nan=False)
+        except ValueError:
+            continue
+        seen.setdefault(key, x)
+    return [seen[k] for k in sorted(seen, key=lambda k: (len(k), k))][:limit]
+
+
+def deciding(sub: dict[str, Any], keyword: str, limit: int = MAX_DECIDING,
+             generate: bool = True) -> list[Any]:
+    """Up to ``limit`` instances valid against ``sub`` without ``keyword`` and invalid with
+    it (jsonschema, formats asserted), shortest text first: the hand-made candidates, and
+    (``generate``) instances generated from ``sub`` without ``keyword``, which satisfy the
+    node's other keywords."""
+    try:
+        v_with = _validator(sub)
+        bare = without(sub, keyword)
+        v_without = _validator(bare)
+    except Exception:  # a schema jsonschema cannot load: nothing decides
+        return []
+    pool = candidates(sub, keyword) + (generated(bare) if generate else [])
+    out = [c for c in pool if _is_valid(v_without, c) is True and _is_valid(v_with, c) is False]
+    return _shortest(out, limit)
+
+
+def valid_instances(sub: dict[str, Any], limit: int = MAX_VALID) -> list[Any]:
+    """Up to ``limit`` instances jsonschema calls valid against ``sub``: generated from it,
+    then the hand-made pool; shortest first."""
+    try:
+        v = _validator(sub)
+    except Exception:
+        return []
+    pool = generated(sub) + list(_POOL)
+    return _shortest([c for c in pool if _is_valid(v, c) is True], limit)
+
+
+def undeclared_instances(sub: dict[str, Any], limit: int = 3) -> list[Any]:
+    """Valid instances of an object node with one undeclared property added (valid: the
+    node has no ``additionalProperties``), checked by jsonschema."""
+    try:
+        v = _validator(sub)
+    except Exception:
+        return []
+    declared = sub.get("properties")
+    props: dict[str, Any] = declared if isinstance(declared, dict) else {}
+    name = next(n for n in ("extra", "zz_extra", "x_undeclared_1") if n not in props)
+    out = []
+    for base in valid_instances(sub) + [{}]:
+        if isinstance(base, dict) and name not in base:
+            for value in (1, "a"):
+                c = {**base, name: value}
+                if _is_valid(v, c) is True:
+                    out.append(c)
+                    break
+    return _shortest(out, limit)
+
+
+@dataclass
+class Plan:
+    """The instances that judge one node, made once for every engine (jsonschema-checked):
+    ``deciding`` per keyword, ``valid`` instances, ``undeclared`` ones."""
+
+    deciding: dict[str, list[Any]] = field(default_factory=dict)
+    valid: list[Any] = field(default_factory=list)
+    undeclared: list[Any] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def plan(node: Node, generate: bool = True) -> Plan:
+    """The instances of :class:`Plan` for ``node`` (none for a node that is not judged)."""
+    t0 = time.monotonic()
+    out = Plan()
+    if node.skip is None:
+        out.valid = valid_instances(node.schema) if generate else []
+        for kw in node.keywords:
+            if kw == UNDECLARED:
+                out.undeclared = undeclared_instances(node.schema)
+            else:
+                out.deciding[kw] = deciding(node.schema, kw, generate=generate)
+    out.seconds = time.monotonic() - t0
+    return out
+
+
+# ---------------------------------------------------------------------- the judgement
+
+
+class Engine(Protocol):
+    """What the judge asks of an engine: compile a schema text (raising
+    :class:`engines.protocol.CompileError`), replay one text in its canonical tokenization,
+    and search every tokenization of a text it rejected."""
+
+    def compile(self, schema_text: str) -> Any: ...
+
+    def accepts(self, compiled: Any, text: str) -> bool: ...
+
+    def writable(self, compiled: Any, text: str) -> tuple[str, str | None]:
+        """``(kind, why)``: kind as :data:`harness.measure.reachability.KINDS`."""
+        ...
+
+
+@dataclass
+class _Compiled:
+    engine: Engine
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, schema: dict[str, Any]) -> Any:
+        """The compiled schema, or the :class:`CompileError` it raised (both memoised)."""
+        from engines.protocol import CompileError
+
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self.cache:
+            try:
+                self.cache[key] = self.engine.compile(json.dumps(schema))
+            except CompileError as e:
+                self.cache[key] = e
+        return self.cache[key]
+
+
+def _text(x: Any) -> str:
+    return json.dumps(x, ensure_ascii=False)
+
+
+def judge_occurrence(compile_: Callable[[str], Any], accepts: Callable[[Any, str], bool],
+                     occ: dict[str, Any], generate: bool = True) -> dict[str, Any]:
+    """The hazards row's verdict on one occurrence (:func:`occurrences`):
+    ``{"keyword", "path", "verdict", "witness", ...}`` with verdict ``ignored`` / ``kept`` /
+    ``refused`` / ``undecided`` / ``not_probed``. ``compile_(schema_text)`` raises the
+    engine's ``CompileError``; ``accepts(compiled, text)`` replays a text."""
+    from engines.protocol import CompileError, one_line
+
+    kw, sub = occ["keyword"], occ["schema"]
+    row: dict[str, Any] = {"keyword": kw, "path": occ["path"]}
+    if occ.get("skip"):
+        return {**row, "verdict": "not_probed", "why": occ["skip"]}
+    insts = deciding(sub, kw, generate=generate)
+    if not insts:
+        return {**row, "verdict": "not_probed",
+                "why": "no instance found that is valid without this keyword and invalid "
+                       "with it"}
+    texts = [_text(v) for v in insts]
+    try:
+        with_kw = compile_(json.dumps(sub))
+    except CompileError as e:
+        return {**row, "verdict": "refused", "error": one_line(e, 200)}
+    for t in texts:
+        if accepts(with_kw, t):
+            return {**row, "verdict": "ignored", "witness": t,
+                    "schema": json.dumps(sub)[:300]}
+    try:
+        bare = compile_(json.dumps(without(sub, kw)))
+    except CompileError as e:
+        return {**row, "verdict": "undecided",
+                "why": f"the subschema without {kw} does not compile: {one_line(e, 160)}"}
+    for t in texts:
+        if accepts(bare, t):
+            return {**row, "verdict": "kept", "witness": t}
+    return {**row, "verdict": "undecided",
+            "why": "the engine rejects the deciding instances even without the keyword",
+            "witness": texts[0]}
+
+
+def judge_node(engine: Engine, node: Node, made: Plan | None = None,
+               deadline: float | None = None) -> list[dict[str, Any]]:
+    """One row per keyword of ``node`` for ``engine``: ``{"path", "keyword", "verdict",
+    "witness", "why"}`` (see the module docstring), from the instances of ``made`` (default:
+    :func:`plan`). ``deadline`` (``time.monotonic()``): past it, the keywords not yet judged
+    are ``undecided``."""
+    from engines.protocol import CompileError, one_line
+
+    rows: list[dict[str, Any]] = []
+
+    def row(kw: str, verdict: str, witness: str | None = None, why: str | None = None) -> None:
+        rows.append({"path": node.path, "keyword": kw, "verdict": verdict,
+                     "witness": witness, "why": why})
+
+    if node.skip:
+        for kw in node.keywords:
+            row(kw, "undecided", why=node.skip)
+        return rows
+    cc = _Compiled(engine)
+    compiled = cc.get(node.schema)
+    if isinstance(compiled, CompileError):
+        for kw in node.keywords:
+            row(kw, "refused", why=one_line(compiled, 200))
+        return rows
+    v_node = _validator(node.schema)
+    made = made if made is not None else plan(node)
+
+    # misreadings: valid instances the engine cannot write at all
+    misread: dict[str, str] = {}
+    unattributed: str | None = None
+    notes: list[str] = []
+    for x in made.valid:
+        t = _text(x)
+        if engine.accepts(compiled, t):
+            continue
+        kind, why = engine.writable(compiled, t)
+        if kind != "unwritable":
+            notes.append(f"{t[:60]} is refused in its canonical tokenization only ({kind}"
+                         + (f": {why}" if why else "") + ")")
+            continue
+        hit = False
+        for kw in node.keywords:
+            if kw == UNDECLARED or kw in misread:
+                continue
+            bare = cc.get(without(node.schema, kw))
+            if not isinstance(bare, CompileError) and engine.accepts(bare, t):
+                misread[kw] = t
+                hit = True
+        if not hit and unattributed is None:
+            unattributed = t
+
+    for kw in node.keywords:
+        if deadline is not None and time.monotonic() > deadline:
+            row(kw, "undecided", why="the time budget for this schema was spent")
+            continue
+        if kw == UNDECLARED:
+            insts = made.undeclared
+            if not insts:
+                row(kw, "undecided", why="no valid instance with an undeclared property found")
+                continue
+            verdict, witness, why = "undecided", None, None
+            for x in insts:
+                t = _text(x)
+                if engine.accepts(compiled, t):
+                    verdict, witness, why = "kept", t, None
+                    break
+                kind, reason = engine.writable(compiled, t)
+                if kind == "unwritable":
+                    verdict, witness = "misread", t
+                    why = "a valid instance with an undeclared property cannot be written"
+                    break
+                if kind == "tokenization":
+                    verdict, witness = "kept", t
+                    why = "accepted in another tokenization only"
+                    break
+                why = f"the reachability search did not finish: {reason}"
+            row(kw, verdict, witness, why)
+            continue
+        insts = made.deciding.get(kw, [])
+        ignored = next((t for t in map(_text, insts) if engine.accepts(compiled, t)), None)
+        if ignored is not None:
+            row(kw, "ignored", ignored, "jsonschema: invalid only because of this keyword")
+            continue
+        if kw in misread:
+            row(kw, "misread", misread[kw],
+                "jsonschema: valid; the engine cannot write it, and can without this keyword")
+            continue
+        if not insts:
+            row(kw, "undecided", why="no instance found that is valid without this keyword "
+                                     "and invalid with it")
+            continue
+        bare = cc.get(without(node.schema, kw))
+        if isinstance(bare, CompileError):
+            row(kw, "undecided", why=f"the node without {kw} does not compile: "
+                                     f"{one_line(bare, 160)}")
+            continue
+        kept = next((t for t in map(_text, insts) if engine.accepts(bare, t)), None)
+        if kept is not None:
+            row(kw, "kept", kept)
+        else:
+            row(kw, "undecided", _text(insts[0]),
+                "the engine rejects the deciding instances even without the keyword")
+    if unattributed is not None:
+        row("(node)", "misread", unattributed,
+            "jsonschema: valid; the engine cannot write it (no single keyword explains it)")
+    for r in rows:  # every printed witness is checked by jsonschema once more
+        if r["witness"] is not None and r["verdict"] in ("ignored", "misread", "kept"):
+            x = json.loads(r["witness"])
+            want = r["verdict"] == "misread"
+            if _is_valid(v_node, x) is not want:
+                r.update(verdict="undecided", why="the witness failed jsonschema's recheck")
+    if notes and all(r["verdict"] != "misread" for r in rows):
+        for r in rows:
+            if r["verdict"] in ("kept", "undecided") and r["why"] is None:
+                r["why"] = notes[0]
+                break
+    return rows
+
+
+class AdapterEngine:
+    """:class:`Engine` over an engine adapter and its vocabulary: the replay's canonical
+    tokenization, then the replay's reachability search (:mod:`harness.measure.reachability`)
+    for a text it rejected."""
+
+    def __init__(self, adapter: Any, vocab: Any, reach_seconds: float = REACH_SECONDS) -> None:
+        from engines.bitmask import allocate_bitmask
+
+        self.adapter = adapter
+        self.vocab = vocab
+        self.bitmask = allocate_bitmask(vocab.size)
+        self.reach_seconds = reach_seconds
+
+    def compile(self, schema_text: str) -> Any:
+        return self.adapter.compile(schema_text)
+
+    def accepts(self, compiled: Any, text: str) -> bool:
+        from harness.measure.replay import replay
+
+        return replay(compiled.matcher(), self.vocab.encode(text), self.bitmask,
+                      self.vocab.stop_ids).status == "accepted"
+
+    def writable(self, compiled: Any, text: str) -> tuple[str, str | None]:
+        from harness.measure.reachability import search
+
+        r = search(compiled, self.vocab, text, self.bitmask, seconds=self.reach_seconds)
+        return r.kind, r.why
