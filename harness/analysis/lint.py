@@ -21,10 +21,13 @@ __all__ = ["FLAGGED", "LintError", "LintResult", "load_schema", "lint_files"]
 
 #: The verdicts that make ``harness lint`` exit 1.
 FLAGGED = ("ignored", "misread")
-#: Seconds one engine may spend on one file (its compiles and replays together).
+#: Seconds the engines may spend on one file (their compiles and replays together).
 ENGINE_SECONDS = 25.0
-#: Seconds the judge may spend on one node before the rest of its keywords are undecided.
-NODE_SECONDS = 5.0
+#: Seconds the judge may spend on one node before the rest of its keywords are undecided
+#: (and, two seconds later, the engine's process is ended and restarted after the node).
+NODE_SECONDS = 3.0
+#: Seconds an engine's process may take to build the engine before its first node.
+BUILD_SECONDS = 15.0
 
 
 class LintError(ValueError):
@@ -78,7 +81,8 @@ def load_schema(path: str | Path) -> Any:
     return schema
 
 
-def _judge(spec: Any, vocab: Any, todo: list[tuple[Node, Plan]], conn: Any) -> None:
+def _judge(spec: Any, vocab: Any, todo: list[tuple[Node, Plan]], conn: Any,
+           first: int = 0) -> None:
     """In the engine's process: one message per node, then ``("done", None)``."""
     from engines.protocol import one_line
     from harness.measure.keywords import AdapterEngine, judge_node
@@ -89,57 +93,96 @@ def _judge(spec: Any, vocab: Any, todo: list[tuple[Node, Plan]], conn: Any) -> N
         conn.send(("error", f"the engine could not be built: {one_line(e, 200)}"))
         return
     for i, (node, made) in enumerate(todo):
+        if i < first:
+            continue
         conn.send(("start", i))
+        sent: set[str] = set()
+
+        def emit(row: dict[str, Any]) -> None:
+            sent.add(row["keyword"])
+            conn.send(("row", row))
+
         try:
-            rows = judge_node(engine, node, made, time.monotonic() + NODE_SECONDS)
-        except Exception as e:  # an engine raising outside its CompileError: this node's
-            rows = [{"path": node.path, "keyword": kw, "verdict": "undecided",
-                     "witness": None, "why": f"the engine raised: {one_line(e, 200)}"}
-                    for kw in node.keywords]
-        conn.send(("rows", rows))
+            judge_node(engine, node, made, time.monotonic() + NODE_SECONDS, emit)
+        except Exception as e:  # an engine raising outside its CompileError: the rest
+            for kw in node.keywords:
+                if kw not in sent:
+                    emit({"path": node.path, "keyword": kw, "verdict": "undecided",
+                          "witness": None, "why": f"the engine raised: {one_line(e, 200)}"})
+        conn.send(("node", None))
     conn.send(("done", None))
     conn.close()
 
 
 @dataclass
 class _Job:
-    proc: Any
-    conn: Any
-    deadline: float
+    spec: Any
+    proc: Any = None
+    conn: Any = None
     rows: list[dict[str, Any]] = field(default_factory=list)
-    current: int = 0
+    current: int = 0  # the node being judged
+    since: float = 0.0  # when it started
     done: set[int] = field(default_factory=set)
-    why: str | None = None
+    why: dict[int, str] = field(default_factory=dict)  # node → why it has no verdict
     finished: bool = False
 
 
+def _start(ctx: Any, job: _Job, vocab: Any, todo: list[tuple[Node, Plan]], first: int) -> None:
+    here, there = ctx.Pipe(duplex=False)
+    job.proc = ctx.Process(target=_judge, args=(job.spec, vocab, todo, there, first),
+                           daemon=True)
+    job.proc.start()
+    there.close()
+    # the engine's build (its tokenizer tables) is not the node's time
+    job.conn, job.current, job.since = here, first, time.monotonic() + BUILD_SECONDS
+
+
+def _stop(job: _Job) -> None:
+    if job.proc is not None:
+        if job.proc.is_alive():
+            job.proc.kill()
+        job.proc.join(5)
+        job.conn.close()
+        job.proc = None
+
+
 def _run_engines(specs: list[Any], vocab: Any, todo: list[tuple[Node, Plan]],
-                 seconds: float) -> list[list[dict[str, Any]]]:
+                 seconds: float, node_seconds: float = NODE_SECONDS
+                 ) -> list[list[dict[str, Any]]]:
     """The rows of ``todo`` per engine, each judged in its own forked process (started from
-    this thread, one after the other; they run side by side) within ``seconds``."""
+    this thread; they run side by side) within ``seconds``. A node that takes an engine more
+    than ``node_seconds`` (a compile that hangs) ends that process: the node is undecided
+    with why, and a new process goes on from the next node."""
     import multiprocessing as mp
     from multiprocessing.connection import wait
 
     ctx = mp.get_context("fork")
-    jobs: list[_Job] = []
-    for spec in specs:
-        here, there = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_judge, args=(spec, vocab, todo, there), daemon=True)
-        proc.start()
-        there.close()
-        jobs.append(_Job(proc, here, time.monotonic() + seconds))
+    deadline = time.monotonic() + seconds
+    jobs = [_Job(spec) for spec in specs]
+    for j in jobs:
+        _start(ctx, j, vocab, todo, 0)
     try:
         while any(not j.finished for j in jobs):
-            live = [j for j in jobs if not j.finished]
             now = time.monotonic()
-            for j in live:
-                if now > j.deadline:
-                    j.why = f"the engine ran past the {seconds:g} s limit on this schema"
+            for j in jobs:
+                if j.finished:
+                    continue
+                if now > deadline:
+                    j.why[j.current] = (f"the engine ran past the lint's {seconds:g} s limit "
+                                        "on this schema")
                     j.finished = True
-            live = [j for j in live if not j.finished]
+                elif now - j.since > node_seconds + 2.0:
+                    j.why[j.current] = (f"the engine spent over {node_seconds:g} s on this "
+                                        "node (a compile or a replay that does not end)")
+                    _stop(j)
+                    if j.current + 1 < len(todo):
+                        _start(ctx, j, vocab, todo, j.current + 1)
+                    else:
+                        j.finished = True
+            live = [j for j in jobs if not j.finished]
             if not live:
                 break
-            ready = wait([j.conn for j in live], timeout=1.0)
+            ready = wait([j.conn for j in live], timeout=0.5)
             for j in live:
                 if j.conn not in ready:
                     continue
@@ -147,33 +190,39 @@ def _run_engines(specs: list[Any], vocab: Any, todo: list[tuple[Node, Plan]],
                     kind, value = j.conn.recv()
                 except (EOFError, OSError):
                     j.proc.join(1)
-                    j.why = f"the engine's process died (exit code {j.proc.exitcode})"
-                    j.finished = True
+                    j.why[j.current] = f"the engine's process died (exit code {j.proc.exitcode})"
+                    _stop(j)
+                    if j.current + 1 < len(todo):
+                        _start(ctx, j, vocab, todo, j.current + 1)
+                    else:
+                        j.finished = True
                     continue
                 if kind == "start":
-                    j.current = value
-                elif kind == "rows":
-                    j.rows.extend(value)
+                    j.current, j.since = value, time.monotonic()
+                elif kind == "row":
+                    j.rows.append(value)
+                elif kind == "node":
                     j.done.add(j.current)
                 elif kind == "error":
-                    j.why, j.finished = value, True
+                    j.why[j.current] = value
+                    j.why[-1] = value
+                    j.finished = True
                 else:
                     j.finished = True
     finally:
         for j in jobs:
-            if j.proc.is_alive():
-                j.proc.kill()
-            j.proc.join(5)
-            j.conn.close()
+            _stop(j)
     out = []
     for j in jobs:
         rows = list(j.rows)
+        have = {(r["path"], r["keyword"]) for r in rows}
         for i, (node, _) in enumerate(todo):
             if i not in j.done:
-                why = (j.why if i == j.current or (j.why or "").startswith("the engine could")
-                       else "not judged: the engine stopped on an earlier node")
+                why = j.why.get(i) or j.why.get(-1) or \
+                    "not judged: the lint's time limit was spent on earlier nodes"
                 rows += [{"path": node.path, "keyword": kw, "verdict": "undecided",
-                          "witness": None, "why": why} for kw in node.keywords]
+                          "witness": None, "why": why} for kw in node.keywords
+                         if (node.path, kw) not in have]
         out.append(rows)
     return out
 

@@ -120,7 +120,7 @@ SECONDS = 1.0
 #: Valid instances tried per node for a misreading.
 MAX_VALID = 6
 #: Seconds the reachability search may take per instance.
-REACH_SECONDS = 2.0
+REACH_SECONDS = 1.0
 
 
 def _escape(name: str) -> str:
@@ -568,18 +568,32 @@ def judge_occurrence(compile_: Callable[[str], Any], accepts: Callable[[Any, str
 
 
 def judge_node(engine: Engine, node: Node, made: Plan | None = None,
-               deadline: float | None = None) -> list[dict[str, Any]]:
+               deadline: float | None = None,
+               emit: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """One row per keyword of ``node`` for ``engine``: ``{"path", "keyword", "verdict",
     "witness", "why"}`` (see the module docstring), from the instances of ``made`` (default:
     :func:`plan`). ``deadline`` (``time.monotonic()``): past it, the keywords not yet judged
-    are ``undecided``."""
+    are ``undecided``. ``emit`` is called with each row as soon as it is made (a caller that
+    may have to stop the engine keeps what was judged)."""
     from engines.protocol import CompileError, one_line
 
     rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    v_node: Any = None
 
     def row(kw: str, verdict: str, witness: str | None = None, why: str | None = None) -> None:
-        rows.append({"path": node.path, "keyword": kw, "verdict": verdict,
-                     "witness": witness, "why": why})
+        if witness is not None and verdict in ("ignored", "misread", "kept") \
+                and v_node is not None:
+            # every printed witness is checked by jsonschema once more
+            if _is_valid(v_node, json.loads(witness)) is not (verdict == "misread"):
+                verdict, why = "undecided", "the witness failed jsonschema's recheck"
+        if why is None and notes and verdict in ("kept", "undecided"):
+            why = notes[0]
+        r = {"path": node.path, "keyword": kw, "verdict": verdict, "witness": witness,
+             "why": why}
+        rows.append(r)
+        if emit is not None:
+            emit(r)
 
     if node.skip:
         for kw in node.keywords:
@@ -597,8 +611,10 @@ def judge_node(engine: Engine, node: Node, made: Plan | None = None,
     # misreadings: valid instances the engine cannot write at all
     misread: dict[str, str] = {}
     unattributed: str | None = None
-    notes: list[str] = []
     for x in made.valid:
+        if deadline is not None and time.monotonic() > deadline:
+            notes.append("the time budget ended the search for misreadings")
+            break
         t = _text(x)
         if engine.accepts(compiled, t):
             continue
@@ -672,17 +688,6 @@ def judge_node(engine: Engine, node: Node, made: Plan | None = None,
     if unattributed is not None:
         row("(node)", "misread", unattributed,
             "jsonschema: valid; the engine cannot write it (no single keyword explains it)")
-    for r in rows:  # every printed witness is checked by jsonschema once more
-        if r["witness"] is not None and r["verdict"] in ("ignored", "misread", "kept"):
-            x = json.loads(r["witness"])
-            want = r["verdict"] == "misread"
-            if _is_valid(v_node, x) is not want:
-                r.update(verdict="undecided", why="the witness failed jsonschema's recheck")
-    if notes and all(r["verdict"] != "misread" for r in rows):
-        for r in rows:
-            if r["verdict"] in ("kept", "undecided") and r["why"] is None:
-                r["why"] = notes[0]
-                break
     return rows
 
 
