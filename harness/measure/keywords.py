@@ -427,6 +427,10 @@ def deciding(sub: dict[str, Any], keyword: str, limit: int = MAX_DECIDING,
     except Exception:  # a schema jsonschema cannot load: nothing decides
         return []
     pool = candidates(sub, keyword) + (generated(bare) if generate else [])
+    if keyword in ("additionalProperties", "unevaluatedProperties") and generate:
+        # an instance of the node itself (its required properties there) plus one more
+        pool += [{**x, "zz_undeclared": v} for x in generated(sub, 4) if isinstance(x, dict)
+                 for v in (1, "a")]
     out = [c for c in pool if _is_valid(v_without, c) is True and _is_valid(v_with, c) is False]
     return _shortest(out, limit)
 
