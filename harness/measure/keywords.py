@@ -364,6 +364,19 @@ def _is_valid(v: Any, x: Any) -> bool | None:
         return None
 
 
+def _hypothesis_home() -> None:
+    """Hypothesis keeps caches in ``.hypothesis/`` of the current directory: a lint run
+    must not write into the user's folder, so (unless the caller set one) they go to a
+    folder of this user under the system's temporary folder."""
+    import os
+    import tempfile
+
+    if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
+        uid = os.getuid() if hasattr(os, "getuid") else 0
+        os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = os.path.join(
+            tempfile.gettempdir(), f"harness-hypothesis-{uid}")
+
+
 def generated(schema: dict[str, Any], n: int = EXAMPLES, seconds: float = SECONDS) -> list[Any]:
     """Up to ``n`` instances hypothesis-jsonschema draws from ``schema``, derandomized (the
     same schema gives the same instances), within about ``seconds``; ``[]`` where it cannot
@@ -371,6 +384,7 @@ def generated(schema: dict[str, Any], n: int = EXAMPLES, seconds: float = SECOND
     (:func:`standalone`)."""
     if _has_ref(schema) and any(not r.startswith("#") for r in _refs(schema)):
         return []
+    _hypothesis_home()
     try:
         from hypothesis import HealthCheck, Phase, Verbosity, given, settings
         from hypothesis_jsonschema import from_schema

@@ -56,13 +56,16 @@ def test_the_ipv4_maxlength_example_is_decided_with_an_address(vocab, engine):
     assert len(x) > 9 and not _checker(IPV4).is_valid(x)
 
 
-def test_an_ignored_keyword_exits_1_with_a_checked_witness_and_json_lines(tmp_path, capsys):
+def test_an_ignored_keyword_exits_1_with_a_checked_witness_and_json_lines(tmp_path, capsys,
+                                                                        monkeypatch):
     # outlines-core does not enforce uniqueItems (outlines-core #261)
     if not is_installed("outlines"):
         pytest.skip("outlines not installed")
     f = tmp_path / "unique.json"
     f.write_text(json.dumps(UNIQUE))
+    monkeypatch.chdir(tmp_path)
     assert main(["lint", str(f), "--engine", "outlines", "--json"]) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["unique.json"]  # nothing written
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert {tuple(sorted(r)) for r in rows} == {
         ("engine", "file", "keyword", "path", "verdict", "why", "witness")}
