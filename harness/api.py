@@ -19,7 +19,7 @@ from harness.config import RunConfig
 if TYPE_CHECKING:
     import pandas as pd
 
-    from harness.analysis.lint import LintResult
+    from harness.measure.lint import LintResult
     from harness.records import Record, RunMeta, Summary
 
 __all__ = ["Run", "run", "summarize", "make_report", "baseline", "gate", "explain", "lint", "GateOutcome",
@@ -331,9 +331,9 @@ def explain(run: str | Path, case: str, **kwargs: Any) -> str:
 def lint(files: "list[str | Path]", engines: str | None = None,
          **kwargs: Any) -> "LintResult":
     """Every node × keyword × engine verdict of schema ``files``
-    (:func:`harness.analysis.lint.lint_files`, which lists the keyword arguments): a
-    :class:`harness.analysis.lint.LintResult`. Raises :class:`InputError` on bad input."""
-    from harness.analysis.lint import LintError, lint_files
+    (:func:`harness.measure.lint.lint_files`, which lists the keyword arguments): a
+    :class:`harness.measure.lint.LintResult`. Raises :class:`InputError` on bad input."""
+    from harness.measure.lint import LintError, lint_files
 
     try:
         return lint_files(list(files), engines, **kwargs)

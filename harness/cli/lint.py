@@ -37,7 +37,7 @@ def add_parser(sub) -> None:
                    help="one JSON object per line instead of the table")
     p.add_argument("--tokenizer", default="llama3", help="vocabulary (default: llama3)")
     p.add_argument("--timeout", type=float, default=None,
-                   help="seconds one engine may spend on one file (default 25)")
+                   help="seconds the engines may spend on one file, side by side (default 22)")
     p.set_defaults(handler=cmd_lint)
 
 
@@ -58,7 +58,7 @@ def _cell(rows: list[dict[str, Any]]) -> str:
 
 
 def render(result: Any) -> str:
-    """The console text of a :class:`harness.analysis.lint.LintResult`."""
+    """The console text of a :class:`harness.measure.lint.LintResult`."""
     from harness.measure.figures import fixed, number
     from harness.report.model import Table
     from harness.report.text import text_table

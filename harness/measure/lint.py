@@ -22,7 +22,7 @@ __all__ = ["FLAGGED", "LintError", "LintResult", "load_schema", "lint_files"]
 #: The verdicts that make ``harness lint`` exit 1.
 FLAGGED = ("ignored", "misread")
 #: Seconds the engines may spend on one file (their compiles and replays together).
-ENGINE_SECONDS = 25.0
+ENGINE_SECONDS = 22.0
 #: Seconds the judge may spend on one node before the rest of its keywords are undecided
 #: (and, two seconds later, the engine's process is ended and restarted after the node).
 NODE_SECONDS = 3.0
