@@ -110,21 +110,15 @@ def _wait(pred, timeout: float, what: str):
 
 
 def test_server_killed_mid_run_then_the_run_killed_then_resumed(tmp_path):
-    """--launch vllm:xgrammar --model PATH (a local checkpoint: vLLM serves the folder, its
-    own weights and tokenizer, and the client asks completions of the checkpoint's prompt
-    ids): SIGKILL the server mid-run (its in-flight requests are server crashes, it is
-    started again, the run goes on); then SIGKILL the run (no server process is left, by
-    PID); --resume finishes it, losing and duplicating nothing. (One test for both: each
-    vLLM start costs the 2-core machine about a minute.)"""
-    from tests.model_fixtures import random_checkpoint
-
+    """--launch vllm:xgrammar: SIGKILL the server mid-run (its in-flight requests are server
+    crashes, it is started again, the run goes on); then SIGKILL the run (no server process
+    is left, by PID); --resume finishes it, losing and duplicating nothing."""
     _need_vllm()
-    ckpt = random_checkpoint(tmp_path / "model")
     data = tmp_path / "data"
     link_real(data)
     results = tmp_path / "results"
     cmd = [sys.executable, "-m", "harness.cli", "run", "--suite", "serve", "--launch",
-           "vllm:xgrammar", "--model", str(ckpt), "--data", str(data), "--requests", "8",
+           "vllm:xgrammar", "--model", "micro", "--data", str(data), "--requests", "8",
            "--rate", "1", "--concurrency", "2", "--max-tokens", "48", "--no-progress",
            "--results", str(results), "--reports", str(tmp_path / "reports")]
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -157,17 +151,8 @@ def test_server_killed_mid_run_then_the_run_killed_then_resumed(tmp_path):
     _, recs = read_records(results)
     ids = [x["case_id"] for x in recs]
     assert len(ids) == 17 and len(set(ids)) == 17  # 8 + 8 and the canary
-    served = json.loads((run_dir / "servers" / "servers.json").read_text())
-    assert all(_gone(s["pid"]) for s in served)
-    # the checkpoint: recorded, served from its folder with its own weights
-    meta = json.loads((run_dir / "run.json").read_text())
-    assert meta["model"]["path"] == str(ckpt) and meta["model"]["tokenizer_size"] == 512
-    assert served[0]["launched"] and served[0]["model"] == str(ckpt.resolve())
-    log = (run_dir / "servers" / "vllm-xgrammar.log").read_text(errors="replace")
-    start = next(x for x in log.splitlines() if "harness: starting" in x)
-    assert f"--model {ckpt.resolve()}" in start and "--load-format dummy" not in start
-    verdicts = [x["serve"]["verdict"] for x in recs if x["serve"]["source"] != "canary"]
-    assert "invalid" not in verdicts and {"ok", "runaway"} & set(verdicts), verdicts
+    pids = [s["pid"] for s in json.loads((run_dir / "servers" / "servers.json").read_text())]
+    assert all(_gone(x) for x in pids)
 
 
 def test_server_that_never_becomes_ready_ends_the_run_naming_its_log(tmp_path):
