@@ -150,24 +150,48 @@ def pytest_collection_modifyitems(items):
     items.sort(key=rank)  # stable: file order within a rank
 
 
+def _shares_a_module_fixture(module: str, _seen: dict[str, bool] = {}) -> bool:
+    """Whether a test module declares a fixture of module or class scope (read from its
+    text: xdist's controller never imports the tests it schedules)."""
+    if module not in _seen:
+        try:
+            text = (ROOT / module).read_text(encoding="utf-8")
+        except OSError:
+            text = ""
+        _seen[module] = any(f"scope={q}{s}{q}" in text
+                            for q in "\"'" for s in ("module", "class"))
+    return _seen[module]
+
+
 if importlib.util.find_spec("xdist") is not None:  # the extra `test` holds pytest-xdist
     @pytest.hookimpl(tryfirst=True)  # before xdist's own (the hook takes the first answer)
     def pytest_xdist_make_scheduler(config, log):
         """Under ``pytest -n 3`` (what .ci/run runs; ``--dist load``, the default): tests go
-        one at a time to whichever worker is free, except the serving tier, one unit of work
-        sent first and run in collection order by one worker. So its servers (the shared
-        one, and those a test starts for itself) never live beside another vLLM start, and its ~7 minutes
-        overlap the rest instead of ending the session. The tests of
-        :data:`AWAY_FROM_SERVERS` join that unit, ahead of its servers. (xdist's own
-        ``--dist loadgroup`` cannot do this under pytest 9.2: its group marks no longer
-        reach the node ids.)"""
+        to whichever worker is free, one at a time, except two kinds of unit sent whole:
+
+        - the serving tier, one unit sent first and run in collection order by one worker,
+          so its servers (the shared one, and those a test starts for itself) never live
+          beside another vLLM start, and its ~7 minutes overlap the rest instead of ending
+          the session; the tests of :data:`AWAY_FROM_SERVERS` join it, ahead of its servers;
+        - a module with a fixture of module or class scope (a run, a vocabulary): spread
+          over three workers, each would build it again (up to half a minute each).
+
+        Units go out in collection order (xdist's largest-first reordering would send a
+        big module before the serving tier). (xdist's own ``--dist loadgroup`` cannot do
+        this under pytest 9.2: its group marks no longer reach the node ids.)"""
         if config.getvalue("dist") != "load":
             return None
         from xdist.scheduler import LoadScopeScheduling
 
         class ServingTierTogether(LoadScopeScheduling):
             def _split_scope(self, nodeid: str) -> str:
-                return ("tests/serving" if nodeid.startswith("tests/serving/")
-                        or nodeid in AWAY_FROM_SERVERS else nodeid)
+                if nodeid.startswith("tests/serving/") or nodeid in AWAY_FROM_SERVERS:
+                    return "tests/serving"
+                module = nodeid.split("::", 1)[0]
+                return module if _shares_a_module_fixture(module) else nodeid
+
+            def schedule(self) -> None:
+                self.config.option.loadscopereorder = False
+                super().schedule()
 
         return ServingTierTogether(config, log)
