@@ -33,14 +33,14 @@ SITE=${SITE:-$KIT/site}
 # shellcheck disable=SC1091
 . "$KIT/kit.env"
 if [ -n "$SMOKE" ]; then
-  DEVICE=cpu; MODEL=micro; BATCH=${E2E_BATCH:-1,4}; SAMPLE=${E2E_SAMPLE:-2}
+  DEVICE=cpu; MODEL=micro; BATCH=${E2E_BATCH:-1,4}; SAMPLE=${E2E_SAMPLE:-1}
   MAXTOK=${E2E_MAXTOK:-16}; MEMORY=8
 else
   DEVICE=cuda; MODEL=8b; BATCH=${E2E_BATCH:-1,8,32}; SAMPLE=${E2E_SAMPLE:-12}
   MAXTOK=${E2E_MAXTOK:-64}; MEMORY=0  # the default address-space cap breaks CUDA init
 fi
 ENGINES=${E2E_ENGINES:-xgrammar,llguidance}
-BLOCKS=${E2E_BLOCKS:-2}
+BLOCKS=${E2E_BLOCKS:-$([ -n "$SMOKE" ] && echo 1 || echo 2)}
 JOB_TIMEOUT=${E2E_JOB_TIMEOUT:-60}
 BUDGET_S=${BUDGET_S:-470}
 T0=$(date +%s)
@@ -168,7 +168,7 @@ fi
 
 BATCH_T=$(( $(left) - 30 ))
 if [ -n "$BATCH_SUITE" ] && [ $IMPORTS -eq 0 ] && [ $BATCH_T -ge 45 ]; then
-  if [ -n "$SMOKE" ]; then BARGS=(--batch 1,4 --threads 1,2 --sample 2 --batch-steps 10)
+  if [ -n "$SMOKE" ]; then BARGS=(--batch 1,4 --threads 1 --sample 1 --batch-steps 10)
   else BARGS=(--batch 1,8,32,128,512 --sample 8 --batch-steps 50); fi
   STEP=(); [ -n "$RUN" ] && [ -f "$RUN/summary.json" ] && STEP=(--step-ms "$RUN")
   step "batch: grammar time per step against batch size and host threads (limit ${BATCH_T} s)"
