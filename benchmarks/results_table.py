@@ -331,7 +331,46 @@ def hazard_rows(meta: RunMeta, table: dict[str, Any]) -> dict[str, Any]:
                                                for e in engines]
             for r in table.get("rows") or []]
     return {"date": _utc(meta.get("created_at")), "run_id": meta.get("run_id"),
-            "header": ["hazard"] + engines, "rows": rows}
+            "header": ["hazard"] + engines, "rows": rows,
+            "atlas": atlas_rows(table.get("atlas") or {}, cut)}
+
+
+#: The keyword atlas's verdicts, in its cells' order (suites/hazards/summary.py).
+ATLAS_VERDICTS = ("kept", "ignored", "misread", "refused", "undecided")
+
+
+def atlas_rows(atlas: dict[str, Any], cut: Any) -> dict[str, Any] | None:
+    """A hazards run's keyword atlas (``summary["hazards"]["atlas"]``, corpus schemas only):
+    one row per keyword, one column per engine, each cell its occurrences kept / ignored /
+    misread / refused / undecided; each flagged count (ignored, misread) with its first
+    witness and where; per engine the schemas judged and the jobs that died. None when
+    the run judged no corpus schema."""
+    engines = list(atlas.get("engines") or [])
+    if not engines:
+        return None
+    cells = atlas.get("cells") or {}
+    rows = [[f"`{k}`"] + [" / ".join(number(c["counts"].get(v, 0)) for v in ATLAS_VERDICTS)
+                          if (c := (cells.get(e) or {}).get(k)) else "–" for e in engines]
+            for k in atlas.get("keywords") or []]
+    totals = ["all"] + [" / ".join(number(sum(c["counts"].get(v, 0)
+                                              for c in (cells.get(e) or {}).values()))
+                                   for v in ATLAS_VERDICTS) for e in engines]
+    flagged = []
+    for e in engines:
+        for k, c in sorted((cells.get(e) or {}).items()):
+            for v in ("ignored", "misread"):
+                if c["counts"].get(v):
+                    ex = c["examples"][v]
+                    flagged.append([e, f"`{k}`", v, number(c["counts"][v]),
+                                    cut(ex.get("witness") or ""),
+                                    cut(f"{ex['case']} {ex.get('path') or '/'}")])
+    per = atlas.get("engine") or {}
+    about = [[e, number(per.get(e, {}).get("schemas")), number(per.get(e, {}).get("died")),
+              cut(per.get(e, {}).get("died_example") or "–"),
+              number(per.get(e, {}).get("nodes")), number(per.get(e, {}).get("reused"))]
+             for e in engines]
+    return {"header": ["keyword"] + engines, "rows": rows + [totals], "flagged": flagged,
+            "engines": about}
 
 
 GRAMMAR_HEADER = ["date of the run", "commit", "family", "engine", "version", "cases",
@@ -655,6 +694,25 @@ def render(runs: list[Published], published: bool = True) -> str:
                 "(full witnesses: the `hazards` block of the run's summary.json).", ""]
         for h in hazard_runs:
             out += [f"Run `{h['run_id']}` ({h['date']}):", "", *_md_table(h["header"], h["rows"], "l"), ""]
+    atlases = [h for h in hazard_runs if h.get("atlas")]
+    for h in atlases:
+        a = h["atlas"]
+        out += ["## Keyword atlas", "",
+                f"Hazard 3 over the corpus schemas of run `{h['run_id']}` ({h['date']}): every "
+                "occurrence of a constraining keyword (a keyword on one node, "
+                "[lint.md](lint.md)) judged on each engine, counted as kept / ignored / "
+                "misread / refused / undecided. Ignored: the engine accepts an instance "
+                "jsonschema rejects only for this keyword; misread: it cannot write, in any "
+                "tokenization, an instance jsonschema accepts.", "",
+                *_md_table(a["header"], a["rows"], ["l"] + ["r"] * (len(a["header"]) - 1)), "",
+                "Each flagged count with its first witness (checked by jsonschema):", "",
+                *(_md_table(["engine", "keyword", "verdict", "occurrences", "first witness",
+                             "where"], a["flagged"], "l") if a["flagged"] else ["None."]), "",
+                "Per engine: corpus schemas with a record, jobs that died (their occurrences "
+                "have no verdict) and the first of them, nodes judged, and nodes whose rows "
+                "the worker reused (the same node judged before on the same engine):", "",
+                *_md_table(["engine", "schemas", "died", "first death", "nodes", "reused"],
+                           a["engines"], ["l", "r", "r", "l", "r", "r"]), ""]
     e2e = [r for n in notes for r in n["e2e"] if not n["gpu"]]
     if e2e:
         out += ["## End-to-end runs", "",

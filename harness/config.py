@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 __all__ = ["ConfigError", "RunConfig", "SERIALIZATION_NAMES"]
 
@@ -50,7 +50,8 @@ class RunConfig:
     data:
         The corpus folder (None: ``$HARNESS_DATA`` or ``../shared/corpora/<suite>``).
     subsets, sample, schemas:
-        Case selection: subsets by name, a deterministic stratified sample of N cases, a
+        Case selection: subsets by name, a deterministic stratified sample of N cases (or
+        ``"all"``: every selected case, where a suite would take a smaller default), a
         glob on case ids.
     timeout_s:
         Wall-clock limit per job, seconds (> 0).
@@ -78,7 +79,7 @@ class RunConfig:
     tokenizer: str = "llama3"
     data: str | None = None
     subsets: Sequence[str] | None = None
-    sample: int | None = None
+    sample: int | Literal["all"] | None = None
     schemas: str | None = None
     timeout_s: float = 60.0
     memory_gib: float = 8.0
@@ -117,8 +118,10 @@ class RunConfig:
             raise ConfigError("--jobs must be ≥ 1 and --timeout > 0")
         if self.memory_gib < 0 or self.segmentations < 0:
             raise ConfigError("--memory and --segmentations must be ≥ 0")
-        if self.sample is not None and self.sample < 1:
-            raise ConfigError(f"--sample must be ≥ 1, got {self.sample}")
+        if self.sample is not None and self.sample != "all" and (
+                isinstance(self.sample, bool) or not isinstance(self.sample, int)
+                or self.sample < 1):
+            raise ConfigError(f"--sample must be ≥ 1 or 'all', got {self.sample!r}")
         defaults = suite_defaults(cls)
         unknown = sorted(set(self.options) - set(defaults))
         if unknown:

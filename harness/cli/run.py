@@ -9,6 +9,19 @@ from harness.cli.common import REPORTS_DEFAULT, RESULTS_DEFAULT, fail
 from harness.config import ConfigError, RunConfig
 
 
+def _sample(text: str) -> int | str:
+    """``--sample``'s value: a count, or ``all``."""
+    import argparse
+
+    if text == "all":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number of schemas or 'all', not {text!r}") \
+            from None
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("run", help="run a suite against engines",
                        description="Run a suite against engines; writes results/<run-id>/.")
@@ -23,7 +36,9 @@ def add_parser(sub) -> None:
     p.add_argument("--data", help="corpus folder (default: $HARNESS_DATA or ../shared/corpora/<suite>)")
     p.add_argument("--subset", dest="subsets", action="append",
                    help="subset(s) to run, comma-separated or repeated; 'core12' = the peer table's 12 groups")
-    p.add_argument("--sample", type=int, help="N schemas, stratified by subset, deterministic")
+    p.add_argument("--sample", type=_sample,
+                   help="N schemas, stratified by subset, deterministic; 'all': every "
+                        "selected schema (suites with a smaller default sample too)")
     p.add_argument("--schemas", help="glob on corpus file names, e.g. 'Github_easy---o1*'")
     p.add_argument("--timeout", dest="timeout_s", type=float, help="wall-clock limit per job, s (default 60)")
     p.add_argument("--memory", dest="memory_gib", type=float,

@@ -33,6 +33,12 @@ is derandomized and bounded (:data:`EXAMPLES` per schema, :data:`SECONDS` per ge
 - ``undecided``: none of these could be shown, with why (no deciding instance, the engine
   rejects them even without the keyword, the reachability search ran out of budget ...).
 
+**A schema** (:func:`judge_schema`): every node, each within :data:`NODE_SECONDS` and the
+schema within :data:`SCHEMA_SECONDS`; a node judged before in the process (the same text
+taken alone, the same engine: :class:`Memo`) gets the rows it got then. The corpus repeats
+its nodes, so the whole-corpus atlas (``harness run --suite hazards --subset keywords
+--sample all``) judges each distinct node once per worker and engine.
+
 Everything here is pure data except the judging functions, which take an :class:`Engine`.
 """
 
@@ -44,9 +50,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol
 
-__all__ = ["KEYWORDS", "STRUCTURAL", "UNDECLARED", "PROBES", "VERDICTS", "Engine", "Node",
-           "Plan", "candidates", "deciding", "judge_node", "plan", "judge_occurrence", "nodes", "occurrences",
-           "valid_instances", "without"]
+__all__ = ["KEYWORDS", "STRUCTURAL", "UNDECLARED", "PROBES", "VERDICTS", "AdapterEngine",
+           "Engine", "Judged", "Memo", "Node", "Plan", "candidates", "deciding", "judge_node",
+           "judge_schema", "nodes", "plan", "valid_instances", "without"]
 
 KEYWORDS: tuple[str, ...] = (
     "pattern", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
@@ -96,9 +102,7 @@ PROBES: dict[str, dict[str, Any]] = {
     "if": {"type": "integer", "if": {"minimum": 10}, "then": {"multipleOf": 2}},
 }
 
-#: Most occurrences judged per schema and deciding instances kept per occurrence (bounds
-#: a job's compiles: two per occurrence at most).
-MAX_OCCURRENCES = 6
+#: Deciding instances kept per keyword (each is one replay on the engine).
 MAX_DECIDING = 3
 #: Longest candidate string (a ``maxLength`` beyond it is not probed: the replay would
 #: measure the loop, and the answer is the same).
@@ -121,6 +125,10 @@ SECONDS = 1.0
 MAX_VALID = 6
 #: Seconds the reachability search may take per instance.
 REACH_SECONDS = 1.0
+#: Seconds :func:`judge_schema` gives one node's keywords on one engine, and one schema's
+#: nodes in all, before what is left is ``undecided`` (with why).
+NODE_SECONDS = 3.0
+SCHEMA_SECONDS = 30.0
 
 
 def _escape(name: str) -> str:
@@ -233,24 +241,6 @@ def nodes(schema: Any, extended: bool = True, root_only: bool = False) -> list[N
             continue
         one, skip = standalone(schema, sub)
         out.append(Node(_pointer(path), one, kws, skip))
-    return out
-
-
-def occurrences(schema: Any, root_only: bool = False) -> list[dict[str, Any]]:
-    """The hazards row's occurrences: ``{"keyword", "path", "schema", "skip"}`` for every
-    keyword of :data:`KEYWORDS` in ``schema``, at most :data:`MAX_OCCURRENCES` judged ones;
-    ``root_only``: the root's keywords alone (a probe's)."""
-    out: list[dict[str, Any]] = []
-    judged = 0
-    for node in nodes(schema, extended=False, root_only=root_only):
-        for kw in node.keywords:
-            skip = node.skip
-            if skip is None:
-                if judged >= MAX_OCCURRENCES:
-                    skip = f"more than {MAX_OCCURRENCES} occurrences in the schema"
-                else:
-                    judged += 1
-            out.append({"keyword": kw, "path": node.path, "schema": node.schema, "skip": skip})
     return out
 
 
@@ -378,12 +368,192 @@ def _hypothesis_home() -> None:
 
 
 def generated(schema: dict[str, Any], n: int = EXAMPLES, seconds: float = SECONDS) -> list[Any]:
-    """Up to ``n`` instances hypothesis-jsonschema draws from ``schema``, derandomized (the
-    same schema gives the same instances), within about ``seconds``; ``[]`` where it cannot
-    read the schema. No reference is fetched: callers pass nodes whose references are local
-    (:func:`standalone`)."""
+    """Up to ``n`` candidate instances of ``schema`` (jsonschema, not this function, says
+    which are valid), the same every time: a schema that holds an object is built by
+    :func:`built` (hypothesis-jsonschema 0.23 cannot draw an object under the hypothesis
+    installed here: ``'many' object has no attribute 'more'``); any other is drawn by
+    hypothesis-jsonschema (:func:`drawn`). No reference is fetched: callers pass nodes
+    whose references are local (:func:`standalone`)."""
     if _has_ref(schema) and any(not r.startswith("#") for r in _refs(schema)):
         return []
+    if _holds_object(schema):
+        return built(schema, n)
+    return drawn(schema, n, seconds)
+
+
+_OBJECT_KEYS = ("properties", "required", "patternProperties", "minProperties",
+                "maxProperties", "dependentRequired", "propertyNames")
+
+
+def _holds_object(schema: Any) -> bool:
+    for _, sub in _subschemas(schema):
+        t = sub.get("type")
+        if t == "object" or (isinstance(t, list) and "object" in t) \
+                or any(k in sub for k in _OBJECT_KEYS):
+            return True
+    return False
+
+
+def _local(ref: str, root: Any) -> Any:
+    """The target of a local reference (``#/$defs/x``) in ``root``; None if there is none."""
+    if not ref.startswith("#"):
+        return None
+    node = root
+    for part in (ref[1:].lstrip("/").split("/") if ref not in ("#", "#/") else ()):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def _types(sub: dict[str, Any]) -> list[str | None]:
+    t = sub.get("type")
+    if isinstance(t, list):
+        named: list[str | None] = []
+        named += [x for x in t if isinstance(x, str)][:3]
+        return named or [None]
+    if isinstance(t, str):
+        return [t]
+    if any(k in sub for k in _OBJECT_KEYS + ("additionalProperties",)):
+        return ["object"]
+    if any(k in sub for k in ("items", "prefixItems", "minItems", "maxItems", "contains")):
+        return ["array"]
+    return [None]
+
+
+def _bound(sub: dict[str, Any], low: str, xlow: str) -> float | None:
+    for k in (low, xlow):
+        v = sub.get(k)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            return v
+    return None
+
+
+def built(schema: Any, n: int = EXAMPLES) -> list[Any]:
+    """Up to ``n`` candidate instances of ``schema`` built from its structure: an object's
+    required properties each given a value built from its subschema (then each optional one
+    added in turn), an array's items, a local ``$ref`` followed, ``anyOf`` / ``oneOf``
+    branch by branch; a string with a ``pattern`` or ``format`` drawn by
+    hypothesis-jsonschema, other scalars made from their bounds. Candidates only:
+    jsonschema decides which are valid."""
+    out = _built(schema, schema, 0)
+    return _shortest(out, n) if len(out) > n else out
+
+
+def _built(sub: Any, root: Any, depth: int) -> list[Any]:
+    if sub is True or sub == {}:
+        return [1, "a", None]
+    if not isinstance(sub, dict) or depth > 8:
+        return []
+    ref = sub.get("$ref")
+    if isinstance(ref, str):
+        target = _local(ref, root)
+        return _built(target, root, depth + 1) if isinstance(target, dict) else []
+    if "const" in sub:
+        return [sub["const"]]
+    if isinstance(sub.get("enum"), list):
+        return list(sub["enum"][:3])
+    rest = {k: v for k, v in sub.items() if k not in ("anyOf", "oneOf", "allOf")}
+    if isinstance(sub.get("allOf"), list):
+        merged = dict(rest)
+        for part in sub["allOf"]:
+            if isinstance(part, dict):
+                for k, v in part.items():
+                    if k == "properties" and isinstance(v, dict):
+                        merged["properties"] = {**(merged.get("properties") or {}), **v}
+                    elif k == "required" and isinstance(v, list):
+                        merged["required"] = list(merged.get("required") or []) + v
+                    else:
+                        merged.setdefault(k, v)
+        return _built(merged, root, depth + 1)
+    for k in ("anyOf", "oneOf"):
+        if isinstance(sub.get(k), list):
+            out: list[Any] = []
+            for branch in sub[k][:4]:
+                if isinstance(branch, dict):
+                    out += _built({**rest, **branch}, root, depth + 1)[:2]
+            return out
+    out = []
+    for t in _types(sub):
+        if t == "object":
+            out += _object(sub, root, depth)
+        elif t == "array":
+            items = sub.get("items") if isinstance(sub.get("items"), dict) else True
+            first = [_built(x, root, depth + 1)[:1] for x in sub.get("prefixItems") or ()
+                     if isinstance(x, (dict, bool))]
+            head = [v[0] for v in first if v]
+            values = _built(items, root, depth + 1)[:2] or [None]
+            given = sub.get("minItems")
+            least = given if isinstance(given, int) else 0
+            out += [head + [values[0]] * max(least - len(head), 0),
+                    head + values[:2] + [values[0]] * max(least - len(head) - 2, 0)]
+            if least == 0 and not head:
+                out.append([])
+        else:
+            out += _scalar(sub, t)
+    return out
+
+
+def _object(sub: dict[str, Any], root: Any, depth: int) -> list[Any]:
+    declared = sub.get("properties")
+    props: dict[str, Any] = declared if isinstance(declared, dict) else {}
+    required = [k for k in sub.get("required") or () if isinstance(k, str)]
+    extra = sub.get("additionalProperties", True)
+
+    def values(name: str) -> list[Any]:
+        return _built(props[name] if name in props else extra, root, depth + 1)[:2]
+
+    base: dict[str, Any] = {}
+    second: dict[str, Any] = {}
+    for name in required[:40]:
+        v = values(name) or [None]
+        base[name] = v[0]
+        second[name] = v[-1]
+    out: list[Any] = [base, second] if second != base else [base]
+    fuller = dict(base)
+    for name in [k for k in props if k not in base][:12]:
+        v = values(name)
+        if v:
+            out.append({**base, name: v[0]})
+            fuller[name] = v[0]
+    out.append(fuller)
+    return out
+
+
+def _scalar(sub: dict[str, Any], t: str | None) -> list[Any]:
+    if t == "string" or (t is None and ("pattern" in sub or "format" in sub)):
+        if "pattern" in sub or "format" in sub:
+            return drawn({k: v for k, v in sub.items() if k not in ("$defs", "definitions")},
+                         3, 0.3) or ["a"]
+        given = sub.get("minLength")
+        least = given if isinstance(given, int) else 0
+        return ["a" * min(max(least, 1), MAX_STRING), ""]
+    if t in ("integer", "number"):
+        low = _bound(sub, "minimum", "exclusiveMinimum")
+        high = _bound(sub, "maximum", "exclusiveMaximum")
+        step = sub.get("multipleOf")
+        start = low if low is not None else (high if high is not None else 0)
+        v = math.ceil(start) if t == "integer" else start
+        if isinstance(step, (int, float)) and not isinstance(step, bool) and step > 0:
+            v = math.ceil(v / step) * step
+            return [int(v) if t == "integer" else v, (int(v + step) if t == "integer"
+                                                      else v + step)]
+        return [v, v + 1]
+    if t == "boolean":
+        return [True, False]
+    if t == "null":
+        return [None]
+    return [1, "a"]
+
+
+def drawn(schema: dict[str, Any], n: int = EXAMPLES, seconds: float = SECONDS) -> list[Any]:
+    """Up to ``n`` instances hypothesis-jsonschema draws from ``schema``, derandomized (the
+    same schema gives the same instances), within about ``seconds``; ``[]`` where it cannot
+    read the schema."""
     _hypothesis_home()
     try:
         from hypothesis import HealthCheck, Phase, Verbosity, given, settings
@@ -546,45 +716,6 @@ def _text(x: Any) -> str:
     return json.dumps(x, ensure_ascii=False)
 
 
-def judge_occurrence(compile_: Callable[[str], Any], accepts: Callable[[Any, str], bool],
-                     occ: dict[str, Any], generate: bool = True) -> dict[str, Any]:
-    """The hazards row's verdict on one occurrence (:func:`occurrences`):
-    ``{"keyword", "path", "verdict", "witness", ...}`` with verdict ``ignored`` / ``kept`` /
-    ``refused`` / ``undecided`` / ``not_probed``. ``compile_(schema_text)`` raises the
-    engine's ``CompileError``; ``accepts(compiled, text)`` replays a text."""
-    from engines.protocol import CompileError, one_line
-
-    kw, sub = occ["keyword"], occ["schema"]
-    row: dict[str, Any] = {"keyword": kw, "path": occ["path"]}
-    if occ.get("skip"):
-        return {**row, "verdict": "not_probed", "why": occ["skip"]}
-    insts = deciding(sub, kw, generate=generate)
-    if not insts:
-        return {**row, "verdict": "not_probed",
-                "why": "no instance found that is valid without this keyword and invalid "
-                       "with it"}
-    texts = [_text(v) for v in insts]
-    try:
-        with_kw = compile_(json.dumps(sub))
-    except CompileError as e:
-        return {**row, "verdict": "refused", "error": one_line(e, 200)}
-    for t in texts:
-        if accepts(with_kw, t):
-            return {**row, "verdict": "ignored", "witness": t,
-                    "schema": json.dumps(sub)[:300]}
-    try:
-        bare = compile_(json.dumps(without(sub, kw)))
-    except CompileError as e:
-        return {**row, "verdict": "undecided",
-                "why": f"the subschema without {kw} does not compile: {one_line(e, 160)}"}
-    for t in texts:
-        if accepts(bare, t):
-            return {**row, "verdict": "kept", "witness": t}
-    return {**row, "verdict": "undecided",
-            "why": "the engine rejects the deciding instances even without the keyword",
-            "witness": texts[0]}
-
-
 def judge_node(engine: Engine, node: Node, made: Plan | None = None,
                deadline: float | None = None,
                emit: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
@@ -719,6 +850,9 @@ class AdapterEngine:
 
         self.adapter = adapter
         self.vocab = vocab
+        #: what makes two engines judge alike (a :class:`Memo`'s key)
+        self.key = (f"{adapter.label}{sorted(getattr(adapter, 'options', {}).items())!r}"
+                    f"@{getattr(vocab, 'name', '?')}")
         self.bitmask = allocate_bitmask(vocab.size)
         self.reach_seconds = reach_seconds
 
@@ -736,3 +870,71 @@ class AdapterEngine:
 
         r = search(compiled, self.vocab, text, self.bitmask, seconds=self.reach_seconds)
         return r.kind, r.why
+
+
+@dataclass
+class Memo:
+    """What a process has judged already: the same node (its schema text, taken alone)
+    gets the same instances and, on the same engine, the same rows, wherever it appears.
+    The corpus repeats its nodes (32,081 judged nodes, 12,588 distinct): a worker judging
+    the whole corpus judges each distinct one once per engine."""
+
+    plans: dict[str, Plan] = field(default_factory=dict)
+    rows: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
+
+    def plan(self, node: Node, key: str) -> Plan:
+        if key not in self.plans:
+            self.plans[key] = plan(node)
+        return self.plans[key]
+
+
+#: The memo of this process (a worker's, across its jobs).
+MEMO = Memo()
+
+
+@dataclass
+class Judged:
+    """:func:`judge_schema`'s answer: the rows, and what they cost."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    nodes: int = 0         # nodes judged (each with at least one constraining keyword)
+    reused: int = 0        # of them, judged before in this process (same node, same engine)
+    plan_s: float = 0.0    # seconds spent making instances (jsonschema, hypothesis)
+    judge_s: float = 0.0   # seconds spent on the engine (compiles, replays, searches)
+
+
+def judge_schema(engine: Engine, schema: Any, *, extended: bool = True,
+                 root_only: bool = False, node_seconds: float = NODE_SECONDS,
+                 seconds: float = SCHEMA_SECONDS, memo: Memo | None = None) -> Judged:
+    """Every node × keyword row of ``schema`` on ``engine`` (:func:`nodes`, :func:`plan`,
+    :func:`judge_node`): each node within ``node_seconds``, the schema within ``seconds``
+    (past it, the nodes left are ``undecided`` with why). ``memo`` (default :data:`MEMO`):
+    a node judged before on the same engine (``engine.key``) gets the rows it got then,
+    at its own path."""
+    memo = MEMO if memo is None else memo
+    out = Judged()
+    t0 = time.monotonic()
+    ekey = getattr(engine, "key", None)
+    for node in nodes(schema, extended=extended, root_only=root_only):
+        out.nodes += 1
+        nkey = json.dumps(node.schema, sort_keys=True)
+        if ekey is not None and (ekey, nkey) in memo.rows:
+            out.reused += 1
+            out.rows += [{**r, "path": node.path} for r in memo.rows[(ekey, nkey)]]
+            continue
+        if time.monotonic() - t0 > seconds:
+            out.rows += [{"path": node.path, "keyword": kw, "verdict": "undecided",
+                          "witness": None, "why": f"the schema's {seconds:g} s were spent on "
+                                                  "earlier nodes"} for kw in node.keywords]
+            continue
+        t1 = time.monotonic()
+        made = memo.plan(node, nkey) if node.skip is None else Plan()
+        t2 = time.monotonic()
+        rows = judge_node(engine, node, made, t2 + node_seconds)
+        out.plan_s += t2 - t1
+        out.judge_s += time.monotonic() - t2
+        if ekey is not None and not any("time budget" in (r.get("why") or "") for r in rows):
+            memo.rows[(ekey, nkey)] = [{k: v for k, v in r.items() if k != "path"}
+                                       for r in rows]
+        out.rows += rows
+    return out

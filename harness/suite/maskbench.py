@@ -17,7 +17,7 @@ import fnmatch
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Literal, Mapping, Sequence
 
 from harness.suite.cases import (Case, Instance, SuiteBase, SuiteError, find_corpus,
                                  round_robin)
@@ -32,6 +32,9 @@ CORE12 = (
     "BFCL", "Synthesized",
 )
 SUBSET_GROUPS = {"core12": CORE12}
+
+#: ``--sample all``: every selected file (a suite with a default sample takes them all).
+ALL: Literal["all"] = "all"
 
 HOW_TO_GET = (
     "get the public MaskBench data: `git clone https://github.com/guidance-ai/jsonschemabench` "
@@ -113,7 +116,7 @@ class MaskBenchCorpus(SuiteBase):
         self,
         data: str | None = None,
         subsets: Sequence[str] | None = None,
-        sample: int | None = None,
+        sample: int | Literal["all"] | None = None,
         schemas: str | None = None,
     ) -> None:
         self.data_dir = resolve_data_dir(data)
@@ -131,7 +134,7 @@ class MaskBenchCorpus(SuiteBase):
         names = [n for n in all_names if not wanted or subset_of(n) in wanted]
         if schemas:
             names = [n for n in names if fnmatch.fnmatch(n, schemas)]
-        if sample is not None:
+        if sample is not None and sample != ALL:
             names = stratified_sample(names, sample)
         if not names:
             raise SuiteError(f"no corpus files in {self.data_dir} match the selection")

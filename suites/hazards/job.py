@@ -8,7 +8,9 @@ run goes on. The record holds ``hazard``: the hazard's name and its measurements
 Its ``outcome``: ``invalidation_error`` where the engine accepted what it must refuse (a
 keyword ignored, a padding id allowed, a schema not enforced after the reasoning, the
 output able to end inside the reasoning, a bad tool's forbidden arguments accepted),
-``compile_error`` where it refused the hazard's grammar or request, ``passing`` otherwise.
+``validation_error`` where it cannot write an instance jsonschema calls valid (a keyword
+misread), ``compile_error`` where it refused the hazard's grammar or request, ``passing``
+otherwise.
 """
 
 from __future__ import annotations
@@ -24,36 +26,28 @@ from suites.hazards.records import HazardBlock, HazardRecord
 __all__ = ["run_hazard_job"]
 
 
-def _accepts(vocab):
-    from harness.suite.engines import allocate_bitmask
-    from harness.suite.measure import replay
-
-    bm = allocate_bitmask(vocab.size)
-
-    def accepts(compiled, text: str) -> bool:
-        return replay(compiled.matcher(), vocab.encode(text), bm, vocab.stop_ids).status \
-            == "accepted"
-    return accepts
-
-
 def _keywords(adapter, vocab, case, req, phase) -> tuple[HazardBlock, str]:
     from harness.suite.measure import keywords
 
     schema = json.loads(case["schema_text"])
-    rows = []
-    accepts = _accepts(vocab)
+    engine = keywords.AdapterEngine(adapter, vocab)
     phase("compile")  # a death from here on is the engine's, on this schema's keywords
-    for occ in keywords.occurrences(schema, root_only=bool(req.get("probe"))):
-        rows.append(keywords.judge_occurrence(adapter.compile, accepts, occ))
-    ignored = [r for r in rows if r["verdict"] == "ignored"]
-    out = {"rows": rows, "source": req.get("source")}
-    if ignored:
-        out["verdict"] = "ignored"
-        out["witness"] = f"{ignored[0]['keyword']}: {ignored[0]['witness']}"
-        return out, outcomes.INVALIDATION_ERROR
-    judged = [r for r in rows if r["verdict"] in ("kept", "refused")]
-    out["verdict"] = "kept" if any(r["verdict"] == "kept" for r in rows) else (
-        "refused" if judged else "undecided")
+    judged = keywords.judge_schema(engine, schema, extended=False,
+                                   root_only=bool(req.get("probe")))
+    rows = judged.rows
+    out: HazardBlock = {"rows": rows, "source": req.get("source"), "nodes": judged.nodes,
+                        "reused": judged.reused, "plan_s": round(judged.plan_s, 3),
+                        "judge_s": round(judged.judge_s, 3)}
+    for flag, outcome in (("ignored", outcomes.INVALIDATION_ERROR),
+                          ("misread", outcomes.VALIDATION_ERROR)):
+        hit = next((r for r in rows if r["verdict"] == flag), None)
+        if hit is not None:
+            out["verdict"] = flag
+            out["witness"] = f"{hit['keyword']} at {hit['path'] or '/'}: {hit['witness']}"
+            return out, outcome
+    out["verdict"] = ("kept" if any(r["verdict"] == "kept" for r in rows) else
+                      "refused" if any(r["verdict"] == "refused" for r in rows) else
+                      "undecided")
     return out, outcomes.PASSING
 
 

@@ -10,8 +10,9 @@ from typing import Any, TypedDict
 
 from harness.suite import Record, Summary
 
-__all__ = ["HazardBlock", "HazardCell", "HazardRecord", "HazardRow", "HazardsSummary",
-           "HazardsSummaryBlock", "KeywordVerdict", "WhitespaceRun", "WhitespaceWalk"]
+__all__ = ["AtlasCell", "AtlasEngine", "AtlasExample", "HazardBlock", "HazardCell",
+           "HazardRecord", "HazardRow", "HazardsSummary", "HazardsSummaryBlock", "KeywordAtlas",
+           "KeywordVerdict", "WhitespaceRun", "WhitespaceWalk"]
 
 
 class WhitespaceRun(TypedDict, total=False):
@@ -44,8 +45,12 @@ class HazardBlock(TypedDict, total=False):
     form: str            # the engine's native form the probe compiled (tool calls, reasoning)
     error: str
     # keywords
-    rows: list[dict[str, Any]]  # one judged keyword occurrence each (harness.measure.keywords)
+    rows: list[dict[str, Any]]  # one per node × keyword (harness.measure.keywords.judge_node)
     source: str | None
+    nodes: int           # nodes judged
+    reused: int          # of them, judged before by this worker (the same node and engine)
+    plan_s: float        # seconds making the instances (jsonschema, hypothesis)
+    judge_s: float       # seconds on the engine (compiles, replays, reachability searches)
     # padded_vocab
     vocab: str           # the tokenizer whose padded vocabulary was probed
     # padded_vocab (suites.hazards.padding): token ids at or past the tokenizer's size
@@ -109,12 +114,50 @@ class KeywordVerdict(TypedDict, total=False):
     path: str | None
 
 
+class AtlasExample(TypedDict):
+    """The first occurrence of one verdict in an atlas cell."""
+
+    case: str            # the corpus file
+    path: str            # JSON pointer of the node
+    witness: str | None  # ignored / misread: the instance
+    why: str | None      # refused: the engine's error; undecided: why
+
+
+class AtlasCell(TypedDict):
+    """One keyword on one engine over the corpus."""
+
+    counts: dict[str, int]  # verdict → occurrences (node × keyword)
+    examples: dict[str, AtlasExample]  # verdict → its first occurrence
+
+
+class AtlasEngine(TypedDict):
+    """One engine's share of the atlas."""
+
+    schemas: int         # corpus schemas with a record
+    died: int            # of them, whose job died (no verdict for their occurrences)
+    died_example: str | None
+    nodes: int           # nodes judged
+    reused: int          # of them, rows reused from the worker's memo (same node, engine)
+    plan_s: float        # seconds making instances
+    judge_s: float       # seconds on the engine
+
+
+class KeywordAtlas(TypedDict):
+    """``summary["hazards"]["atlas"]``: :func:`suites.hazards.summary.keyword_atlas`."""
+
+    engines: list[str]
+    keywords: list[str]
+    cells: dict[str, dict[str, AtlasCell]]  # engine → keyword → cell
+    engine: dict[str, AtlasEngine]
+
+
 class HazardsSummaryBlock(TypedDict):
     """``summary["hazards"]``."""
 
     engines: list[str]
     rows: list[HazardRow]
     keywords: dict[str, dict[str, KeywordVerdict]]  # engine → keyword → verdict
+    atlas: KeywordAtlas
 
 
 class HazardsSummary(Summary, total=False):

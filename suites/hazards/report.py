@@ -11,7 +11,7 @@ from harness.suite.report import (Para, ReportContext, Section, Table, pipes,
                                   markdown_table as markdown_lines)
 from suites.hazards.records import HazardsSummaryBlock
 
-__all__ = ["markdown_table", "sec_hazards"]
+__all__ = ["atlas_rows", "flagged_rows", "markdown_table", "sec_hazards"]
 
 #: Longest witness shown in a cell (the full one is in hazards.json).
 CELL_CHARS = 240
@@ -47,6 +47,39 @@ def keyword_rows(table: HazardsSummaryBlock) -> tuple[list[str], list[list[str]]
     return ["keyword"] + engines, rows
 
 
+def atlas_rows(table: HazardsSummaryBlock) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of the corpus atlas: one row per keyword, one column per engine, each
+    cell the occurrences kept / ignored / misread / refused / undecided."""
+    from suites.hazards.summary import ATLAS_VERDICTS
+
+    atlas = table.get("atlas") or {}
+    engines = atlas.get("engines") or []
+    rows = []
+    for k in atlas.get("keywords") or ():
+        row = [k]
+        for e in engines:
+            c = (atlas["cells"].get(e) or {}).get(k)
+            row.append("–" if c is None else
+                       " / ".join(str(c["counts"][v]) for v in ATLAS_VERDICTS))
+        rows.append(row)
+    return ["keyword"] + engines, rows
+
+
+def flagged_rows(table: HazardsSummaryBlock) -> tuple[list[str], list[list[str]]]:
+    """(header, rows): each flagged atlas cell (a keyword ignored or misread on an engine),
+    its count and its first witness with where it was found."""
+    atlas = table.get("atlas") or {}
+    rows = []
+    for e in atlas.get("engines") or ():
+        for k, c in sorted((atlas["cells"].get(e) or {}).items()):
+            for v in ("ignored", "misread"):
+                if c["counts"][v]:
+                    ex = c["examples"][v]
+                    rows.append([e, k, v, str(c["counts"][v]), _short(ex["witness"] or "", 90),
+                                 f"{ex['case']} {ex['path'] or '/'}"])
+    return ["engine", "keyword", "verdict", "occurrences", "first witness", "where"], rows
+
+
 def markdown_table(table: HazardsSummaryBlock) -> str:
     """The hazard × engine table as GitHub Markdown (for docs/results.md), cells escaped."""
     header, rows = table_rows(table)
@@ -74,6 +107,16 @@ def sec_hazards(ctx: ReportContext) -> Section | None:
                                "accepted though jsonschema says the keyword forbids it; kept: "
                                "refused with the keyword, accepted without it)."))
             blocks.append(Table(kh, kr, align=["l"] * len(kh)))
+        ah, ar = atlas_rows(table)
+        if ar:
+            blocks.append(Para("Hazard 3 over the corpus schemas of the run, by occurrence (a "
+                               "keyword on one node): kept / ignored / misread / refused / "
+                               "undecided. Then each flagged count with its first witness "
+                               "(jsonschema-checked)."))
+            blocks.append(Table(ah, ar, align=["l"] + ["r"] * (len(ah) - 1)))
+            fh, fr = flagged_rows(table)
+            if fr:
+                blocks.append(Table(fh, fr, align=["l"] * len(fh)))
     if not blocks:
         return None
     return Section("Production hazards", blocks)

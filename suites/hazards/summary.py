@@ -11,7 +11,8 @@ hostile_request     ``survived`` (every hostile request refused or answered, the
                     ``degraded`` (up, but the ordinary request after them fails)
 bad_tool            ``refused`` (the whole request) / ``others_kept`` / ``bad_loose`` /
                     ``broken``; served: ``refused`` / ``answered`` / ``crashed``
-keywords            ``ignored`` (some keyword: the cell names them with a witness) / ``kept``
+keywords            ``ignored`` (some keyword: the cell names them with a witness) /
+                    ``misread`` (a valid instance the engine cannot write) / ``kept``
                     (every judged keyword kept or refused) / ``undecided``
 padded_vocab        ``masked`` / ``narrow`` (the caller must pad the mask) / ``leaks``
 whitespace          ``unbounded`` (some position kind reached the cap) / ``bounded``
@@ -31,10 +32,15 @@ from pathlib import Path
 
 from harness.suite import outcomes
 from harness.suite import Record, RunMeta
-from suites.hazards.records import (HazardCell, HazardRecord, HazardRow, HazardsSummary,
-                                    HazardsSummaryBlock, KeywordVerdict)
+from suites.hazards.records import (AtlasCell, AtlasEngine, HazardCell, HazardRecord,
+                                    HazardRow, HazardsSummary, HazardsSummaryBlock,
+                                    KeywordAtlas, KeywordVerdict)
 
-__all__ = ["hazard_table", "is_verdict_unit", "keyword_table", "summary_block"]
+__all__ = ["ATLAS_VERDICTS", "hazard_table", "is_verdict_unit", "keyword_atlas",
+           "keyword_table", "summary_block"]
+
+#: The atlas's columns, in order (harness.measure.keywords.VERDICTS).
+ATLAS_VERDICTS = ("kept", "ignored", "misread", "refused", "undecided")
 
 
 def is_verdict_unit(record: Record) -> bool:
@@ -68,6 +74,7 @@ def _keywords_cell(recs: list[HazardRecord]) -> HazardCell:
     per = _keyword_verdicts(recs)
     deaths = [f"{r['case_id'].split('/')[-1]}: {_death(r)}" for r in recs if _death(r)]
     ignored = {k: v for k, v in per.items() if v["verdict"] == "ignored"}
+    misread = {k: v for k, v in per.items() if v["verdict"] == "misread"}
     kept = sorted(k for k, v in per.items() if v["verdict"] == "kept")
     refused = sorted(k for k, v in per.items() if v["verdict"] == "refused")
     corpus = sum(1 for r in recs if "/corpus/" in r["case_id"])
@@ -79,6 +86,11 @@ def _keywords_cell(recs: list[HazardRecord]) -> HazardCell:
         first = sorted(ignored)[0]
         return _cell("ignored", f"{names} (e.g. {first}: {ignored[first]['witness']} "
                                 f"accepted){tail}")
+    if misread:
+        names = ", ".join(sorted(misread))
+        first = sorted(misread)[0]
+        return _cell("misread", f"{names} (e.g. {first}: {misread[first]['witness']} "
+                                f"valid, cannot be written){tail}")
     if deaths and not per:
         return _cell("crash", deaths[0])
     if not kept and not refused:
@@ -87,7 +99,7 @@ def _keywords_cell(recs: list[HazardRecord]) -> HazardCell:
 
 
 #: Which verdict wins for a keyword judged more than once (probe, corpus occurrences).
-_RANK = {"ignored": 0, "kept": 1, "refused": 2, "undecided": 3, "not_probed": 4}
+_RANK = {"ignored": 0, "misread": 1, "kept": 2, "refused": 3, "undecided": 4, "not_probed": 5}
 
 
 def _keyword_verdicts(recs: list[HazardRecord]) -> dict[str, KeywordVerdict]:
@@ -105,13 +117,61 @@ def _keyword_verdicts(recs: list[HazardRecord]) -> dict[str, KeywordVerdict]:
 
 def keyword_table(records: list[HazardRecord]) -> dict[str, dict[str, KeywordVerdict]]:
     """engine → keyword → ``{"verdict", "witness", "case", "path"}``: each keyword's
-    verdict over every schema of the run (ignored anywhere wins, then kept, refused,
-    undecided)."""
+    verdict over every schema of the run (ignored anywhere wins, then misread, kept,
+    refused, undecided)."""
     by: dict[str, list[HazardRecord]] = defaultdict(list)
     for r in records:
         if (r.get("hazard") or {}).get("name") == "keywords" or r["case_id"].startswith("keywords/"):
             by[r["engine"]].append(r)
     return {e: _keyword_verdicts(recs) for e, recs in by.items()}
+
+
+def keyword_atlas(records: list[HazardRecord]) -> KeywordAtlas:
+    """The corpus's keyword atlas: per engine and keyword, how many occurrences (node ×
+    keyword, over the run's corpus schemas, ``keywords/corpus/*``; probes left out) were
+    kept, ignored, misread, refused or undecided, with one witness per flagged count (the
+    first in case order: ignored and misread their instance, refused the engine's error,
+    undecided why). Also per engine: schemas judged, schemas whose job died (their
+    occurrences have no verdict), nodes judged and reused from the worker's memo, and the
+    seconds spent."""
+    engines: list[str] = []
+    cells: dict[str, dict[str, AtlasCell]] = {}
+    per_engine: dict[str, AtlasEngine] = {}
+    for r in sorted(records, key=lambda x: (x["engine"], x["case_id"])):
+        if not r["case_id"].startswith("keywords/corpus/"):
+            continue
+        e = r["engine"]
+        if e not in per_engine:
+            engines.append(e)
+            per_engine[e] = {"schemas": 0, "died": 0, "died_example": None, "nodes": 0,
+                             "reused": 0, "plan_s": 0.0, "judge_s": 0.0}
+        pe = per_engine[e]
+        pe["schemas"] += 1
+        d = _death(r)
+        h = r.get("hazard") or {}
+        if d:
+            pe["died"] += 1
+            pe["died_example"] = pe["died_example"] or f"{r['case_id'].split('/')[-1]}: {d}"
+            continue
+        pe["nodes"] += h.get("nodes", 0)
+        pe["reused"] += h.get("reused", 0)
+        pe["plan_s"] = round(pe["plan_s"] + h.get("plan_s", 0.0), 3)
+        pe["judge_s"] = round(pe["judge_s"] + h.get("judge_s", 0.0), 3)
+        for row in h.get("rows") or ():
+            v = row["verdict"]
+            if v not in ATLAS_VERDICTS:
+                continue
+            cell = cells.setdefault(e, {}).setdefault(
+                row["keyword"], {"counts": {x: 0 for x in ATLAS_VERDICTS}, "examples": {}})
+            cell["counts"][v] += 1
+            if v not in cell["examples"]:
+                cell["examples"][v] = {"case": r["case_id"].split("/", 2)[-1],
+                                       "path": row.get("path") or "",
+                                       "witness": row.get("witness") if v in (
+                                           "ignored", "misread") else None,
+                                       "why": row.get("why")}
+    keywords = sorted({k for c in cells.values() for k in c})
+    return {"engines": engines, "keywords": keywords, "cells": cells, "engine": per_engine}
 
 
 def _one(recs: list[HazardRecord], hazard: str) -> HazardCell:
@@ -171,7 +231,8 @@ def hazard_table(meta: RunMeta, records: list[HazardRecord]) -> HazardsSummaryBl
                 cells[e] = _one(recs, hz)
         rows.append({"hazard": hz, "number": num, "title": title, "concerns": concerns,
                      "cells": cells})
-    return {"engines": engines, "rows": rows, "keywords": keyword_table(records)}
+    return {"engines": engines, "rows": rows, "keywords": keyword_table(records),
+            "atlas": keyword_atlas(records)}
 
 
 def summary_block(summary: HazardsSummary, meta: RunMeta, records: list[HazardRecord],

@@ -36,52 +36,75 @@ def _accepts(vocab):
 
 def test_every_probe_has_instances_its_keyword_alone_decides():
     for pid, schema in keywords.PROBES.items():
-        occ = keywords.occurrences(schema, root_only=True)
-        assert occ, pid
-        for o in occ:
-            insts = keywords.deciding(o["schema"], o["keyword"])
-            assert insts, (pid, o["keyword"])
-            bare = keywords.without(o["schema"], o["keyword"])
+        (node,) = keywords.nodes(schema, extended=False, root_only=True)
+        assert node.keywords, pid
+        for kw in node.keywords:
+            insts = keywords.deciding(node.schema, kw)
+            assert insts, (pid, kw)
+            bare = keywords.without(node.schema, kw)
             for v in insts:  # jsonschema: valid without the keyword, invalid with it
                 assert jsonschema.Draft202012Validator(bare).is_valid(v), (pid, v)
                 assert not jsonschema.Draft202012Validator(
-                    o["schema"], format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+                    node.schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
                 ).is_valid(v), (pid, v)
 
 
-def test_occurrences_keep_local_refs_resolvable_skip_remote_ones_and_walk_nested_ones():
+def test_nodes_keep_local_refs_resolvable_skip_remote_ones_and_walk_nested_ones():
     schema = {"type": "object", "properties": {
         "a": {"type": "string", "maxLength": 3},
         "b": {"$ref": "#/$defs/x", "minLength": 2},
         "c": {"$ref": "https://example.com/s.json", "maxLength": 2}},
         "$defs": {"x": {"type": "string"}}}
-    occ = {o["path"]: o for o in keywords.occurrences(schema)}
-    assert occ["/properties/a"]["skip"] is None and occ["/properties/a"]["keyword"] == "maxLength"
+    got = {n.path: n for n in keywords.nodes(schema, extended=False)}
+    assert got["/properties/a"].skip is None and got["/properties/a"].keywords == ["maxLength"]
     # a local $ref taken alone keeps the root's $defs: it resolves, and it is judged
-    b = occ["/properties/b"]
-    assert b["skip"] is None and b["schema"]["$defs"] == schema["$defs"]
-    assert keywords.deciding(b["schema"], "minLength")[0] == ""  # a string: the $ref resolved
+    b = got["/properties/b"]
+    assert b.skip is None and b.schema["$defs"] == schema["$defs"]
+    assert keywords.deciding(b.schema, "minLength")[0] == ""  # a string: the $ref resolved
     # a remote one is never fetched: not judged
-    assert "never fetched" in occ["/properties/c"]["skip"]
+    assert "never fetched" in got["/properties/c"].skip
 
 
 def test_the_exact_reference_engine_never_ignores_a_keyword_and_no_grammar_ignores_all(vocab):
     accepts = _accepts(vocab)
     ref = adapter_class("reference")(vocab)
     null = adapter_class("null")(vocab)
+    memo = keywords.Memo()
     for pid in ("maxLength", "minimum", "maxItems", "pattern", "format-date"):
-        (o,) = keywords.occurrences(keywords.PROBES[pid], root_only=True)
-        got = keywords.judge_occurrence(ref.compile, accepts, o)
-        assert got["verdict"] == "kept", (pid, got)
+        schema = keywords.PROBES[pid]
+        kw = "format" if pid.startswith("format") else pid
+        got = keywords.judge_schema(keywords.AdapterEngine(ref, vocab), schema,
+                                    extended=False, root_only=True, memo=memo)
+        (row,) = [r for r in got.rows if r["keyword"] == kw]
+        assert row["verdict"] == "kept", (pid, row)
         # the witness is refused with the keyword and accepted without it
-        w = got["witness"]
-        assert not accepts(ref.compile(json.dumps(o["schema"])), w)
-        assert accepts(ref.compile(json.dumps(keywords.without(o["schema"], o["keyword"]))), w)
-        bad = keywords.judge_occurrence(null.compile, accepts, o)
-        assert bad["verdict"] == "ignored", (pid, bad)
+        w = row["witness"]
+        assert not accepts(ref.compile(json.dumps(schema)), w)
+        assert accepts(ref.compile(json.dumps(keywords.without(schema, kw))), w)
+        bad = keywords.judge_schema(keywords.AdapterEngine(null, vocab), schema,
+                                    extended=False, root_only=True, memo=memo)
+        (row,) = [r for r in bad.rows if r["keyword"] == kw]
+        assert row["verdict"] == "ignored", (pid, row)
         assert not jsonschema.Draft202012Validator(
-            o["schema"], format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
-        ).is_valid(json.loads(bad["witness"]))
+            schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+        ).is_valid(json.loads(row["witness"]))
+
+
+def test_a_node_met_again_reuses_its_rows_at_its_own_path(vocab):
+    """The whole-corpus atlas judges a repeated node once per engine: the rows come back
+    at the new path, equal otherwise; another engine judges it afresh."""
+    same = {"type": "string", "maxLength": 3}
+    schema = {"type": "object", "properties": {"a": same, "b": same}}
+    memo = keywords.Memo()
+    ref = keywords.AdapterEngine(adapter_class("reference")(vocab), vocab)
+    got = keywords.judge_schema(ref, schema, extended=False, memo=memo)
+    assert got.nodes == 2 and got.reused == 1
+    a, b = ([r for r in got.rows if r["path"] == p] for p in ("/properties/a", "/properties/b"))
+    assert [{**r, "path": None} for r in a] == [{**r, "path": None} for r in b]
+    assert a[0]["verdict"] == "kept"
+    null = keywords.AdapterEngine(adapter_class("null")(vocab), vocab)
+    other = keywords.judge_schema(null, schema, extended=False, memo=memo)
+    assert other.reused == 1 and {r["verdict"] for r in other.rows} == {"ignored"}
 
 
 def test_padded_width():
@@ -179,3 +202,58 @@ def test_served_hazards_against_the_canned_server(tmp_path):
     assert reasoning["verdict"] == "not_enforced" and reasoning["witness"]
     assert records["reasoning"]["outcome"] == "invalidation_error"
     assert records["whitespace"]["hazard"]["not_measured"].startswith("an engine hazard")
+
+
+def test_the_keyword_atlas_counts_every_occurrence_of_the_corpus_schemas(tmp_path):
+    """``--subset keywords --sample all`` on a small corpus folder: the atlas in the summary
+    is :func:`keyword_atlas` of the records, counts every row of every corpus schema (the
+    probes left out), the exact engine flags nothing and the engine with no grammar has
+    every decided occurrence ignored, its first witness invalid by jsonschema; the document
+    generator renders the atlas."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from harness.store.run_store import RunStore
+    from suites.hazards.summary import keyword_atlas
+    from tests.conftest import link_real
+
+    names = ("Github_easy---o10009.json", "Github_easy---o12387.json",
+             "Github_easy---o10876.json")
+    link_real(tmp_path / "data", names)
+    run = harness.run(harness.RunConfig(suite="hazards", engines=["reference", "null"],
+                                        subsets=["keywords"], sample="all",
+                                        data=str(tmp_path / "data")),
+                      results=tmp_path / "results", reports=tmp_path / "reports")
+    records = list(RunStore.open_readonly(run.path).records())
+    atlas = run.summary()["hazards"]["atlas"]
+    assert atlas == json.loads(json.dumps(keyword_atlas(records)))
+    corpus = [r for r in records if r["case_id"].startswith("keywords/corpus/")]
+    assert len(corpus) == 2 * len(names) and atlas["engines"] == ["null", "reference"]
+    for e in ("null", "reference"):
+        rows = [x for r in corpus if r["engine"] == e for x in r["hazard"]["rows"]]
+        counted = sum(n for c in atlas["cells"][e].values() for n in c["counts"].values())
+        assert counted == len(rows) >= 10
+        assert atlas["engine"][e]["schemas"] == len(names) and atlas["engine"][e]["died"] == 0
+    ref = atlas["cells"]["reference"]
+    assert not any(c["counts"]["ignored"] or c["counts"]["misread"] for c in ref.values())
+    assert sum(c["counts"]["kept"] for c in ref.values()) > 0
+    null = atlas["cells"]["null"]
+    assert not any(c["counts"]["kept"] for c in null.values())
+    for kw, c in null.items():
+        if c["counts"]["ignored"]:
+            ex = c["examples"]["ignored"]
+            rec = next(r for r in corpus if r["case_id"].endswith(ex["case"])
+                       and r["engine"] == "null")
+            assert rec["outcome"] == "invalidation_error"
+            schema = json.loads((tmp_path / "data" / ex["case"]).read_text())["schema"]
+            node = next(n for n in keywords.nodes(schema, extended=False)
+                        if n.path == ex["path"])
+            v = jsonschema.Draft202012Validator(
+                node.schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+            assert not v.is_valid(json.loads(ex["witness"])), (kw, ex)
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "benchmarks/results_table.py", str(run.path)],
+                         cwd=root, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "## Keyword atlas" in out.stdout and "| keyword | null | reference |" in out.stdout
