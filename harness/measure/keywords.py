@@ -545,7 +545,7 @@ def _scalar(sub: dict[str, Any], t: str | None) -> list[Any]:
         return [v, v + 1]
     if t == "boolean":
         return [True, False]
-    if t == "null":
+    if t == json.dumps(None):  # JSON's null type
         return [None]
     return [1, "a"]
 

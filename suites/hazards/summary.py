@@ -170,6 +170,9 @@ def keyword_atlas(records: list[HazardRecord]) -> KeywordAtlas:
                                        "witness": row.get("witness") if v in (
                                            "ignored", "misread") else None,
                                        "why": row.get("why")}
+    if not any(pe["nodes"] for pe in per_engine.values()):
+        # records of the judge before judge_schema (no node counts, no misreadings): no atlas
+        return {"engines": [], "keywords": [], "cells": {}, "engine": {}}
     keywords = sorted({k for c in cells.values() for k in c})
     return {"engines": engines, "keywords": keywords, "cells": cells, "engine": per_engine}
 
@@ -251,6 +254,16 @@ def summary_block(summary: HazardsSummary, meta: RunMeta, records: list[HazardRe
         for e, c in row["cells"].items():
             text = c["text"]
             lines.append(f"   {e:<22} {text if len(text) <= 200 else text[:199] + '…'}")
+    atlas = table["atlas"]
+    if atlas["engines"]:
+        lines.append("Keyword atlas: occurrences in the corpus schemas, "
+                     + " / ".join(ATLAS_VERDICTS))
+        lines.append(f"   {'keyword':<20} " + " ".join(f"{e:<24}" for e in atlas["engines"]))
+        for k in atlas["keywords"]:
+            cells = [(atlas["cells"].get(e) or {}).get(k) for e in atlas["engines"]]
+            lines.append(f"   {k:<20} " + " ".join(
+                f"{' / '.join(str(c['counts'][v]) for v in ATLAS_VERDICTS) if c else '–':<24}"
+                for c in cells))
     return "\n".join(lines)
 
 

@@ -21,6 +21,7 @@ from harness.store.run_store import RECORD_FORMAT, RunStore, StoreError
     ({"jobs": 0}, "--jobs must be ≥ 1"),
     ({"timeout_s": 0}, "--timeout > 0"),
     ({"sample": 0}, "--sample must be ≥ 1"),
+    ({"sample": "most"}, "--sample must be ≥ 1 or 'all'"),
     ({"options": {"walks": 3}}, "suite 'jsonschemabench' has no option walks"),
 ])
 def test_config_refuses_what_cannot_run(kwargs, message):
@@ -41,6 +42,28 @@ def test_config_is_frozen_and_round_trips_through_run_json():
     assert RunConfig.from_dict(d) == c
     # an older run.json held every suite's options: the other suites' keys are dropped
     assert RunConfig.from_dict({**RunConfig().to_dict(), "walks": 8, "model": "tiny"}) == RunConfig()
+
+
+def test_sample_all_takes_every_file_where_a_suite_would_take_fewer(tmp_path):
+    """``--sample all``: the hazards suite (default: 4 corpus schemas) takes every file of the
+    folder; the command line reads it as the config does."""
+    from harness.cli import build_parser
+    from harness.registry import SUITES
+
+    link_real(tmp_path, ("BFCL_parallel_multiple_142.json", "Github_easy---o43998.json",
+                         "Glaiveai2K---calculate_area_5c088303.json", "JME_39.json",
+                         "Github_easy---o10009.json"))
+    args = build_parser().parse_args(["run", "--suite", "hazards", "--sample", "all"])
+    assert args.sample == "all"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "--sample", "many"])
+    c = RunConfig(suite="hazards", subsets=["keywords"], sample="all", data=str(tmp_path))
+    assert RunConfig.from_dict(c.to_dict()) == c
+    suite = SUITES.load("hazards")(data=str(tmp_path), subsets=["keywords"], sample="all")
+    corpus = [i for i in suite.case_ids() if i.startswith("keywords/corpus/")]
+    assert len(corpus) == 5
+    few = SUITES.load("hazards")(data=str(tmp_path), subsets=["keywords"])
+    assert len([i for i in few.case_ids() if i.startswith("keywords/corpus/")]) == 4
 
 
 def _run_folder(tmp_path, meta_extra=None, records=()):
