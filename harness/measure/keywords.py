@@ -595,7 +595,13 @@ def _shortest(xs: list[Any], limit: int) -> list[Any]:
         except ValueError:
             continue
         seen.setdefault(key, x)
-    return [seen[k] for k in sorted(seen, key=lambda k: (len(k), k))][:limit]
+    # plain texts first (printable ASCII, no escape): a witness a reader can check by eye,
+    # and a finding that is not about how an engine writes rare characters
+    return [seen[k] for k in sorted(seen, key=lambda k: (not _plain(k), len(k), k))][:limit]
+
+
+def _plain(text: str) -> bool:
+    return "\\" not in text and all(" " <= c <= "~" for c in text)
 
 
 def deciding(sub: dict[str, Any], keyword: str, limit: int = MAX_DECIDING,

@@ -25,7 +25,7 @@ class E2ESuite(JsonSchemaBenchView):
     replay_table = False  # nothing is replayed: the suite's own table holds its figures
     verdict = VerdictModel(truth="jsonschema on the outputs of a real decode loop")
     smoke = {"sample": 1,
-             "options": {"model": "micro", "runtime": "torch", "max_tokens": 8}}
+             "options": {"model": "micro", "runtime": "torch", "max_tokens": 8, "blocks": 1}}
 
 
 #: The suite this folder is (:func:`harness.registry.builtin_suites`).

@@ -12,8 +12,9 @@ from suites.e2e.job import run_e2e_job
 
 
 @pytest.mark.skipif(not is_installed("xgrammar"), reason="xgrammar not installed")
-@pytest.mark.parametrize("name,batch,seed", [("Handwritten---allone1.json", 8, 3),
-                                             ("JME_39.json", 16, 17)])
+# one schema: both regressions ran the same path (an invalid output at the further size
+# only); ``Handwritten---allone1.json`` at batch 8, seed 3 drew one too
+@pytest.mark.parametrize("name,batch,seed", [("JME_39.json", 16, 17)])
 def test_invalid_output_of_a_further_batch_size_is_reported_not_a_crash(name, batch, seed,
                                                                         corpus_dir):
     """xgrammar lets through outputs these schemas forbid (``not``/``oneOf`` of
