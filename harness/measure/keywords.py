@@ -194,12 +194,38 @@ def standalone(root: dict[str, Any], sub: dict[str, Any]) -> tuple[dict[str, Any
             return one, f"a $ref that is not local ({far[0][:80]}): never fetched"
         for k in ("$defs", "definitions"):
             if isinstance(root.get(k), dict) and k not in one:
-                one[k] = root[k]
+                one[k] = _referenced(root, k, refs)
         far = [r for r in _refs({k: one.get(k) for k in ("$defs", "definitions")})
                if not r.startswith("#")]
         if far:
             return one, f"a $ref that is not local ({far[0][:80]}): never fetched"
     return one, None
+
+
+def _referenced(root: dict[str, Any], key: str, refs: list[str]) -> dict[str, Any]:
+    """The entries of ``root[key]`` (``$defs`` or ``definitions``) that ``refs`` reach,
+    directly or through each other: an unreferenced definition changes nothing, and a node
+    judged with only what it uses is smaller to compile and the same text wherever the
+    corpus repeats it. All of them when a reference points elsewhere in the root (``#``,
+    ``#/properties/...``): what it reaches is not followed here."""
+    table = root[key]
+    names: set[str] = set()
+    todo = list(refs)
+    while todo:
+        ref = todo.pop()
+        head = "#/" + key + "/"
+        if not ref.startswith("#/"):
+            return table
+        if not ref.startswith(head):
+            if ref.startswith(("#/$defs/", "#/definitions/")):
+                continue  # the other table's: that table's own pass keeps it
+            return table
+        name = ref[len(head):].split("/", 1)[0].replace("~1", "/").replace("~0", "~")
+        if name in names or name not in table:
+            continue
+        names.add(name)
+        todo += list(_refs(table[name]))
+    return {n: v for n, v in table.items() if n in names}
 
 
 def _constraining(sub: dict[str, Any], extended: bool) -> list[str]:
@@ -939,7 +965,8 @@ def judge_schema(engine: Engine, schema: Any, *, extended: bool = True,
         rows = judge_node(engine, node, made, t2 + node_seconds)
         out.plan_s += t2 - t1
         out.judge_s += time.monotonic() - t2
-        if ekey is not None and not any("time budget" in (r.get("why") or "") for r in rows):
+        if ekey is not None:
+            # a node cut off by its own budget is remembered too: it would be cut off again
             memo.rows[(ekey, nkey)] = [{k: v for k, v in r.items() if k != "path"}
                                        for r in rows]
         out.rows += rows
