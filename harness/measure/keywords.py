@@ -368,7 +368,18 @@ def _validator(schema: dict[str, Any]) -> Any:
     from jsonschema.validators import validator_for
 
     cls = validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+    # every format jsonschema can check, whatever the draft: draft-04 defines no "date",
+    # so its own checker calls "" a date, while every engine (and the schema's author)
+    # reads it as one
+    return cls(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+
+
+def _regex(sub: Any) -> bool:
+    """Whether a regular expression takes part in ``sub`` (``pattern``,
+    ``patternProperties``): jsonschema runs it with Python's ``re``, whose ``\\d``, ``\\w``,
+    ``\\s`` and ``$`` read non-ASCII text and a final newline otherwise than ECMA-262 (JSON
+    Schema's dialect, the engines'), so only plain instances judge such a node."""
+    return any("pattern" in n or "patternProperties" in n for _, n in _subschemas(sub))
 
 
 def _is_valid(v: Any, x: Any) -> bool | None:
@@ -613,7 +624,7 @@ def drawn(schema: dict[str, Any], n: int = EXAMPLES, seconds: float = SECONDS) -
     return out
 
 
-def _shortest(xs: list[Any], limit: int) -> list[Any]:
+def _shortest(xs: list[Any], limit: int, plain_only: bool = False) -> list[Any]:
     seen: dict[str, Any] = {}
     for x in xs:
         try:
@@ -623,7 +634,8 @@ def _shortest(xs: list[Any], limit: int) -> list[Any]:
         seen.setdefault(key, x)
     # plain texts first (printable ASCII, no escape): a witness a reader can check by eye,
     # and a finding that is not about how an engine writes rare characters
-    return [seen[k] for k in sorted(seen, key=lambda k: (not _plain(k), len(k), k))][:limit]
+    keys = [k for k in seen if _plain(k) or not plain_only]
+    return [seen[k] for k in sorted(keys, key=lambda k: (not _plain(k), len(k), k))][:limit]
 
 
 def _plain(text: str) -> bool:
@@ -648,7 +660,7 @@ def deciding(sub: dict[str, Any], keyword: str, limit: int = MAX_DECIDING,
         pool += [{**x, "zz_undeclared": v} for x in generated(sub, 4) if isinstance(x, dict)
                  for v in (1, "a")]
     out = [c for c in pool if _is_valid(v_without, c) is True and _is_valid(v_with, c) is False]
-    return _shortest(out, limit)
+    return _shortest(out, limit, plain_only=_regex(sub))
 
 
 def valid_instances(sub: dict[str, Any], limit: int = MAX_VALID) -> list[Any]:
@@ -659,7 +671,8 @@ def valid_instances(sub: dict[str, Any], limit: int = MAX_VALID) -> list[Any]:
     except Exception:
         return []
     pool = generated(sub) + list(_POOL)
-    return _shortest([c for c in pool if _is_valid(v, c) is True], limit)
+    return _shortest([c for c in pool if _is_valid(v, c) is True], limit,
+                     plain_only=_regex(sub))
 
 
 def undeclared_instances(sub: dict[str, Any], limit: int = 3) -> list[Any]:
