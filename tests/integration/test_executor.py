@@ -46,9 +46,8 @@ def corpus(tmp_path_factory):
 
 
 def _config(data) -> RunConfig:
-    # one job at a time: one worker (one Ray actor) started, not two, on a loaded machine
     return RunConfig(engines="llguidance,faulty", data=str(data), timeout_s=TIMEOUT_S,
-                     memory_gib=2.0, jobs=1)
+                     memory_gib=2.0, jobs=2)
 
 
 def test_ray_resumes_a_local_run_to_the_same_records(corpus, tmp_path):
