@@ -550,14 +550,23 @@ def _object(sub: dict[str, Any], root: Any, depth: int) -> list[Any]:
         v = values(name) or [None]
         base[name] = v[0]
         second[name] = v[-1]
+    # in the order the schema declares its properties: the engines write an object's
+    # properties in that order, and an instance in another order would be "unwritable"
+    # for its order alone, not for any keyword
+    order = {k: i for i, k in enumerate(props)}
+
+    def ordered(d: dict[str, Any]) -> dict[str, Any]:
+        return dict(sorted(d.items(), key=lambda kv: order.get(kv[0], len(order))))
+
+    base, second = ordered(base), ordered(second)
     out: list[Any] = [base, second] if second != base else [base]
     fuller = dict(base)
     for name in [k for k in props if k not in base][:12]:
         v = values(name)
         if v:
-            out.append({**base, name: v[0]})
+            out.append(ordered({**base, name: v[0]}))
             fuller[name] = v[0]
-    out.append(fuller)
+    out.append(ordered(fuller))
     return out
 
 
