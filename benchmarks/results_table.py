@@ -366,6 +366,7 @@ def atlas_rows(atlas: dict[str, Any], cut: Any) -> dict[str, Any] | None:
                                     cut(f"{ex['case']} {ex.get('path') or '/'}")])
     per = atlas.get("engine") or {}
     about = [[e, number(per.get(e, {}).get("schemas")), number(per.get(e, {}).get("died")),
+              number(per.get(e, {}).get("died_rows")),
               cut(per.get(e, {}).get("died_example") or "–"),
               number(per.get(e, {}).get("nodes")), number(per.get(e, {}).get("reused"))]
              for e in engines]
@@ -708,11 +709,14 @@ def render(runs: list[Published], published: bool = True) -> str:
                 "Each flagged count with its first witness (checked by jsonschema):", "",
                 *(_md_table(["engine", "keyword", "verdict", "occurrences", "first witness",
                              "where"], a["flagged"], "l") if a["flagged"] else ["None."]), "",
-                "Per engine: corpus schemas with a record, jobs that died (their occurrences "
-                "have no verdict) and the first of them, nodes judged, and nodes whose rows "
-                "the worker reused (the same node judged before on the same engine):", "",
-                *_md_table(["engine", "schemas", "died", "first death", "nodes", "reused"],
-                           a["engines"], ["l", "r", "r", "l", "r", "r"]), ""]
+                "Per engine: corpus schemas with a record, jobs that died, the occurrences "
+                "those jobs had judged before they died (counted above; the nodes they had "
+                "not reached have no verdict), the first death, nodes judged by the jobs "
+                "that ended, and nodes whose rows the worker reused (the same node judged "
+                "before on the same engine):", "",
+                *_md_table(["engine", "schemas", "died", "judged before dying", "first death",
+                            "nodes", "reused"],
+                           a["engines"], ["l", "r", "r", "r", "l", "r", "r"]), ""]
     e2e = [r for n in notes for r in n["e2e"] if not n["gpu"]]
     if e2e:
         out += ["## End-to-end runs", "",

@@ -76,7 +76,10 @@ class JobPayload(TypedDict, total=False):
     serializations: list[str]
     primary: str
     segmentations: int
-    timeout_s: float
+    timeout_s: float     # the job's wall-clock limit, s (--timeout)
+    scratch: str | None  # a folder the session's jobs share on this machine, for caches
+                         # whose entries are the same whoever makes them (removed at the
+                         # session's end; None: no sharing)
     tokenizer: str
     options: dict[str, Any]  # the suite's run options (its ``run_options`` keys)
     job: str | None      # the suite's job, ``"module:function"`` (None: the replay)
@@ -181,6 +184,7 @@ class Record(TypedDict, total=False):
     instances: list[InstanceRecord]
     engine_stats: dict[str, Any]  # the engine's own statistics, where it has any
     stderr: str          # a job that died: the tail of its worker's stderr
+    kept: dict[str, list[Any]]  # a job that died: what it had finished (executor.KEEP)
     host: str            # the Ray executor: the node that ran the job
     schema_text: str     # mask_diff and fuzz: the schema, for ``harness explain``
     schema_id: str       # format 1 only: the case id (upgrade_record renames it)

@@ -38,6 +38,13 @@ PHASES = ("dispatch", "setup", "groundtruth", "compile", "replay", "decode", "va
 BOARD_PHASE, BOARD_LIMIT_FROM, BOARD_TTFM, BOARD_JOB = 0, 1, 2, 3
 BOARD_SIZE = 4
 
+#: The phase name a job reports what it has measured so far under: ``phase(KEEP,
+#: {key: [items]})`` appends the items to the job's ``kept`` lists, which a record of its
+#: death carries (``record["kept"]``), so that a job killed by its limit or its engine
+#: loses nothing it had finished. A job that ends normally returns its record and the
+#: kept lists are dropped.
+KEEP = "keep"
+
 #: Extra time a job may spend building the worker's vocabulary/adapters before its own
 #: limit starts (a fresh worker builds them on its first job of each engine).
 SETUP_ALLOWANCE_S = 300.0

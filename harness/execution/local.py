@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable
 
 from harness.measure import outcomes
 from harness.execution.executor import (BOARD_JOB, BOARD_LIMIT_FROM, BOARD_PHASE, BOARD_SIZE,
-                                        BOARD_TTFM, PHASES, SETUP_ALLOWANCE_S, Job,
+                                        BOARD_TTFM, KEEP, PHASES, SETUP_ALLOWANCE_S, Job,
                                         unpack_timings)
 from harness.store.run_store import RunStore
 from harness.records import Record
@@ -65,6 +65,8 @@ class _Slot:
     limit_from: float = 0.0
     #: the Python environment the slot's worker runs in (None: the harness's own)
     env: str | None = None
+    #: what the current job has kept so far (:data:`harness.execution.executor.KEEP`)
+    kept: dict[str, list[Any]] = field(default_factory=dict)
 
 
 def _signal_name(code: int) -> str:
@@ -169,6 +171,7 @@ class LocalExecutor:
         except OSError:
             slot.log_offset = 0
         slot.job, slot.phase, slot.ttfm_ns, slot.limit_begun = job, "dispatch", None, False
+        slot.kept = {}
         slot.started = time.monotonic()
         slot.started_at = time.time()
         slot.deadline = slot.started + SETUP_ALLOWANCE_S + self.timeout_s
@@ -206,6 +209,8 @@ class LocalExecutor:
         rec["worker"] = slot.index
         if death and slot.ttfm_ns is not None:
             rec["ttfm_ns"] = slot.ttfm_ns  # compiled before it died
+        if death and slot.kept:
+            rec["kept"] = slot.kept  # what it had finished before it died
         if death and slot.limit_begun and "setup_ns" not in rec:
             # the time before the job's own limit began (a fresh worker's set-up, which on
             # a loaded machine can take longer than the limit): wall_ns - setup_ns is the
@@ -308,6 +313,8 @@ class LocalExecutor:
                     if slot.job is not None and now >= slot.deadline:
                         self._read_board(slot)  # a limit that began late moves the deadline
                     if slot.job is not None and now >= slot.deadline:
+                        self._drain(slot)  # what it kept (or finished) before the limit
+                    if slot.job is not None and now >= slot.deadline:
                         os.kill(slot.process.pid, signal.SIGKILL)
                         self._death(slot, "timeout")
         finally:
@@ -340,7 +347,10 @@ class LocalExecutor:
         try:
             while slot.job is not None and slot.conn.poll():
                 kind, payload = slot.conn.recv()
-                if kind == "phase":
+                if kind == KEEP:
+                    for key, items in payload.items():
+                        slot.kept.setdefault(key, []).extend(items)
+                elif kind == "phase":
                     slot.phase, info = payload
                     if slot.phase == "replay":
                         slot.ttfm_ns = info

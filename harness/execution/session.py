@@ -7,7 +7,9 @@ Thin glue; each step lives in its own module. The configuration of a run is stor
 from __future__ import annotations
 
 import logging
+import shutil
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -65,7 +67,7 @@ def engine_status(spec: EngineSpec) -> dict[str, Any]:
 
 
 def _jobs(suite, specs: list[EngineSpec], config: RunConfig,
-          finished: set[tuple[str, str]]) -> Iterator[Job]:
+          finished: set[tuple[str, str]], scratch: str | None = None) -> Iterator[Job]:
     """Engine by engine (so each engine's wall time is its own), case by case."""
     told: set[str] = set()
     options = suite_options(suite, config)
@@ -92,6 +94,8 @@ def _jobs(suite, specs: list[EngineSpec], config: RunConfig,
                 "segmentations": config.segmentations,
                 "job": suite.job,
                 "options": options,
+                "timeout_s": config.timeout_s,
+                "scratch": scratch,
             }
             yield Job(spec.label, case.case_id, case.subset, payload, env=spec.environment)
 
@@ -207,9 +211,13 @@ def run(config: RunConfig | None, results_root: Path, resume: Path | None = None
                                on_record=on_record, ray_address=ray_address)
     meta["sessions"].append(session)
     store.write_meta(meta)
+    # the session's scratch folder: caches its jobs share on this machine, removed at the
+    # end (JobPayload.scratch)
+    scratch = tempfile.mkdtemp(prefix=f"harness-{meta['run_id']}-")
     try:
-        runner.run(_jobs(suite, runnable, config, finished))
+        runner.run(_jobs(suite, runnable, config, finished, scratch))
     finally:
+        shutil.rmtree(scratch, ignore_errors=True)
         bar.close()
         store.close()
         session["ended_at"] = time.time()

@@ -25,7 +25,7 @@ from harness.measure.groundtruth import GroundTruth, parse_instance_text  # noqa
 from harness.measure.replay import ACCEPTED, SERIALIZATIONS, preemptions, replay  # noqa: E402
 from harness.measure import adapters, reachability  # noqa: E402
 from harness.execution.executor import (BOARD_JOB, BOARD_LIMIT_FROM, BOARD_PHASE,  # noqa: E402
-                                        BOARD_TTFM, PHASES, pack_timings)
+                                        BOARD_TTFM, KEEP, PHASES, pack_timings)
 from harness.records import InstanceRecord, JobPayload, Record, ReplayResult
 
 
@@ -243,6 +243,9 @@ def worker_main(conn, memory_gib: float | None, log_path: str | None, board=None
     codes = {p: float(i) for i, p in enumerate(PHASES)}
 
     def phase(p: str, info: Any = None) -> None:
+        if p == KEEP:
+            conn.send((KEEP, info))
+            return
         code = codes.get(p)
         if board is None or code is None:
             conn.send(("phase", (p, info)))

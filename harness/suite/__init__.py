@@ -45,6 +45,7 @@ _EXPORTS = {
     "InstanceRecord": "harness.records:InstanceRecord",
     "Job": "harness.execution.executor:Job",
     "JobPayload": "harness.records:JobPayload",
+    "KEEP": "harness.execution.executor:KEEP",
     "JsonSchemaBenchView": "harness.suite.maskbench:JsonSchemaBenchView",
     "make_executor": "harness.execution.session:make_executor",
     "MaskBenchCorpus": "harness.suite.maskbench:MaskBenchCorpus",

@@ -20,7 +20,7 @@ import time
 
 from harness.suite.measure import adapters
 from harness.suite import outcomes
-from harness.suite import JobPayload
+from harness.suite import KEEP, JobPayload
 from suites.hazards.records import HazardBlock, HazardRecord
 
 __all__ = ["run_hazard_job"]
@@ -32,8 +32,15 @@ def _keywords(adapter, vocab, case, req, phase) -> tuple[HazardBlock, str]:
     schema = json.loads(case["schema_text"])
     engine = keywords.AdapterEngine(adapter, vocab)
     phase("compile")  # a death from here on is the engine's, on this schema's keywords
+    # the judge stops itself at half the job's limit (a compile begun before then has the
+    # other half), and every node's rows are kept as they come: a job killed by one slow
+    # compile still gives the nodes judged before it (record["kept"]["rows"])
+    limit = float(case.get("timeout_s") or keywords.SCHEMA_SECONDS * 2)
     judged = keywords.judge_schema(engine, schema, extended=False,
-                                   root_only=bool(req.get("probe")))
+                                   root_only=bool(req.get("probe")),
+                                   seconds=min(keywords.SCHEMA_SECONDS, limit / 2),
+                                   memo=keywords.shared_memo(case.get("scratch")),
+                                   keep=lambda rows: phase(KEEP, {"rows": rows}))
     rows = judged.rows
     out: HazardBlock = {"rows": rows, "source": req.get("source"), "nodes": judged.nodes,
                         "reused": judged.reused, "plan_s": round(judged.plan_s, 3),
@@ -162,7 +169,9 @@ def run_hazard_job(job: JobPayload, phase=lambda p, info=None: None) -> HazardRe
         out, outcome = {"not_measured": f"{name} is a server hazard: run it with --launch "
                                         "ENGINE:BACKEND or --server URL"}, outcomes.PASSING
     else:
-        out, outcome = fn(adapter, vocab, {**case, "tokenizer": job["tokenizer"]}, req, phase)
+        out, outcome = fn(adapter, vocab, {**case, "tokenizer": job["tokenizer"],
+                                           "timeout_s": job.get("timeout_s"),
+                                           "scratch": job.get("scratch")}, req, phase)
     record["hazard"] = {"name": name, **out}
     record["outcome"] = outcome
     if outcome == outcomes.COMPILE_ERROR:

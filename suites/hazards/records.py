@@ -134,10 +134,12 @@ class AtlasEngine(TypedDict):
     """One engine's share of the atlas."""
 
     schemas: int         # corpus schemas with a record
-    died: int            # of them, whose job died (no verdict for their occurrences)
+    died: int            # of them, whose job died (no verdict for the nodes it had not
+                         # finished; those it had are counted, ``died_rows`` of them)
     died_example: str | None
+    died_rows: int       # occurrences judged by jobs that died before they ended
     nodes: int           # nodes judged
-    reused: int          # of them, rows reused from the worker's memo (same node, engine)
+    reused: int          # of them, rows reused from the run's memo (same node, engine)
     plan_s: float        # seconds making instances
     judge_s: float       # seconds on the engine
 

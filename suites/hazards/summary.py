@@ -131,9 +131,9 @@ def keyword_atlas(records: list[HazardRecord]) -> KeywordAtlas:
     keyword, over the run's corpus schemas, ``keywords/corpus/*``; probes left out) were
     kept, ignored, misread, refused or undecided, with one witness per flagged count (the
     first in case order: ignored and misread their instance, refused the engine's error,
-    undecided why). Also per engine: schemas judged, schemas whose job died (their
-    occurrences have no verdict), nodes judged and reused from the worker's memo, and the
-    seconds spent."""
+    undecided why). Also per engine: schemas judged, schemas whose job died (the nodes it
+    had finished are counted, from the record's ``kept`` rows; the rest have no verdict),
+    nodes judged and reused from the run's memo (keywords.Memo), and the seconds spent."""
     engines: list[str] = []
     cells: dict[str, dict[str, AtlasCell]] = {}
     per_engine: dict[str, AtlasEngine] = {}
@@ -143,8 +143,8 @@ def keyword_atlas(records: list[HazardRecord]) -> KeywordAtlas:
         e = r["engine"]
         if e not in per_engine:
             engines.append(e)
-            per_engine[e] = {"schemas": 0, "died": 0, "died_example": None, "nodes": 0,
-                             "reused": 0, "plan_s": 0.0, "judge_s": 0.0}
+            per_engine[e] = {"schemas": 0, "died": 0, "died_example": None, "died_rows": 0,
+                             "nodes": 0, "reused": 0, "plan_s": 0.0, "judge_s": 0.0}
         pe = per_engine[e]
         pe["schemas"] += 1
         d = _death(r)
@@ -152,12 +152,15 @@ def keyword_atlas(records: list[HazardRecord]) -> KeywordAtlas:
         if d:
             pe["died"] += 1
             pe["died_example"] = pe["died_example"] or f"{r['case_id'].split('/')[-1]}: {d}"
-            continue
-        pe["nodes"] += h.get("nodes", 0)
-        pe["reused"] += h.get("reused", 0)
-        pe["plan_s"] = round(pe["plan_s"] + h.get("plan_s", 0.0), 3)
-        pe["judge_s"] = round(pe["judge_s"] + h.get("judge_s", 0.0), 3)
-        for row in h.get("rows") or ():
+            rows = (r.get("kept") or {}).get("rows") or []
+            pe["died_rows"] += len(rows)
+        else:
+            rows = h.get("rows") or []
+            pe["nodes"] += h.get("nodes", 0)
+            pe["reused"] += h.get("reused", 0)
+            pe["plan_s"] = round(pe["plan_s"] + h.get("plan_s", 0.0), 3)
+            pe["judge_s"] = round(pe["judge_s"] + h.get("judge_s", 0.0), 3)
+        for row in rows:
             v = row["verdict"]
             if v not in ATLAS_VERDICTS:
                 continue

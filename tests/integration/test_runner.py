@@ -217,3 +217,34 @@ def test_killed_runner_leaves_no_hung_worker(tmp_path):
     alive = [w for w in workers if Path(f"/proc/{w}").exists()
              and "Z" not in (Path(f"/proc/{w}/stat").read_text().rsplit(")", 1)[1].split()[0])]
     assert not alive, f"orphaned workers still running: {alive}"
+
+
+def keeping_job(job, phase=lambda p, info=None: None):
+    """A job that keeps two items, then hangs (``x-then``: ``hang``) or raises."""
+    from harness.execution.executor import KEEP
+
+    phase("groundtruth")
+    phase(KEEP, {"rows": [1]})
+    phase(KEEP, {"rows": [2], "other": ["x"]})
+    if job["case"]["request"]["then"] == "hang":
+        while True:
+            time.sleep(1)
+    raise RuntimeError("the engine blew up")
+
+
+@pytest.mark.parametrize("then,outcome", [("hang", "timeout"), ("raise", "crash")])
+def test_a_dead_job_keeps_what_it_finished(tmp_path, then, outcome):
+    from harness.execution.executor import Job
+    from harness.execution.local import LocalExecutor
+    from harness.store.run_store import RunStore
+
+    store = RunStore.create(tmp_path, "run", {"run_id": "run", "config": {}, "engines": [],
+                                              "sessions": []})
+    payload = {"engine": {"name": "null", "config": "default", "label": "null"},
+               "case": {"case_id": "k", "request": {"then": then}}, "tokenizer": "llama3",
+               "job": f"{Path(__file__).stem}:keeping_job"}
+    LocalExecutor(store, jobs=1, timeout_s=2, memory_gib=0).run([Job("null", "k", "s", payload)])
+    store.close()
+    (rec,) = list(store.records())
+    assert rec["outcome"] == outcome, rec
+    assert rec["kept"] == {"rows": [1, 2], "other": ["x"]}, rec

@@ -103,8 +103,22 @@ def test_a_node_met_again_reuses_its_rows_at_its_own_path(vocab):
     assert [{**r, "path": None} for r in a] == [{**r, "path": None} for r in b]
     assert a[0]["verdict"] == "kept"
     null = keywords.AdapterEngine(adapter_class("null")(vocab), vocab)
-    other = keywords.judge_schema(null, schema, extended=False, memo=memo)
+    kept: list[list[dict]] = []
+    other = keywords.judge_schema(null, schema, extended=False, memo=memo, keep=kept.append)
     assert other.reused == 1 and {r["verdict"] for r in other.rows} == {"ignored"}
+    # every node's rows are handed over as soon as they are made (a job killed later keeps
+    # them), judged and reused alike, and they are the rows returned
+    assert len(kept) == 2 and [r for rows in kept for r in rows] == other.rows
+
+
+def test_the_smallest_nodes_are_judged_first(vocab):
+    """A slow compile kills the job: the cheap nodes (short schema text) go before it."""
+    schema = {"type": "object", "maxProperties": 3,
+              "properties": {"a": {"type": "string", "maxLength": 3}}}
+    ref = keywords.AdapterEngine(adapter_class("reference")(vocab), vocab)
+    got = keywords.judge_schema(ref, schema, extended=False, memo=keywords.Memo())
+    assert [r["path"] for r in got.rows][0] == "/properties/a"
+    assert got.rows[-1]["path"] == ""
 
 
 def test_padded_width():
@@ -170,6 +184,16 @@ def test_a_standalone_run_has_a_verdict_or_a_reason_in_every_cell(tmp_path):
     import sys
     from pathlib import Path
 
+    # a job that died keeps the nodes it had finished: they are counted, the death too
+    dead = {**corpus[0], "outcome": "timeout", "error": "wall-clock limit 1s passed",
+            "kept": {"rows": corpus[0]["hazard"]["rows"][:2]}}
+    dead.pop("hazard")
+    again = keyword_atlas([dead] + corpus[1:])
+    e = dead["engine"]
+    assert again["engine"][e]["died"] == 1 and again["engine"][e]["died_rows"] == 2
+    assert sum(n for c in again["cells"][e].values() for n in c["counts"].values()) == \
+        sum(n for c in atlas["cells"][e].values() for n in c["counts"].values()) \
+        - len(corpus[0]["hazard"]["rows"]) + 2
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "benchmarks/results_table.py", str(run.path)],
                          cwd=root, capture_output=True, text=True)
@@ -252,8 +276,51 @@ def test_the_keyword_atlas_counts_every_occurrence_of_the_corpus_schemas(tmp_pat
             v = jsonschema.Draft202012Validator(
                 node.schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
             assert not v.is_valid(json.loads(ex["witness"])), (kw, ex)
+    # a job that died keeps the nodes it had finished: they are counted, the death too
+    dead = {**corpus[0], "outcome": "timeout", "error": "wall-clock limit 1s passed",
+            "kept": {"rows": corpus[0]["hazard"]["rows"][:2]}}
+    dead.pop("hazard")
+    again = keyword_atlas([dead] + corpus[1:])
+    e = dead["engine"]
+    assert again["engine"][e]["died"] == 1 and again["engine"][e]["died_rows"] == 2
+    assert sum(n for c in again["cells"][e].values() for n in c["counts"].values()) == \
+        sum(n for c in atlas["cells"][e].values() for n in c["counts"].values()) \
+        - len(corpus[0]["hazard"]["rows"]) + 2
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "benchmarks/results_table.py", str(run.path)],
                          cwd=root, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "## Keyword atlas" in out.stdout and "| keyword | null | reference |" in out.stdout
+
+
+def test_the_run_memo_is_shared_through_its_scratch_folder(vocab, tmp_path):
+    """Two workers of a run (two memos on one folder): what one judged the other reuses,
+    the plans whatever the engine; a node whose judging process is gone (its job killed
+    by the run's limits) is undecided at once, without judging it again."""
+    import subprocess
+    import sys
+
+    schema = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 3,
+                                                     "description": "A"},
+                                               "b": {"type": "string", "maxLength": 3,
+                                                     "title": "B"}}}
+    ref = keywords.AdapterEngine(adapter_class("reference")(vocab), vocab)
+    one = keywords.Memo(folder=tmp_path)
+    got = keywords.judge_schema(ref, schema, extended=False, memo=one)
+    # without their annotations the two properties are one node: judged once
+    assert got.nodes == 2 and got.reused == 1
+    two = keywords.Memo(folder=tmp_path)
+    again = keywords.judge_schema(ref, schema, extended=False, memo=two)
+    assert again.reused == 2 and again.rows == got.rows and not two.plans
+    null = keywords.AdapterEngine(adapter_class("null")(vocab), vocab)
+    other = keywords.judge_schema(null, schema, extended=False, memo=two)
+    assert other.reused == 1 and len(two.plans) == 1  # read, not made again
+    # a process that began a node and died before its rows were written
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    node = {"type": "integer", "minimum": 3}
+    nkey = json.dumps(node, sort_keys=True)
+    one._write("busy", int(dead), ref.key, nkey)
+    assert two.killed(ref.key, nkey) and not two.killed(null.key, nkey)
+    (row,) = keywords.judge_schema(ref, node, extended=False, memo=two).rows
+    assert row["verdict"] == "undecided" and "limits" in row["why"]
