@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from harness.suite.engines import ToolSpec
@@ -155,7 +156,55 @@ class ToolsSuite(SuiteBase):
         return {"suite": NAME, "data": str(self.data_dir), "selected": len(self.ids),
                 **self.selection, "tool_counts": list(self.options["tool_counts"]),
                 "tool_formats": list(self.options["tool_formats"]),
-                "tool_seed": self.options["tool_seed"]}
+                "tool_seed": self.options["tool_seed"],
+                "tpot": tpot(str(self.options.get("tool_tpot") or "auto"))}
+
+
+#: where ``--tool-tpot auto`` looks for e2e runs
+PUBLISHED = Path(__file__).resolve().parents[2] / "results" / "published"
+
+
+def tpot(source: str) -> dict[str, Any] | None:
+    """The time per output token the streaming events' ``lead_ms`` uses, from ``source``
+    (``--tool-tpot``): ``{"ms": {engine: ms}, "default_ms", "source"}``. An e2e run
+    folder gives each engine's measured constrained TPOT (``tpot_ms``) and, for the
+    engines it did not run, the mean unconstrained one (the model's step alone); a number
+    is taken as ms for every engine; ``auto`` is the newest e2e run under
+    ``results/published`` whose decode loop is the harness's own (``torch``). None when
+    there is none (``lead_ms`` is then not given)."""
+    import json
+
+    try:
+        ms = float(source)
+        return {"ms": {}, "default_ms": ms, "source": f"--tool-tpot {ms:g} ms"}
+    except ValueError:
+        pass
+    if source == "auto":
+        runs = sorted(PUBLISHED.glob("*-e2e"), reverse=True)
+    else:
+        runs = [Path(source)]
+    for run in runs:
+        try:
+            summary = json.loads((run / "summary.json").read_text())
+        except (OSError, ValueError) as e:
+            if source != "auto":
+                raise SuiteError(f"--tool-tpot {source}: no e2e summary.json there ({e})")
+            continue
+        rows = {e: (v.get("e2e") or {}) for e, v in (summary.get("engines") or {}).items()}
+        rows = {e: x for e, x in rows.items() if x.get("tpot_ms") is not None
+                and (source != "auto" or x.get("runtime") == "torch")}
+        if not rows:
+            if source != "auto":
+                raise SuiteError(f"--tool-tpot {source}: its summary has no TPOT")
+            continue
+        base = [x["tpot_unconstrained_ms"] for x in rows.values()
+                if x.get("tpot_unconstrained_ms") is not None]
+        model = sorted({str(x.get("model")) for x in rows.values()})
+        return {"ms": {e: x["tpot_ms"] for e, x in rows.items()},
+                "default_ms": sum(base) / len(base) if base else None,
+                "source": f"e2e run {run.name} (model {', '.join(model)}, "
+                          f"{next(iter(rows.values())).get('runtime')})"}
+    return None
 
 
 #: The suite this folder is (:func:`harness.registry.builtin_suites`).

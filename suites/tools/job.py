@@ -38,7 +38,8 @@ from harness.suite.measure import adapters
 from harness.suite import outcomes
 from harness.suite.measure import replay
 from harness.suite import CasePayload, JobPayload
-from suites.tools.records import ToolsFuzzBlock, ToolsInstance, ToolsRecord, ToolsWalk
+from suites.tools.records import (ToolsEvents, ToolsFuzzBlock, ToolsInstance, ToolsRecord,
+                                  ToolsWalk)
 
 __all__ = ["run_tools_job"]
 
@@ -136,6 +137,7 @@ def run_tools_job(job: JobPayload, phase=lambda p, info=None: None) -> ToolsReco
     record["instances"] = instances
     record["tokens"] = sum(len(i["results"]["text"].get("mask_ns", ())) for i in instances)
     record["outcome"] = outcomes.classify(instances, "text")
+    record["events"] = _events(grammar, truth, spec, case, vocab, bitmask)
 
     walks = int(opts.get("tool_walks", 8))
     if walks:
@@ -147,6 +149,29 @@ def run_tools_job(job: JobPayload, phase=lambda p, info=None: None) -> ToolsReco
             record["outcome"] = outcomes.INVALIDATION_ERROR
     record["busy_ns"] = clock() - t_busy
     return record
+
+
+def _events(grammar, truth, spec, case: CasePayload, vocab, bitmask: np.ndarray
+            ) -> list[ToolsEvents]:
+    """The streaming parse events of every call of each valid instance
+    (:func:`suites.tools.events.trace_events`), on a fresh matcher."""
+    from suites.tools.events import frames, trace_events
+
+    required = {n: list(json.loads(s).get("required") or []) for n, s in spec.tools}
+    names = [n.encode() for n, _ in spec.callable_tools()]
+    stops = frozenset(vocab.stop_ids)
+    out: list[ToolsEvents] = []
+    for item in case["instances"]:
+        if not item["label"]:
+            continue
+        text = item["text"]
+        p = truth.parse(text)
+        if p.error is not None or not p.calls:
+            continue
+        got = trace_events(grammar, vocab.encode(text), vocab.tokens, stops,
+                           frames(text, p.calls, spec.fmt, required), names, bitmask)
+        out.append({"index": item["index"], **got})
+    return out
 
 
 def _fuzz(grammar, truth, spec, case: CasePayload, vocab, bitmask: np.ndarray, walks: int,

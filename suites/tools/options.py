@@ -18,6 +18,7 @@ class ToolsOptions(TypedDict, total=False):
     tool_instances: int
     tool_walks: int
     tool_walk_tokens: int
+    tool_tpot: str
 
 
 #: configuration key → default
@@ -28,6 +29,7 @@ DEFAULTS: ToolsOptions = {
     "tool_instances": 3,                       # valid outputs per request
     "tool_walks": 8,                           # fuzz walks per (request, engine)
     "tool_walk_tokens": 256,                   # token budget of a walk
+    "tool_tpot": "auto",                       # the TPOT that converts lead tokens to ms
 }
 
 
@@ -43,6 +45,11 @@ def add_run_arguments(p) -> None:
                    help="valid outputs per request (default 3)")
     g.add_argument("--tool-walks", dest="tool_walks", type=count,
                    help="fuzz walks per request and engine (default 8; 0 = none)")
+    g.add_argument("--tool-tpot", dest="tool_tpot", metavar="auto|RUN_FOLDER|MS",
+                   help="time per output token that converts the streaming events' lead "
+                        "tokens to ms: an e2e run folder (its measured TPOT per engine), a "
+                        "number of ms, or auto (default: the newest published e2e run of "
+                        "the harness's own decode loop)")
 
 
 def config_from_args(args) -> ToolsOptions:

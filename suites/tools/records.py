@@ -7,11 +7,11 @@ in the summary."""
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from harness.suite import InstanceRecord, Record, Summary
 
-__all__ = ["CallSpan", "ToolsCompileRow", "ToolsEngineRow", "ToolsEvidence", "ToolsFuzzBlock",
+__all__ = ["CallEvents", "CallSpan", "ToolsCompileRow", "ToolsEngineRow", "ToolsEvents", "ToolsEventsRow", "ToolsEvidence", "ToolsFuzzBlock",
            "ToolsInstance", "ToolsJudgement", "ToolsRecord", "ToolsSummary",
            "ToolsSummaryBlock", "ToolsWalk"]
 
@@ -62,6 +62,32 @@ class ToolsFuzzBlock(TypedDict):
     prefix: str          # the text the walks start after
 
 
+class CallEvents(TypedDict, total=False):
+    """One call's streaming parse events, in decode steps (:mod:`suites.tools.events`)."""
+
+    name: str
+    name_decided: int          # from the engine's mask
+    name_decided_forced: int | None  # from its forced continuation (None: no such API)
+    name_written: int
+    required_complete: int
+    call_end: int
+    lead_tokens: int           # end - required_complete
+
+
+class ToolsEvents(TypedDict, total=False):
+    """``record["events"]`` item: one valid instance's calls and what the routes cost."""
+
+    index: int
+    calls: list[CallEvents]
+    end: int                   # the stop token's step (tokens + 1)
+    steps: int                 # steps scanned (each call's name region)
+    mask_ns: int | None        # mean fill_mask per scanned step, ns
+    set_ns: int | None         # mean name-set read from the mask per scanned step, ns
+    forced: bool               # the engine has a forced-continuation API
+    forced_ns: int | None      # mean forced_continuation call per scanned step, ns
+    error: str                 # the engine refused a token of the valid output
+
+
 class ToolsRecord(Record, total=False):
     """A tools job's record: the core keys (instances typed above) plus its own."""
 
@@ -78,6 +104,7 @@ class ToolsRecord(Record, total=False):
     overlap_error: str
     cache: str           # the compile cache, in words
     fuzz: ToolsFuzzBlock
+    events: list[ToolsEvents]
 
 
 class ToolsCompileRow(TypedDict):
@@ -124,11 +151,36 @@ class ToolsEngineRow(TypedDict):
     evidence: list[ToolsEvidence]
 
 
-class ToolsSummaryBlock(TypedDict):
+class ToolsEventsRow(TypedDict):
+    """One engine's streaming parse events (:func:`suites.tools.summary.event_rows`):
+    medians in decode steps over the calls of the valid instances."""
+
+    engine: str
+    calls: int
+    errors: int                 # instances whose replay the engine refused
+    name_decided: float | None
+    name_written: float | None
+    required_complete: float | None
+    end: float | None
+    lead_tokens: float | None
+    lead_tokens_mean: float | None
+    lead_ms: float | None       # mean lead tokens × the e2e suite's TPOT, ms
+    lead_share: float | None    # lead tokens / steps, over every call
+    agree_ref: list[int] | None     # [calls whose name_decided = the reference's, calls]
+    agree_forced: list[int] | None  # [forced route = mask route, calls]; None: no API
+    forced_us: float | None     # forced_continuation per step, µs
+    mask_us: float | None       # fill_mask per step, µs
+    read_us: float | None       # the name set read from the mask (harness, Python), µs
+
+
+class ToolsSummaryBlock(TypedDict, total=False):
     """``summary["tools"]``."""
 
     compile: list[ToolsCompileRow]
     engines: list[ToolsEngineRow]
+    events: list[ToolsEventsRow]
+    tpot: dict[str, Any] | None  # the TPOT lead_ms uses: {"ms": {engine: ms},
+                                 # "default_ms", "source"}
 
 
 class ToolsSummary(Summary, total=False):

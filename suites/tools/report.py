@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections import defaultdict
 from suites.tools.records import ToolsCompileRow
 
-from suites.tools.summary import COMPILE_HEADER, ENGINE_HEADER, compile_table, engine_table
+from suites.tools.summary import (COMPILE_HEADER, ENGINE_HEADER, EVENTS_HEADER, compile_table,
+                                  engine_table, events_table)
 from harness.suite.report import Block, Figure, Para, ReportContext, Section, Table
 from harness.suite.report import figure_png, pyplot
 
@@ -65,6 +66,23 @@ def sec_tools(ctx: ReportContext) -> Section | None:
                            "call, judged by the ground truth; P(50 calls) = p^50."))
         blocks.append(Table(ENGINE_HEADER, engine_table(t["engines"]),
                             align=["l", "l"] + ["r"] * (len(ENGINE_HEADER) - 2)))
+        if t.get("events"):
+            src = (t.get("tpot") or {}).get("source") or "no measured TPOT: not given"
+            blocks.append(Para(
+                "Streaming parse events of every call of the valid outputs (decode steps, "
+                "medians; docs/tools.md): the step from which the grammar allows one "
+                "function name only (read from the engine's mask), the step that closes "
+                "the name, the step at which every required argument is complete, and "
+                "the end of the output. Lead = end - required complete: the steps a "
+                "consumer that starts the call there gains over one that waits for the "
+                f"end; lead ms at the time per output token of {src}; lead share = lead "
+                "/ steps over every call. = reference: calls whose name is decided at the "
+                "same step as on the exact reference engine; forced = mask: the engine's "
+                "forced continuation (jump-forward API) reaches past the name at the "
+                "same step. Costs per step scanned: the forced-continuation call, "
+                "fill_mask, and reading the name set from the mask (the harness, Python)."))
+            blocks.append(Table(EVENTS_HEADER, events_table(t["events"]),
+                                align=["l"] + ["r"] * (len(EVENTS_HEADER) - 1)))
     if not blocks:
         return None
     return Section("Tool calls with many tools", blocks)

@@ -26,10 +26,11 @@ import numpy as np
 from harness.suite.measure import instance_outcome
 from harness.suite import InstanceRecord, Record, RunMeta, Summary, figures
 from harness.suite.report import Table, text_table
-from suites.tools.records import (ToolsCompileRow, ToolsEngineRow, ToolsEvidence, ToolsInstance,
-                                  ToolsRecord, ToolsSummary)
+from suites.tools.records import (CallEvents, ToolsCompileRow, ToolsEngineRow, ToolsEventsRow,
+                                  ToolsEvidence, ToolsInstance, ToolsRecord, ToolsSummary)
 
-__all__ = ["COMPILE_HEADER", "ENGINE_HEADER", "compile_rows", "engine_rows", "summary_block"]
+__all__ = ["COMPILE_HEADER", "ENGINE_HEADER", "EVENTS_HEADER", "compile_rows", "engine_rows",
+           "event_rows", "events_table", "summary_block"]
 
 #: kinds of invalid instance (suites.tools.corpus.instances_for)
 INVALID_KINDS = ("wrong_name", "wrong_args", "truncated", "mode")
@@ -166,6 +167,82 @@ def engine_table(rows: list[ToolsEngineRow]) -> list[list[str]]:
     return out
 
 
+EVENTS_HEADER = ["engine", "calls", "name decided", "name written", "required complete",
+                 "end", "lead tokens", "lead ms", "lead share", "= reference",
+                 "forced = mask", "forced µs/step", "mask µs/step", "read µs/step"]
+
+
+def _tpot_ms(tpot: dict[str, Any] | None, engine: str) -> float | None:
+    if not tpot:
+        return None
+    return (tpot.get("ms") or {}).get(engine, tpot.get("default_ms"))
+
+
+def event_rows(records: list[ToolsRecord], tpot: dict[str, Any] | None = None,
+               reference: str = "reference") -> list[ToolsEventsRow]:
+    """One row per engine: the streaming parse events of every call of the valid instances
+    (:mod:`suites.tools.events`), medians in decode steps; ``lead_ms`` = mean lead tokens ×
+    the time per output token ``tpot`` gives for the engine (the e2e suite's measured
+    TPOT, its source in ``tpot["source"]``). ``agree_ref``: calls whose ``name_decided``
+    equals the ``reference`` engine's on the same output (None without its records);
+    ``agree_forced``: calls whose forced-continuation ``name_decided`` equals the mask's
+    (None: the engine has no forced-continuation API). Costs: µs per scanned step,
+    medians over the instances: the engine's ``forced_continuation`` call, its
+    ``fill_mask``, and the harness reading the name set from the mask (Python)."""
+    by: dict[str, list[tuple[tuple[str, int, int], CallEvents]]] = defaultdict(list)
+    cost: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    errors: dict[str, int] = defaultdict(int)
+    for r in records:
+        for ev in r.get("events") or ():
+            if ev.get("error"):
+                errors[r["engine"]] += 1
+                continue
+            for i, c in enumerate(ev.get("calls") or ()):
+                by[r["engine"]].append(((r["case_id"], ev["index"], i), c))
+            for k in ("forced_ns", "mask_ns", "set_ns"):
+                if ev.get(k) is not None:
+                    cost[r["engine"]][k].append(ev[k] / 1e3)
+    ref = {key: c["name_decided"] for key, c in by.get(reference, [])}
+    out: list[ToolsEventsRow] = []
+    for eng, calls in sorted(by.items()):
+        cs = [c for _, c in calls]
+        lead = [c["lead_tokens"] for c in cs]
+        ends = [c["lead_tokens"] + c["required_complete"] for c in cs]
+        t = _tpot_ms(tpot, eng)
+        same = [ref[key] == c["name_decided"] for key, c in calls if key in ref]
+        forced = [c["name_decided_forced"] == c["name_decided"] for c in cs
+                  if c.get("name_decided_forced") is not None]
+        out.append({
+            "engine": eng, "calls": len(cs), "errors": errors.get(eng, 0),
+            "name_decided": _median([c["name_decided"] for c in cs]),
+            "name_written": _median([c["name_written"] for c in cs]),
+            "required_complete": _median([c["required_complete"] for c in cs]),
+            "end": _median(ends),
+            "lead_tokens": _median(lead),
+            "lead_tokens_mean": float(np.mean(lead)) if lead else None,
+            "lead_ms": float(np.mean(lead)) * t if lead and t is not None else None,
+            "lead_share": sum(lead) / sum(ends) if ends else None,
+            "agree_ref": None if eng == reference or not same else [sum(same), len(same)],
+            "agree_forced": [sum(forced), len(forced)] if forced else None,
+            "forced_us": _median(cost[eng]["forced_ns"]),
+            "mask_us": _median(cost[eng]["mask_ns"]),
+            "read_us": _median(cost[eng]["set_ns"]),
+        })
+    return out
+
+
+def events_table(rows: list[ToolsEventsRow]) -> list[list[str]]:
+    def frac(x: list[int] | None) -> str:
+        return "–" if x is None else f"{x[0]}/{x[1]}"
+
+    return [[r["engine"], str(r["calls"]), *(figures.fixed(r[k], 1) for k in (
+                "name_decided", "name_written", "required_complete", "end", "lead_tokens")),
+             figures.fixed(r["lead_ms"], 1), figures.fixed(r["lead_share"], 2),
+             frac(r["agree_ref"]), frac(r["agree_forced"]) if r["agree_forced"] else "no API",
+             figures.fixed(r["forced_us"], 1), figures.fixed(r["mask_us"], 1),
+             figures.fixed(r["read_us"], 1)] for r in rows]
+
+
 def summary_block(summary: ToolsSummary, meta: RunMeta, records: list[ToolsRecord],
                   run_dir: Path | None = None) -> str | None:
     """``summary["tools"]`` and ``tools.json`` in the run folder; console text (None when
@@ -174,7 +251,9 @@ def summary_block(summary: ToolsSummary, meta: RunMeta, records: list[ToolsRecor
     if not crows:
         return None
     erows = engine_rows(records)
-    summary["tools"] = {"compile": crows, "engines": erows}
+    tpot = (meta.get("suite") or {}).get("tpot")
+    vrows = event_rows(records, tpot)
+    summary["tools"] = {"compile": crows, "engines": erows, "events": vrows, "tpot": tpot}
     if run_dir is not None:
         (Path(run_dir) / "tools.json").write_text(json.dumps(summary["tools"], indent=2))
     lines = ["Tool calls: compile against the number of tools (ms, median over cases)",
@@ -182,6 +261,10 @@ def summary_block(summary: ToolsSummary, meta: RunMeta, records: list[ToolsRecor
              "Tool calls: verdicts, TBM by segment, fuzz (FR: valid outputs refused; FA: "
              "invalid outputs accepted, by kind)",
              text_table(Table(ENGINE_HEADER, engine_table(erows), align="l"))]
+    if vrows:
+        lines += ["", "Tool calls: streaming parse events (decode steps, medians; lead = end - "
+                      "required complete; lead ms at " + (tpot or {}).get("source", "no TPOT")
+                  + ")", text_table(Table(EVENTS_HEADER, events_table(vrows), align="l"))]
     errs = [r for r in crows if r["error"]]
     for r in errs:
         lines.append(f"  {r['engine']} @ {r['tools']} tools: {r['error'][:160]}")

@@ -38,6 +38,18 @@ def test_tools_run(tmp_path, corpus_dir):
     assert rows == {(e, n) for e in ("xgrammar", "llguidance") for n in (1, 10)}
     eng = {row["engine"]: row for row in summary["tools"]["engines"]}
     assert eng["xgrammar"]["false_rejects"] == 0 and eng["xgrammar"]["valid"] > 0
+    # streaming parse events: every valid output's calls, the same steps on both engines
+    # (one language), each engine's forced continuation agreeing with its mask
+    ev = {row["engine"]: row for row in summary["tools"]["events"]}
+    assert set(ev) == {"xgrammar", "llguidance"}
+    for row in ev.values():
+        assert row["calls"] > 0 and row["errors"] == 0
+        assert row["agree_forced"] == [row["calls"], row["calls"]]
+        assert row["name_decided"] <= row["name_written"] < row["required_complete"] < row["end"]
+    steps = {e: sorted((x["case_id"], i["index"], json.dumps(i["calls"])) for x in recs
+                       if x["engine"] == e for i in x["events"]) for e in ev}
+    assert steps["xgrammar"] == steps["llguidance"]
+    assert "streaming parse events" in r.stdout
     assert (run_dir / "tools.json").exists()
     assert "Tool calls: compile against the number of tools" in r.stdout
     report_dir = tmp_path / "reports" / run_dir.name
