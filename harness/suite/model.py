@@ -13,6 +13,8 @@ _EXPORTS = {
     "answer_text": "harness.model.data:answer_text",
     "Checkpoint": "harness.model.checkpoint:Checkpoint",
     "CheckpointError": "harness.model.checkpoint:CheckpointError",
+    "decode": "harness.model.decode:decode",
+    "load_model": "harness.model.decode:load_model",
     "load_checkpoint": "harness.model.checkpoint:load_checkpoint",
     "PromptFormat": "harness.model.data:PromptFormat",
     "split_of": "harness.model.data:split_of",
@@ -23,3 +25,4 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 if TYPE_CHECKING:
     from harness.model.checkpoint import Checkpoint, CheckpointError, load_checkpoint
     from harness.model.data import PromptFormat, answer_text, split_of
+    from harness.model.decode import decode, load_model

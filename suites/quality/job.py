@@ -29,19 +29,17 @@ other rows), and the summary checks the jobs' copies are equal.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
-import math
 import time
 from typing import Any
 
-import numpy as np
 
 from harness.suite import JobPayload, outcomes
+from harness.suite.model import decode, load_model
 from suites.quality.records import FalseAccept, Output, QualityBlock, QualityRecord
 
-__all__ = ["decode", "run_quality_job", "sample_seed"]
+__all__ = ["run_quality_job", "sample_seed"]
 
 
 def sample_seed(case_id: str, sample: int, seed: int) -> int:
@@ -52,92 +50,6 @@ def sample_seed(case_id: str, sample: int, seed: int) -> int:
 
 #: A worker's unconstrained outputs: (checkpoint, case, options, temperature, sample) → decode
 _UNCONSTRAINED: dict[tuple, dict[str, Any]] = {}
-
-
-@functools.lru_cache(maxsize=2)
-def _model(folder: str) -> Any:
-    from harness.suite.model import load_checkpoint
-
-    return load_checkpoint(folder).model()
-
-
-def _allowed(bitmask: np.ndarray, width: int, vocab_size: int) -> np.ndarray:
-    """The bitmask's bits as a bool array of ``width`` (the model's logits; ids past the
-    tokenizer's are never allowed)."""
-    bits = np.unpackbits(bitmask.view(np.uint8), bitorder="little")[:vocab_size].astype(bool)
-    if width > vocab_size:
-        bits = np.concatenate([bits, np.zeros(width - vocab_size, dtype=bool)])
-    return bits[:width]
-
-
-def _draw(logits, temperature: float, top_k: int, top_p: float, gen) -> int:
-    """One token from masked logits (``-inf`` outside the mask): temperature, then top-k,
-    then top-p, then a draw (greedy when ``temperature`` is 0)."""
-    import torch
-
-    if temperature <= 0:
-        return int(torch.argmax(logits))
-    z = logits / temperature
-    if top_k and top_k < z.numel():
-        kth = torch.topk(z, top_k).values[-1]
-        z = torch.where(z < kth, torch.full_like(z, -math.inf), z)
-    if top_p < 1.0:
-        sz, idx = torch.sort(z, descending=True)
-        cum = torch.softmax(sz, -1).cumsum(-1)
-        drop = cum - torch.softmax(sz, -1) > top_p  # keep the smallest prefix reaching top_p
-        z = z.clone()
-        z[idx[drop]] = -math.inf
-    probs = torch.softmax(z, -1)
-    return int(torch.multinomial(probs, 1, generator=gen))
-
-
-def decode(model, prompt: list[int], *, stop_ids, max_tokens: int, temperature: float,
-           top_k: int, top_p: float, seed: int, matcher=None, bitmask=None,
-           vocab_size: int | None = None) -> dict[str, Any]:
-    """One output: tokens, how it ended, and per step the mass outside the mask, whether
-    the top token was masked and ``log p`` of the token written (see the module)."""
-    import torch
-
-    gen = torch.Generator().manual_seed(seed)
-    ids = torch.tensor([prompt], dtype=torch.long)
-    past = None
-    tokens: list[int] = []
-    mass: list[float] = []
-    top_masked = 0
-    logprob = 0.0
-    end = "budget"
-    stops = set(stop_ids)
-    with torch.no_grad():
-        for _ in range(max_tokens):
-            out = model(input_ids=ids, past_key_values=past, use_cache=True)
-            past = out.past_key_values
-            logits = out.logits[0, -1].float()
-            logp = torch.log_softmax(logits, -1)
-            if matcher is not None:
-                matcher.fill_mask(bitmask)
-                allowed = torch.from_numpy(_allowed(bitmask, logits.numel(), vocab_size))
-                if not bool(allowed.any()):
-                    end = "stuck"
-                    break
-                p_in = float(torch.exp(logp[allowed]).sum())
-                mass.append(max(0.0, 1.0 - p_in))
-                top_masked += int(not bool(allowed[int(torch.argmax(logits))]))
-                masked = torch.where(allowed, logits, torch.full_like(logits, -math.inf))
-            else:
-                mass.append(0.0)
-                masked = logits
-            t = _draw(masked, temperature, top_k, top_p, gen)
-            logprob += float(logp[t])
-            if matcher is not None and not matcher.commit(t):
-                end = "refused"
-                break
-            if t in stops:
-                end = "eos"
-                break
-            tokens.append(t)
-            ids = torch.tensor([[t]], dtype=torch.long)
-    return {"tokens": tokens, "end": end, "mass": mass, "top_masked": top_masked,
-            "logprob": logprob, "steps": len(mass)}
 
 
 def _replay(grammar, tokens: list[int], vocab) -> str:
@@ -178,7 +90,7 @@ def run_quality_job(job: JobPayload, phase=lambda p, info=None: None) -> Quality
         grammar = target.compile(adapter)
     except CompileError as e:
         block["compile_error"] = one_line(e)
-    model = _model(str(ckpt.folder))
+    model = load_model(str(ckpt.folder))
     reference = bfcl_reference(case.get("subset"), case.get("instances", []))
 
     phase("generate")

@@ -65,6 +65,11 @@ class ToolsSuite(SuiteBase):
         from suites.tools.options import DEFAULTS
 
         self.options = merged(DEFAULTS, options)
+        model = self.options.get("model")
+        if model and not Path(str(model)).is_dir():
+            raise SuiteError(f"--model {model}: the tools suite traces the outputs of a model "
+                             "with priors: a checkpoint folder or build:tiny / build:default "
+                             "(not a size of random weights)")
         self.data_dir = resolve_data_dir(data)
         unknown = [s for s in subsets or () if s not in MODES]
         if unknown:

@@ -138,6 +138,9 @@ def run_tools_job(job: JobPayload, phase=lambda p, info=None: None) -> ToolsReco
     record["tokens"] = sum(len(i["results"]["text"].get("mask_ns", ())) for i in instances)
     record["outcome"] = outcomes.classify(instances, "text")
     record["events"] = _events(grammar, truth, spec, case, vocab, bitmask)
+    if opts.get("model"):
+        phase("decode")
+        record["events"] += _model_events(grammar, truth, spec, case, vocab, bitmask, opts)
 
     walks = int(opts.get("tool_walks", 8))
     if walks:
@@ -153,24 +156,70 @@ def run_tools_job(job: JobPayload, phase=lambda p, info=None: None) -> ToolsReco
 
 def _events(grammar, truth, spec, case: CasePayload, vocab, bitmask: np.ndarray
             ) -> list[ToolsEvents]:
-    """The streaming parse events of every call of each valid instance
-    (:func:`suites.tools.events.trace_events`), on a fresh matcher."""
-    from suites.tools.events import frames, trace_events
-
-    required = {n: list(json.loads(s).get("required") or []) for n, s in spec.tools}
-    names = [n.encode() for n, _ in spec.callable_tools()]
-    stops = frozenset(vocab.stop_ids)
+    """The streaming parse events of every call of each valid instance (the ground-truth
+    calls, :func:`suites.tools.events.trace_events`), each on a fresh matcher."""
     out: list[ToolsEvents] = []
     for item in case["instances"]:
         if not item["label"]:
             continue
-        text = item["text"]
-        p = truth.parse(text)
-        if p.error is not None or not p.calls:
-            continue
-        got = trace_events(grammar, vocab.encode(text), vocab.tokens, stops,
-                           frames(text, p.calls, spec.fmt, required), names, bitmask)
-        out.append({"index": item["index"], **got})
+        got = _trace(grammar, truth, spec, vocab, bitmask, item["text"],
+                     vocab.encode(item["text"]))
+        if got is not None:
+            out.append({"index": item["index"], "source": "truth", **got})
+    return out
+
+
+def _trace(grammar, truth, spec, vocab, bitmask: np.ndarray, text: str,
+           tokens: list[int]) -> ToolsEvents | None:
+    from suites.tools.events import frames, trace_events
+
+    p = truth.parse(text)
+    if p.error is not None or not p.calls:
+        return None
+    required = {n: list(json.loads(s).get("required") or []) for n, s in spec.tools}
+    return trace_events(grammar, tokens, vocab.tokens, frozenset(vocab.stop_ids),
+                        frames(text, p.calls, spec.fmt, required),
+                        [n.encode() for n, _ in spec.callable_tools()], bitmask)
+
+
+def _model_events(grammar, truth, spec, case: CasePayload, vocab, bitmask: np.ndarray,
+                  opts) -> list[ToolsEvents]:
+    """The checkpoint's own outputs under the engine's grammar (``--model``): one greedy and
+    ``tool_instances`` sampled at temperature 1 (seeded by case and sample), prompted with
+    the request as one schema (each tool's call as an object: ``name`` its constant,
+    the arguments its parameters); the events of each valid one."""
+    import hashlib
+
+    from harness.suite.model import decode, load_checkpoint, load_model
+    from suites.tools.options import MODEL_MAX_TOKENS
+
+    ckpt = load_checkpoint(str(opts["model"]))
+    tok = ckpt.tokenizer()
+    args_key = spec.fmt.args_prefix.strip('", :')
+    schema = {"anyOf": [{"type": "object", "properties": {"name": {"const": n},
+                                                          args_key: json.loads(sch)},
+                         "required": ["name", args_key]} for n, sch in spec.callable_tools()]}
+    prompt = ckpt.prompt_format.prompt_ids(tok, schema)
+    model = load_model(str(ckpt.folder))
+    out: list[ToolsEvents] = []
+    budget = int(opts.get("max_tokens") or MODEL_MAX_TOKENS)
+    for k in range(int(opts.get("tool_instances", 3)) + 1):
+        seed = int(hashlib.sha256(f"{case['case_id']}\0{k}".encode()).hexdigest()[:12], 16)
+        temp = 0.0 if k == 0 else 1.0
+        r = decode(model, prompt, stop_ids=ckpt.eos_ids, max_tokens=budget,
+                   temperature=temp, seed=seed, matcher=grammar.matcher(), bitmask=bitmask,
+                   vocab_size=vocab.size)
+        text = b"".join(vocab.tokens[t] for t in r["tokens"]).decode("utf-8", "replace")
+        v = truth.judge_text(text) if r["end"] == "eos" else {"valid": False}
+        item: ToolsEvents = {"index": k, "source": "model", "temperature": temp,
+                             "output_end": r["end"], "valid": bool(v.get("valid")),
+                             "digest": hashlib.sha256(text.encode()).hexdigest()[:16],
+                             "text": text[:400]}
+        if item["valid"]:
+            got = _trace(grammar, truth, spec, vocab, bitmask, text, r["tokens"])
+            if got is not None:
+                item.update(got)
+        out.append(item)
     return out
 
 

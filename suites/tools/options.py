@@ -19,6 +19,8 @@ class ToolsOptions(TypedDict, total=False):
     tool_walks: int
     tool_walk_tokens: int
     tool_tpot: str
+    model: str | None
+    max_tokens: int | None
 
 
 #: configuration key → default
@@ -30,7 +32,12 @@ DEFAULTS: ToolsOptions = {
     "tool_walks": 8,                           # fuzz walks per (request, engine)
     "tool_walk_tokens": 256,                   # token budget of a walk
     "tool_tpot": "auto",                       # the TPOT that converts lead tokens to ms
+    "model": None,        # --model: a checkpoint whose outputs are traced too (events)
+    "max_tokens": None,   # --max-tokens: a model output's budget (None: MODEL_MAX_TOKENS)
 }
+
+#: a model output's token budget when ``--max-tokens`` is not given
+MODEL_MAX_TOKENS = 160
 
 
 def add_run_arguments(p) -> None:
@@ -53,5 +60,6 @@ def add_run_arguments(p) -> None:
 
 
 def config_from_args(args) -> ToolsOptions:
-    # argparse values are untyped: the flags' types are the options' (ToolsOptions)
+    # argparse values are untyped: the flags' types are the options' (ToolsOptions);
+    # --model and --max-tokens are the e2e suite's flags (one flag, one value)
     return cast(ToolsOptions, config_from(args, DEFAULTS))

@@ -78,6 +78,13 @@ class ToolsEvents(TypedDict, total=False):
     """``record["events"]`` item: one valid instance's calls and what the routes cost."""
 
     index: int
+    source: str                # truth: a ground-truth output; model: the checkpoint's
+    temperature: float         # model: 0 (greedy) or 1
+    output_end: str            # model: how the output ended (eos, budget, stuck, refused)
+    valid: bool                # model: the ground truth's verdict (events only when valid)
+    text: str                  # model: the output (its first 400 characters)
+    digest: str                # model: sha256 of the output text (engines' outputs differ
+                               # where their languages do: compared only where equal)
     calls: list[CallEvents]
     end: int                   # the stop token's step (tokens + 1)
     steps: int                 # steps scanned (each call's name region)
@@ -158,6 +165,7 @@ class ToolsEventsRow(TypedDict):
     engine: str
     calls: int
     errors: int                 # instances whose replay the engine refused
+    outputs: list[int] | None   # model: [outputs written, valid ones]; truth: None
     name_decided: float | None
     name_written: float | None
     required_complete: float | None
@@ -178,7 +186,8 @@ class ToolsSummaryBlock(TypedDict, total=False):
 
     compile: list[ToolsCompileRow]
     engines: list[ToolsEngineRow]
-    events: list[ToolsEventsRow]
+    events: list[ToolsEventsRow]        # the ground-truth outputs
+    events_model: list[ToolsEventsRow]  # the checkpoint's own outputs (--model)
     tpot: dict[str, Any] | None  # the TPOT lead_ms uses: {"ms": {engine: ms},
                                  # "default_ms", "source"}
 

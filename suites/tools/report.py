@@ -83,6 +83,15 @@ def sec_tools(ctx: ReportContext) -> Section | None:
                 "fill_mask, and reading the name set from the mask (the harness, Python)."))
             blocks.append(Table(EVENTS_HEADER, events_table(t["events"]),
                                 align=["l"] + ["r"] * (len(EVENTS_HEADER) - 1)))
+        if t.get("events_model"):
+            blocks.append(Para(
+                "The same events on the model's own outputs (--model: one greedy and "
+                "sampled outputs at T=1 under each engine's grammar; only those the ground "
+                "truth calls valid are traced): " + ", ".join(
+                    f"{r['engine']} {r['outputs'][1]} valid of {r['outputs'][0]}"
+                    for r in t["events_model"] if r.get("outputs")) + "."))
+            blocks.append(Table(EVENTS_HEADER, events_table(t["events_model"]),
+                                align=["l"] + ["r"] * (len(EVENTS_HEADER) - 1)))
     if not blocks:
         return None
     return Section("Tool calls with many tools", blocks)

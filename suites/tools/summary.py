@@ -179,7 +179,7 @@ def _tpot_ms(tpot: dict[str, Any] | None, engine: str) -> float | None:
 
 
 def event_rows(records: list[ToolsRecord], tpot: dict[str, Any] | None = None,
-               reference: str = "reference") -> list[ToolsEventsRow]:
+               reference: str = "reference", source: str = "truth") -> list[ToolsEventsRow]:
     """One row per engine: the streaming parse events of every call of the valid instances
     (:mod:`suites.tools.events`), medians in decode steps; ``lead_ms`` = mean lead tokens ×
     the time per output token ``tpot`` gives for the engine (the e2e suite's measured
@@ -188,23 +188,37 @@ def event_rows(records: list[ToolsRecord], tpot: dict[str, Any] | None = None,
     ``agree_forced``: calls whose forced-continuation ``name_decided`` equals the mask's
     (None: the engine has no forced-continuation API). Costs: µs per scanned step,
     medians over the instances: the engine's ``forced_continuation`` call, its
-    ``fill_mask``, and the harness reading the name set from the mask (Python)."""
-    by: dict[str, list[tuple[tuple[str, int, int], CallEvents]]] = defaultdict(list)
+    ``fill_mask``, and the harness reading the name set from the mask (Python).
+    Model outputs are compared with the reference's only where the text is the same
+    (engines whose languages differ write different outputs from the same seed).
+    ``source``: ``truth`` (the ground-truth outputs) or ``model`` (the checkpoint's own
+    outputs, ``--model``: ``outputs`` written, ``valid`` of them traced)."""
+    by: dict[str, list[tuple[tuple[str, int, str, int], CallEvents]]] = defaultdict(list)
     cost: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     errors: dict[str, int] = defaultdict(int)
+    written: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for r in records:
         for ev in r.get("events") or ():
+            if ev.get("source", "truth") != source:
+                continue
+            written[r["engine"]][0] += 1
+            written[r["engine"]][1] += int(ev.get("valid", True))
+            if "calls" not in ev:
+                continue  # a model output the ground truth rejects: no events
             if ev.get("error"):
                 errors[r["engine"]] += 1
                 continue
             for i, c in enumerate(ev.get("calls") or ()):
-                by[r["engine"]].append(((r["case_id"], ev["index"], i), c))
+                # the same output: the same instance, or a model output of the same text
+                by[r["engine"]].append(((r["case_id"], ev["index"], ev.get("digest", ""), i),
+                                        c))
             for k in ("forced_ns", "mask_ns", "set_ns"):
                 if ev.get(k) is not None:
                     cost[r["engine"]][k].append(ev[k] / 1e3)
     ref = {key: c["name_decided"] for key, c in by.get(reference, [])}
     out: list[ToolsEventsRow] = []
-    for eng, calls in sorted(by.items()):
+    for eng in sorted(set(by) | set(written)):
+        calls = by.get(eng, [])
         cs = [c for _, c in calls]
         lead = [c["lead_tokens"] for c in cs]
         ends = [c["lead_tokens"] + c["required_complete"] for c in cs]
@@ -214,6 +228,7 @@ def event_rows(records: list[ToolsRecord], tpot: dict[str, Any] | None = None,
                   if c.get("name_decided_forced") is not None]
         out.append({
             "engine": eng, "calls": len(cs), "errors": errors.get(eng, 0),
+            "outputs": written[eng] if source == "model" else None,
             "name_decided": _median([c["name_decided"] for c in cs]),
             "name_written": _median([c["name_written"] for c in cs]),
             "required_complete": _median([c["required_complete"] for c in cs]),
@@ -253,7 +268,9 @@ def summary_block(summary: ToolsSummary, meta: RunMeta, records: list[ToolsRecor
     erows = engine_rows(records)
     tpot = (meta.get("suite") or {}).get("tpot")
     vrows = event_rows(records, tpot)
-    summary["tools"] = {"compile": crows, "engines": erows, "events": vrows, "tpot": tpot}
+    mrows = event_rows(records, tpot, source="model")
+    summary["tools"] = {"compile": crows, "engines": erows, "events": vrows,
+                        "events_model": mrows, "tpot": tpot}
     if run_dir is not None:
         (Path(run_dir) / "tools.json").write_text(json.dumps(summary["tools"], indent=2))
     lines = ["Tool calls: compile against the number of tools (ms, median over cases)",
@@ -265,6 +282,11 @@ def summary_block(summary: ToolsSummary, meta: RunMeta, records: list[ToolsRecor
         lines += ["", "Tool calls: streaming parse events (decode steps, medians; lead = end - "
                       "required complete; lead ms at " + (tpot or {}).get("source", "no TPOT")
                   + ")", text_table(Table(EVENTS_HEADER, events_table(vrows), align="l"))]
+    if mrows:
+        lines += ["", "Tool calls: streaming parse events of the model's own outputs (valid / "
+                      "written: " + ", ".join(f"{r['engine']} {r['outputs'][1]}/{r['outputs'][0]}"
+                                              for r in mrows if r["outputs"]) + ")",
+                  text_table(Table(EVENTS_HEADER, events_table(mrows), align="l"))]
     errs = [r for r in crows if r["error"]]
     for r in errs:
         lines.append(f"  {r['engine']} @ {r['tools']} tools: {r['error'][:160]}")

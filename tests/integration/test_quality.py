@@ -48,7 +48,7 @@ def unigram_run(tmp_path_factory):
 def test_each_figure_is_the_hand_set_distributions(unigram_run):
     from engines.bitmask import allocate_bitmask
     from harness.measure.adapters import adapter, vocabulary
-    from suites.quality.job import _allowed
+    from harness.model.decode import allowed_bits as _allowed
 
     run, ck, logits = unigram_run
     logp = logits - np.log(np.exp(logits - logits.max()).sum()) - logits.max()

@@ -83,3 +83,32 @@ def test_a_hanging_compile_is_a_timeout_row(tmp_path, corpus_dir):
     row, = summary["tools"]["compile"]
     assert row["tools"] == 50 and row["errors"] == 1 and row["cold_ms"] is None
     assert "timeout" in row["error"]
+
+
+def test_the_model_outputs_get_their_events_too(tmp_path, corpus_dir):
+    """``--model`` (the tiny build, a cache hit after the first): the checkpoint writes
+    one greedy and ``--tool-instances`` sampled outputs per request under each engine's
+    grammar; every valid one's calls get their events, on the checkpoint's tokenizer."""
+    b = harness("model", "build", "--size", "tiny", "--no-progress")
+    assert b.returncode == 0, b.stderr[-2000:]
+    folder = b.stdout.strip().splitlines()[-1]
+    r = harness("run", "--suite", "tools", "--model", folder, "--engine", "xgrammar",
+                "--data", str(corpus_dir), "--tool-counts", "1", "--sample", "1",
+                "--tool-walks", "0", "--tool-instances", "1", "--max-tokens", "48",
+                "--results", str(tmp_path / "results"), "--reports", str(tmp_path / "reports"),
+                "--no-progress", timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    run_dir, recs = read_records(tmp_path / "results")
+    (rec,) = recs
+    model = [e for e in rec["events"] if e["source"] == "model"]
+    assert [e["temperature"] for e in model] == [0.0, 1.0]
+    for e in model:
+        assert e["output_end"] in ("eos", "budget", "stuck", "refused")
+        assert e["valid"] == ("calls" in e)  # a required call: a valid output holds one
+    summary = json.loads((run_dir / "summary.json").read_text())
+    (row,) = summary["tools"]["events_model"]
+    assert row["outputs"] == [2, sum(e["valid"] for e in model)]
+    assert "model's own outputs" in r.stdout
+    bad = harness("run", "--suite", "tools", "--model", "micro", "--engine", "xgrammar",
+                  "--data", str(corpus_dir), "--results", str(tmp_path / "r2"), timeout=120)
+    assert bad.returncode != 0 and "a model with priors" in bad.stderr
