@@ -45,6 +45,12 @@ BOARD_SIZE = 4
 #: kept lists are dropped.
 KEEP = "keep"
 
+#: The phase name a job reports when its process must not run another job (a thread it
+#: abandoned still runs an engine call): ``phase(RECYCLE)``. The worker exits once the
+#: job's record is sent; the runner replaces it, and a job already queued behind it runs
+#: on the new worker.
+RECYCLE = "recycle"
+
 #: Extra time a job may spend building the worker's vocabulary/adapters before its own
 #: limit starts (a fresh worker builds them on its first job of each engine).
 SETUP_ALLOWANCE_S = 300.0

@@ -22,7 +22,8 @@ from typing import Any, Callable, Iterable
 
 from harness.measure import outcomes
 from harness.execution.executor import (BOARD_JOB, BOARD_LIMIT_FROM, BOARD_PHASE, BOARD_SIZE,
-                                        BOARD_TTFM, KEEP, PHASES, SETUP_ALLOWANCE_S, Job,
+                                        BOARD_TTFM, KEEP, PHASES, RECYCLE, SETUP_ALLOWANCE_S,
+                                        Job,
                                         unpack_timings)
 from harness.store.run_store import RunStore
 from harness.records import Record
@@ -359,6 +360,14 @@ class LocalExecutor:
                         slot.limit_begun = True
                 elif kind == "done":
                     self._finish(slot, unpack_timings(payload))
+                elif kind == RECYCLE:
+                    # the worker ends after its last job: the job queued behind it (now the
+                    # slot's current one) never started there, and runs again elsewhere
+                    if slot.job is not None:
+                        self._retry.append(slot.job)
+                        slot.job = None
+                    self._stop(slot)
+                    return
                 elif kind == "died":
                     self._read_board(slot)
                     payload["phase"] = slot.phase

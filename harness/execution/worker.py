@@ -25,7 +25,7 @@ from harness.measure.groundtruth import GroundTruth, parse_instance_text  # noqa
 from harness.measure.replay import ACCEPTED, SERIALIZATIONS, preemptions, replay  # noqa: E402
 from harness.measure import adapters, reachability  # noqa: E402
 from harness.execution.executor import (BOARD_JOB, BOARD_LIMIT_FROM, BOARD_PHASE,  # noqa: E402
-                                        BOARD_TTFM, KEEP, PHASES, pack_timings)
+                                        BOARD_TTFM, KEEP, PHASES, RECYCLE, pack_timings)
 from harness.records import InstanceRecord, JobPayload, Record, ReplayResult
 
 
@@ -242,9 +242,14 @@ def worker_main(conn, memory_gib: float | None, log_path: str | None, board=None
 
     codes = {p: float(i) for i, p in enumerate(PHASES)}
 
+    spoiled = [False]
+
     def phase(p: str, info: Any = None) -> None:
         if p == KEEP:
             conn.send((KEEP, info))
+            return
+        if p == RECYCLE:
+            spoiled[0] = True
             return
         code = codes.get(p)
         if board is None or code is None:
@@ -269,6 +274,9 @@ def worker_main(conn, memory_gib: float | None, log_path: str | None, board=None
         try:
             record = _job_function(job.get("job"))(job, phase)
             conn.send(("done", pack_timings(record)))
+            if spoiled[0]:  # an abandoned engine call still runs here: a fresh worker next
+                conn.send((RECYCLE, None))
+                return
         except MemoryError:
             conn.send(("died", {"outcome": outcomes.OOM,
                                 "error": f"MemoryError: out of memory at the address-space "

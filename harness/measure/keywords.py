@@ -898,12 +898,24 @@ def judge_node(engine: Engine, node: Node, made: Plan | None = None,
     return rows
 
 
+class CompileAbandoned(Exception):
+    """A compile that ran past :attr:`AdapterEngine.compile_seconds`: it was left running in
+    its thread, and the process must end before its engine is trusted again."""
+
+
 class AdapterEngine:
     """:class:`Engine` over an engine adapter and its vocabulary: the replay's canonical
     tokenization, then the replay's reachability search (:mod:`harness.measure.reachability`)
-    for a text it rejected."""
+    for a text it rejected.
 
-    def __init__(self, adapter: Any, vocab: Any, reach_seconds: float = REACH_SECONDS) -> None:
+    ``compile_seconds``: each compile runs in a thread and is abandoned past it
+    (:class:`CompileAbandoned`; the engines release the GIL while they compile, so the
+    judge goes on): a job then ends early, and its worker is replaced after it
+    (:data:`harness.execution.executor.RECYCLE`), which is far cheaper than a job killed
+    at the run's limit. None: compiles run to the end in the caller's thread."""
+
+    def __init__(self, adapter: Any, vocab: Any, reach_seconds: float = REACH_SECONDS,
+                 compile_seconds: float | None = None) -> None:
         from engines.bitmask import allocate_bitmask
 
         self.adapter = adapter
@@ -913,9 +925,29 @@ class AdapterEngine:
                     f"@{getattr(vocab, 'name', '?')}")
         self.bitmask = allocate_bitmask(vocab.size)
         self.reach_seconds = reach_seconds
+        self.compile_seconds = compile_seconds
 
     def compile(self, schema_text: str) -> Any:
-        return self.adapter.compile(schema_text)
+        if self.compile_seconds is None:
+            return self.adapter.compile(schema_text)
+        import threading
+
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                box["value"] = self.adapter.compile(schema_text)
+            except BaseException as e:  # handed to the caller's thread
+                box["error"] = e
+
+        th = threading.Thread(target=run, name="keyword-compile", daemon=True)
+        th.start()
+        th.join(self.compile_seconds)
+        if th.is_alive():
+            raise CompileAbandoned(f"the engine's compile ran past {self.compile_seconds:g} s")
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
 
     def accepts(self, compiled: Any, text: str) -> bool:
         from harness.measure.replay import replay
@@ -1053,6 +1085,8 @@ class Judged:
     rows: list[dict[str, Any]] = field(default_factory=list)
     nodes: int = 0         # nodes judged (each with at least one constraining keyword)
     reused: int = 0        # of them, judged before (same node, same engine: the memo)
+    abandoned: bool = False  # a compile was abandoned (CompileAbandoned): the rest is not
+                             # judged, and the engine's process should end
     plan_s: float = 0.0    # seconds spent making instances (jsonschema, hypothesis)
     judge_s: float = 0.0   # seconds spent on the engine (compiles, replays, searches)
 
@@ -1100,12 +1134,22 @@ def judge_schema(engine: Engine, schema: Any, *, extended: bool = True,
             give([{"path": node.path, "keyword": kw, "verdict": "undecided",
                    "witness": None, "why": why} for kw in node.keywords])
             continue
+        if out.abandoned:
+            give([{"path": node.path, "keyword": kw, "verdict": "undecided", "witness": None,
+                   "why": "not judged: an abandoned compile still runs in this process"}
+                  for kw in node.keywords])
+            continue
         if ekey is not None:
             memo.begin(ekey, nkey)
         t1 = time.monotonic()
         made = memo.plan(node, nkey) if node.skip is None else Plan()
         t2 = time.monotonic()
-        rows = judge_node(engine, node, made, t2 + node_seconds)
+        try:
+            rows = judge_node(engine, node, made, t2 + node_seconds)
+        except CompileAbandoned as e:
+            out.abandoned = True
+            rows = [{"path": node.path, "keyword": kw, "verdict": "undecided",
+                     "witness": None, "why": str(e)} for kw in node.keywords]
         out.plan_s += t2 - t1
         out.judge_s += time.monotonic() - t2
         if ekey is not None:

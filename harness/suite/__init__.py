@@ -46,6 +46,7 @@ _EXPORTS = {
     "Job": "harness.execution.executor:Job",
     "JobPayload": "harness.records:JobPayload",
     "KEEP": "harness.execution.executor:KEEP",
+    "RECYCLE": "harness.execution.executor:RECYCLE",
     "JsonSchemaBenchView": "harness.suite.maskbench:JsonSchemaBenchView",
     "make_executor": "harness.execution.session:make_executor",
     "MaskBenchCorpus": "harness.suite.maskbench:MaskBenchCorpus",

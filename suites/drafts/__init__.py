@@ -23,6 +23,8 @@ every engine; the corrupt token depends on each engine's own mask (seeded too).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from typing import Any, Mapping, Sequence
 
 from harness.suite.options import merged
@@ -55,6 +57,11 @@ class DraftsSuite(JsonSchemaBenchView):
 
         super().__init__(data=data, subsets=subsets, sample=sample, schemas=schemas)
         self.options = merged(DEFAULTS, options)
+        model = self.options.get("model")
+        if model and not Path(str(model)).is_dir():
+            raise SuiteError(f"--model {model}: grammar-aware drafting needs a target with "
+                             "priors: a checkpoint folder or build:tiny / build:default (not "
+                             "a size of random weights)")
         if not self.options["draft_k"] or min(int(k) for k in self.options["draft_k"]) < 1:
             raise SuiteError("--draft-k: draft lengths must be >= 1")
         for key in ("draft_positions", "draft_instances"):

@@ -52,7 +52,8 @@ import numpy as np
 
 from harness.suite import outcomes
 from harness.suite import InstanceRecord, JobPayload
-from suites.drafts.records import DraftNote, DraftPlan, DraftRow, DraftsBlock, DraftsRecord
+from suites.drafts.records import (DraftNote, DraftPlan, DraftRow, DraftsBlock, DraftsRecord,
+                                   SpeculativeBlock)
 
 __all__ = ["plan_drafts", "run_drafts_job", "REPEATS"]
 
@@ -341,8 +342,32 @@ def run_drafts_job(job: JobPayload, phase=lambda p, info=None: None) -> DraftsRe
         phase("replay", record["compile_ns"])
     record["drafts"] = _summarise(api, rows, notes)
     record["outcome"] = _outcome(rows)
+    if o.get("model"):
+        phase("decode")
+        record["speculative"] = _speculative(grammar, case, vocab, bm, o)
+        spec = record["speculative"]
+        if any(r["wrong_states"] for r in spec["drafters"].values()) \
+                and record["outcome"] == outcomes.PASSING:
+            record["outcome"] = outcomes.INVALIDATION_ERROR
     record["busy_ns"] = time.perf_counter_ns() - t_busy
     return record
+
+
+def _speculative(grammar, case, vocab, bm: np.ndarray, o) -> SpeculativeBlock:
+    """Grammar-aware drafting with the checkpoint as the target
+    (:func:`suites.drafts.aware.run_drafters`): the schema's prompt, drafts of the
+    largest ``--draft-k`` tokens, ``--max-tokens`` (default :data:`MODEL_MAX_TOKENS`)."""
+    import json
+
+    from harness.suite.model import load_checkpoint, load_model
+    from suites.drafts.aware import run_drafters
+    from suites.drafts.options import MODEL_MAX_TOKENS
+
+    ckpt = load_checkpoint(str(o["model"]))
+    prompt = ckpt.prompt_format.prompt_ids(ckpt.tokenizer(), json.loads(case["schema_text"]))
+    return run_drafters(grammar, load_model(str(ckpt.folder)), prompt, vocab.size,
+                        frozenset(ckpt.eos_ids), max(int(k) for k in o["draft_k"]),
+                        int(o.get("max_tokens") or MODEL_MAX_TOKENS), bm)
 
 
 def _failing(r: DraftRow) -> bool:

@@ -15,6 +15,8 @@ class DraftsOptions(TypedDict, total=False):
     draft_positions: int
     draft_instances: int
     draft_seed: int
+    model: str | None
+    max_tokens: int | None
 
 
 #: configuration key → default
@@ -23,7 +25,13 @@ DEFAULTS: DraftsOptions = {
     "draft_positions": 4,     # corrupted drafts per (instance, k), each at a seeded start
     "draft_instances": 2,     # valid instances per schema the drafts are cut from
     "draft_seed": 0,          # start positions, corrupt positions and corrupt tokens
+    "model": None,            # --model: the target of grammar-aware drafting (aware.py)
+    "max_tokens": None,       # --max-tokens: its output budget (None: MODEL_MAX_TOKENS)
 }
+
+#: the target's output budget when ``--max-tokens`` is not given (the default build's
+#: answer cap)
+MODEL_MAX_TOKENS = 96
 
 
 def add_run_arguments(p) -> None:

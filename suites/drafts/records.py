@@ -5,13 +5,13 @@ the record, microseconds (``_us``) in the summary; positions count tokens."""
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from harness.suite import Record, Summary
 
-__all__ = ["DraftCompact", "DraftFailure", "DraftNote", "DraftPlan", "DraftRow", "DraftsBlock",
+__all__ = ["DrafterRun", "DraftCompact", "DraftFailure", "DraftNote", "DraftPlan", "DraftRow", "DraftsBlock",
            "DraftsEngineRow", "DraftsPerK", "DraftsRecord", "DraftsSummary",
-           "DraftsSummaryBlock"]
+           "DraftsSummaryBlock", "SpeculativeBlock", "SpeculativeRow"]
 
 
 class DraftPlan(TypedDict, total=False):
@@ -73,10 +73,56 @@ class DraftsBlock(TypedDict):
     notes: list[DraftNote]
 
 
+class DrafterRun(TypedDict, total=False):
+    """One drafter's greedy output with speculation (:func:`suites.drafts.aware.speculate`)."""
+
+    tokens: int              # output tokens (the stop token excluded)
+    output_tokens: int       # with the stop token when the output ended
+    end: str                 # eos | budget | refused | no rollback: …
+    steps: int               # target forward passes
+    accepted: int            # draft tokens accepted (tree siblings included)
+    drafted: int             # draft tokens proposed (the chain)
+    siblings: int            # tree tokens proposed (enumerate)
+    rollbacks: int           # steps whose draft tail was rolled back
+    wrong_states: int        # steps after which the main matcher's mask differed from the twin's
+    wrong: list[dict[str, Any]]  # the first of them: step, draft, rolled back, the ids only
+                                 # main's / only the twin's mask allows, the last tokens
+    draft_ns: int            # the drafter's own time, all steps, ns
+    mask_ns: int             # mean fill_mask, ns
+    sizes: dict[str, int]    # tokens scored per forward pass → steps
+    lossless: bool           # the output equals plain greedy decoding's
+    speedup: float | None    # modelled: plain greedy time / speculative time
+
+
+class SpeculativeBlock(TypedDict):
+    """``record["speculative"]``: every drafter on the schema's prompt (``--model``)."""
+
+    k: int                   # the draft length
+    step_ns: dict[str, int]  # the target's forward pass over m new tokens (KV cache), ns
+    drafters: dict[str, DrafterRun]
+
+
+class SpeculativeRow(TypedDict):
+    """One (engine, drafter) row of grammar-aware drafting over the run's schemas."""
+
+    engine: str
+    drafter: str
+    schemas: int
+    steps_per_token: float | None   # target steps / output tokens, all schemas
+    accept_len: float | None        # accepted draft tokens / target steps
+    drafted_per_step: float | None  # proposed (chain + tree) / target steps
+    acceptance: float | None        # accepted / proposed
+    speedup: float | None           # median modelled speedup over the schemas
+    rollbacks: int
+    wrong_states: int
+    lossless: list[int]             # [schemas whose output equals plain greedy, schemas]
+
+
 class DraftsRecord(Record, total=False):
     """A drafts job's record: the core keys plus its block."""
 
     drafts: DraftsBlock
+    speculative: SpeculativeBlock
 
 
 class DraftsPerK(TypedDict):
@@ -115,10 +161,11 @@ class DraftsEngineRow(TypedDict):
     failures: list[DraftFailure]
 
 
-class DraftsSummaryBlock(TypedDict):
+class DraftsSummaryBlock(TypedDict, total=False):
     """``summary["drafts"]``."""
 
     rows: list[DraftsEngineRow]
+    speculative: list[SpeculativeRow]  # grammar-aware drafting (--model)
 
 
 class DraftsSummary(Summary, total=False):

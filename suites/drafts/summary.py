@@ -32,12 +32,16 @@ import numpy as np
 from harness.suite import figures, outcomes
 from harness.suite import Record, RunMeta, Summary
 from harness.suite.report import Table, text_table
-from suites.drafts.records import DraftsEngineRow, DraftsPerK, DraftsRecord, DraftsSummary
+from typing import Any
+
+from suites.drafts.records import (DraftsEngineRow, DraftsPerK, DraftsRecord, DraftsSummary,
+                                   SpeculativeRow)
 
 #: the records' block (and summary.json's) this module reads and writes
 KEY = "drafts"
 
-__all__ = ["HEADER", "KEY", "draft_rows", "summary_block", "table_header", "table_rows"]
+__all__ = ["HEADER", "KEY", "SPECULATIVE_HEADER", "draft_rows", "speculative_rows",
+           "speculative_table", "summary_block", "table_header", "table_rows"]
 
 HEADER = ["engine", "API", "schemas", "compiled", "died", "drafts", "wrong length", "short",
           "long", "rollback mismatch", "after stop", "errors", "rollback"]
@@ -125,6 +129,51 @@ def table_rows(rows: list[DraftsEngineRow]) -> list[list[str]]:
     return out
 
 
+SPECULATIVE_HEADER = ["engine", "drafter", "schemas", "accept_len", "steps / token",
+                      "proposed / step", "acceptance", "speedup (model)", "rollbacks",
+                      "wrong states", "lossless"]
+
+
+def speculative_rows(records: list[DraftsRecord]) -> list[SpeculativeRow]:
+    """One row per (engine, drafter) of grammar-aware drafting (``--model``,
+    :mod:`suites.drafts.aware`): ``accept_len`` = accepted draft tokens / target steps and
+    ``steps_per_token`` = target steps / output tokens, pooled over the schemas;
+    ``speedup`` the median over the schemas of the modelled speedup; rollbacks and wrong
+    states (the main matcher's mask unlike the twin's after a step) summed."""
+    from suites.drafts.aware import DRAFTERS
+
+    by: dict[tuple[str, str], list[Any]] = {}
+    for r in records:
+        for d, run in ((r.get("speculative") or {}).get("drafters") or {}).items():
+            by.setdefault((r["engine"], d), []).append(run)
+    out: list[SpeculativeRow] = []
+    order = {d: i for i, d in enumerate(DRAFTERS)}
+    for (eng, d), runs in sorted(by.items(), key=lambda x: (x[0][0], order.get(x[0][1], 9))):
+        steps = sum(x["steps"] for x in runs)
+        toks = sum(x["output_tokens"] for x in runs)
+        acc = sum(x["accepted"] for x in runs)
+        prop = sum(x["drafted"] + x["siblings"] for x in runs)
+        sp = [x["speedup"] for x in runs if x.get("speedup") is not None]
+        out.append({"engine": eng, "drafter": d, "schemas": len(runs),
+                    "steps_per_token": steps / toks if toks else None,
+                    "accept_len": acc / steps if steps else None,
+                    "drafted_per_step": prop / steps if steps else None,
+                    "acceptance": acc / prop if prop else None,
+                    "speedup": float(np.median(sp)) if sp else None,
+                    "rollbacks": sum(x["rollbacks"] for x in runs),
+                    "wrong_states": sum(x["wrong_states"] for x in runs),
+                    "lossless": [sum(bool(x.get("lossless")) for x in runs), len(runs)]})
+    return out
+
+
+def speculative_table(rows: list[SpeculativeRow]) -> list[list[str]]:
+    return [[r["engine"], r["drafter"], str(r["schemas"]), figures.fixed(r["accept_len"], 2),
+             figures.fixed(r["steps_per_token"], 3), figures.fixed(r["drafted_per_step"], 2),
+             figures.fixed(r["acceptance"], 2), figures.fixed(r["speedup"], 2),
+             str(r["rollbacks"]), str(r["wrong_states"]),
+             f"{r['lossless'][0]}/{r['lossless'][1]}"] for r in rows]
+
+
 def summary_block(summary: DraftsSummary, meta: RunMeta, records: list[DraftsRecord],
                   run_dir: Path | None = None) -> str | None:
     """``summary["drafts"]`` (``{"rows": [...]}``, failures with their evidence included)
@@ -133,12 +182,18 @@ def summary_block(summary: DraftsSummary, meta: RunMeta, records: list[DraftsRec
     rows = draft_rows(records)
     if not rows:
         return None
-    summary["drafts"] = {"rows": rows}
+    spec = speculative_rows(records)
+    summary["drafts"] = {"rows": rows, "speculative": spec}
     if run_dir is not None:
         (Path(run_dir) / "drafts.json").write_text(json.dumps(rows, indent=2))
     text = ["Speculative drafts (accepted length vs expected; masks after rollback vs a fresh "
             "replay; time of one draft vs k single steps)",
             text_table(Table(table_header(rows), table_rows(rows), align="l"))]
+    if spec:
+        text += ["", "Grammar-aware drafting, the model as the target (greedy; accept_len: "
+                     "accepted draft tokens per target step; speedup modelled from the "
+                     "measured step, draft and mask costs)",
+                 text_table(Table(SPECULATIVE_HEADER, speculative_table(spec), align="l"))]
     for r in rows:
         for f in r["failures"][:3]:
             what = f.get("error") or f.get("mismatch") or (

@@ -20,7 +20,7 @@ import time
 
 from harness.suite.measure import adapters
 from harness.suite import outcomes
-from harness.suite import KEEP, JobPayload
+from harness.suite import KEEP, RECYCLE, JobPayload
 from suites.hazards.records import HazardBlock, HazardRecord
 
 __all__ = ["run_hazard_job"]
@@ -30,7 +30,9 @@ def _keywords(adapter, vocab, case, req, phase) -> tuple[HazardBlock, str]:
     from harness.suite.measure import keywords
 
     schema = json.loads(case["schema_text"])
-    engine = keywords.AdapterEngine(adapter, vocab)
+    # a compile past the node's budget is abandoned (left in its thread): the job ends
+    # early and its worker is replaced (RECYCLE), instead of the run's limit killing it
+    engine = keywords.AdapterEngine(adapter, vocab, compile_seconds=keywords.NODE_SECONDS)
     phase("compile")  # a death from here on is the engine's, on this schema's keywords
     # the judge stops itself at half the job's limit (a compile begun before then has the
     # other half), and every node's rows are kept as they come: a job killed by one slow
@@ -41,8 +43,11 @@ def _keywords(adapter, vocab, case, req, phase) -> tuple[HazardBlock, str]:
                                    seconds=min(keywords.SCHEMA_SECONDS, limit / 2),
                                    memo=keywords.shared_memo(case.get("scratch")),
                                    keep=lambda rows: phase(KEEP, {"rows": rows}))
+    if judged.abandoned:
+        phase(RECYCLE)
     rows = judged.rows
     out: HazardBlock = {"rows": rows, "source": req.get("source"), "nodes": judged.nodes,
+                        "abandoned": judged.abandoned,
                         "reused": judged.reused, "plan_s": round(judged.plan_s, 3),
                         "judge_s": round(judged.judge_s, 3)}
     for flag, outcome in (("ignored", outcomes.INVALIDATION_ERROR),

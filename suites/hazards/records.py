@@ -48,7 +48,9 @@ class HazardBlock(TypedDict, total=False):
     rows: list[dict[str, Any]]  # one per node × keyword (harness.measure.keywords.judge_node)
     source: str | None
     nodes: int           # nodes judged
-    reused: int          # of them, judged before by this worker (the same node and engine)
+    reused: int          # of them, judged before in the run (the same node and engine)
+    abandoned: bool      # a compile ran past its budget and was left running: the nodes
+                         # after it are undecided, and the worker was replaced
     plan_s: float        # seconds making the instances (jsonschema, hypothesis)
     judge_s: float       # seconds on the engine (compiles, replays, reachability searches)
     # padded_vocab

@@ -248,3 +248,41 @@ def test_a_dead_job_keeps_what_it_finished(tmp_path, then, outcome):
     (rec,) = list(store.records())
     assert rec["outcome"] == outcome, rec
     assert rec["kept"] == {"rows": [1, 2], "other": ["x"]}, rec
+
+
+def recycling_job(job, phase=lambda p, info=None: None):
+    """A job that leaves a thread spinning, asks for a fresh worker, and reports its pid."""
+    import threading
+
+    from harness.execution.executor import RECYCLE
+
+    phase("groundtruth")
+    if job["case"]["request"]["spoil"]:
+        threading.Thread(target=lambda: time.sleep(600), daemon=True).start()
+        phase(RECYCLE)
+    return {"engine": "null", "case_id": job["case"]["case_id"], "subset": "s",
+            "outcome": "passing", "pid": os.getpid()}
+
+
+def test_a_spoiled_worker_is_replaced_and_the_job_queued_behind_it_runs(tmp_path):
+    from harness.execution.executor import Job
+    from harness.execution.local import LocalExecutor
+    from harness.store.run_store import RunStore
+
+    store = RunStore.create(tmp_path, "run", {"run_id": "run", "config": {}, "engines": [],
+                                              "sessions": []})
+
+    def job(i: int, spoil: bool) -> Job:
+        return Job("null", f"c{i}", "s", {
+            "engine": {"name": "null", "config": "default", "label": "null"},
+            "case": {"case_id": f"c{i}", "request": {"spoil": spoil}}, "tokenizer": "llama3",
+            "job": f"{Path(__file__).stem}:recycling_job"})
+
+    LocalExecutor(store, jobs=1, timeout_s=30, memory_gib=0).run(
+        [job(0, False), job(1, True), job(2, False), job(3, False)])
+    store.close()
+    recs = {r["case_id"]: r for r in store.records()}
+    assert sorted(recs) == ["c0", "c1", "c2", "c3"]
+    assert all(r["outcome"] == "passing" for r in recs.values()), recs
+    # the jobs after the spoiled one ran in another process, none was lost or doubled
+    assert recs["c0"]["pid"] == recs["c1"]["pid"] != recs["c2"]["pid"] == recs["c3"]["pid"]

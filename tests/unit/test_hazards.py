@@ -324,3 +324,40 @@ def test_the_run_memo_is_shared_through_its_scratch_folder(vocab, tmp_path):
     assert two.killed(ref.key, nkey) and not two.killed(null.key, nkey)
     (row,) = keywords.judge_schema(ref, node, extended=False, memo=two).rows
     assert row["verdict"] == "undecided" and "limits" in row["why"]
+
+
+def test_a_compile_past_its_budget_is_abandoned_and_the_rest_undecided(tmp_path):
+    """The faulty engine's compile never returns (a pure-Python busy loop): past the
+    budget it is left in its thread, its node is undecided with why (and remembered),
+    the nodes after it are not judged, and the caller is told to end the process. In a
+    subprocess: the abandoned thread spins until its process ends."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = """if 1:
+        import json, time
+        from engines.vocab import load_vocabulary
+        from harness.registry import adapter_class
+        from harness.measure import keywords
+        vocab = load_vocabulary("llama3")
+        eng = keywords.AdapterEngine(adapter_class("faulty")(vocab), vocab, compile_seconds=0.5)
+        schema = {"type": "object", "properties": {
+            "a": {"type": "string", "maxLength": 3, "x-faulty": "hang"},
+            "b": {"type": "integer", "minimum": 2, "maximum": 100, "multipleOf": 2}}}
+        memo = keywords.Memo()
+        t0 = time.monotonic()
+        got = keywords.judge_schema(eng, schema, extended=False, memo=memo)
+        print(json.dumps({"abandoned": got.abandoned, "rows": got.rows,
+                          "s": time.monotonic() - t0, "memo": len(memo.rows)}))
+    """
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["abandoned"] and got["s"] < 20
+    first, *rest = got["rows"]
+    assert first["verdict"] == "undecided" and "ran past 0.5 s" in first["why"]
+    assert rest and all(r["verdict"] == "undecided" and "abandoned" in r["why"] for r in rest)
+    assert got["memo"] == 1  # the slow node is remembered; the nodes not judged are not
