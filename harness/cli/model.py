@@ -12,9 +12,14 @@ def add_parser(sub) -> None:
     msub = m.add_subparsers(dest="model_command", metavar="SUBCOMMAND", required=True)
     b = msub.add_parser("build", help="train (or find cached) a small Llama on the corpus; "
                                       "prints the checkpoint folder last")
-    b.add_argument("--size", choices=("default", "tiny"), default="default",
+    b.add_argument("--size", choices=("default", "tiny", "draft"), default="default",
                    help="default: the model with priors (<= 15 min on 2 cores); "
-                        "tiny: <= 2 min, for tests and CI (default: %(default)s)")
+                        "tiny: <= 2 min, for tests and CI; draft: the tiny shape on "
+                        "--target's tokenizer, a draft model for speculative decoding "
+                        "(default: %(default)s)")
+    b.add_argument("--target", help="--size draft: the checkpoint folder whose tokenizer "
+                                     "and prompt the draft shares, or build:default / "
+                                     "build:tiny (default: build:default)")
     b.add_argument("--out", help="checkpoint folder (default: the cache, "
                                  "$XDG_CACHE_HOME/grammar-harness/models/<size>-<key>)")
     b.add_argument("--data", help="jsonschemabench corpus folder (default: as the suites "
@@ -29,7 +34,7 @@ def cmd_build(args) -> int:
 
     try:
         folder = build_model(args.size, out=args.out, data=args.data, seed=args.seed,
-                             progress=not args.no_progress)
+                             progress=not args.no_progress, target=args.target)
     except BuildError as e:
         return fail(str(e))
     print(folder)

@@ -101,6 +101,14 @@ RECIPES: dict[str, Recipe] = {
         batch_tokens=1024, steps=150, lr=3e-3, warmup=10, min_lr_ratio=0.1,
         weight_decay=0.0, threads=1, max_train_schemas=400, tokenizer_schema_chars=600,
         eval_schemas=8, eval_samples=1, eval_new_tokens=48, eval_ppl_pairs=32),
+    # a draft model for speculative decoding: the tiny shape on a target's own tokenizer and
+    # prompt format (``--target``; its vocabulary_size and schema_budget are the target's)
+    "draft": Recipe(
+        size="draft", vocab_size=0, schema_budget=0, answer_cap=96, prompt_loss=0.0,
+        hidden=64, layers=2, heads=2, kv_heads=1, intermediate=128,
+        batch_tokens=1024, steps=400, lr=3e-3, warmup=10, min_lr_ratio=0.1,
+        weight_decay=0.0, threads=1, max_train_schemas=0, tokenizer_schema_chars=0,
+        eval_schemas=8, eval_samples=1, eval_new_tokens=48, eval_ppl_pairs=32),
 }
 
 
@@ -452,18 +460,34 @@ def _is_build(folder: Path, key: str) -> bool:
 
 def build_model(size: str = "default", out: str | Path | None = None,
                 data: str | Path | None = None, seed: int = 0, progress: bool = True,
-                echo: Callable[[str], None] | None = None, *, steps: int | None = None) -> Path:
+                echo: Callable[[str], None] | None = None, *, steps: int | None = None,
+                target: str | Path | None = None) -> Path:
     """Build (or find in the cache) the model of recipe ``size``; returns its folder.
 
     ``out``: the checkpoint folder (default ``cache_root() / key``); ``data``: the corpus
     (default as the suites find it); ``progress``: a tqdm bar on stderr while it trains;
     ``echo``: where the stage lines and the evaluation go (default stderr). ``steps``
     overrides the recipe's step count (a short build for tests; it is part of the key).
+    ``target`` (size ``draft`` only; default ``build:default``): the checkpoint whose
+    tokenizer and prompt format the draft model shares (part of the key).
     Raises :class:`BuildError` on bad input."""
     if size not in RECIPES:
         raise BuildError(f"unknown size {size!r} (known: {', '.join(RECIPES)})")
     say = echo or (lambda s: print(s, file=sys.stderr, flush=True))
     recipe = RECIPES[size]
+    tok_from: Path | None = None
+    if size == "draft":
+        from harness.model.checkpoint import CheckpointError, load_checkpoint
+
+        tok_from = Path(resolve_model(str(target or "build:default"), data and str(data)))
+        try:
+            ck = load_checkpoint(str(tok_from))
+        except CheckpointError as e:
+            raise BuildError(f"--target {target}: {e}") from None
+        recipe = replace(recipe, vocab_size=len(ck.tokenizer()),
+                         schema_budget=ck.prompt_format.schema_budget)
+    elif target is not None:
+        raise BuildError("--target is for --size draft only")
     if steps is not None:
         if steps < 1:
             raise BuildError(f"steps must be at least 1, not {steps}")
@@ -473,7 +497,10 @@ def build_model(size: str = "default", out: str | Path | None = None,
     corpus = _read_corpus(data_dir)
     if not corpus.train:
         raise BuildError(f"no valid instances on the train side of the corpus at {data_dir}")
-    key = build_key(recipe, seed, corpus.digest)
+    digest = corpus.digest
+    if tok_from is not None:  # the target's tokenizer is part of what is built
+        digest += _sha256(tok_from / "tokenizer.json")
+    key = build_key(recipe, seed, digest)
     folder = Path(out).expanduser() if out is not None else cache_root() / f"{size}-{key}"
     if _is_build(folder, key):
         say(f"model build: cached ({key})")
@@ -481,11 +508,12 @@ def build_model(size: str = "default", out: str | Path | None = None,
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise BuildError(f"--out {folder}: exists and is not this build "
                          "(remove it or choose another folder)")
-    return _build(recipe, seed, corpus, key, folder, data_dir, progress, say, t_start)
+    return _build(recipe, seed, corpus, key, folder, data_dir, progress, say, t_start, tok_from)
 
 
 def _build(r: Recipe, seed: int, corpus: _Corpus, key: str, folder: Path, data_dir: Path,
-           progress: bool, say: Callable[[str], None], t_start: float) -> Path:
+           progress: bool, say: Callable[[str], None], t_start: float,
+           tok_from: Path | None = None) -> Path:
     import torch
 
     from harness.model.tokenizer import train_tokenizer
@@ -503,7 +531,13 @@ def _build(r: Recipe, seed: int, corpus: _Corpus, key: str, folder: Path, data_d
             schemas.setdefault(name, schema)
         texts = ([minified(s)[:r.tokenizer_schema_chars] for s in schemas.values()]
                  + [answer_text(d) for _, _, d in train])
-        tok = train_tokenizer(texts, r.vocab_size, fmt)
+        if tok_from is not None:  # a draft model: the target's tokenizer, as it is
+            from harness.model.checkpoint import load_checkpoint
+
+            target_ck = load_checkpoint(str(tok_from))
+            tok, fmt = target_ck.tokenizer(), target_ck.prompt_format
+        else:
+            tok = train_tokenizer(texts, r.vocab_size, fmt)
         examples = _examples(tok, fmt, train, r.answer_cap)
         say(f"model build ({r.size}): {len(schemas)} train schemas, {len(train)} instances, "
             f"{len(examples)} with an answer of at most {r.answer_cap} tokens; "
@@ -525,6 +559,7 @@ def _build(r: Recipe, seed: int, corpus: _Corpus, key: str, folder: Path, data_d
             "torch_threads": r.threads, "torch": torch.__version__,
             "transformers": importlib.metadata.version("transformers"),
             "corpus": {"path": str(data_dir), "sha256": corpus.digest},
+            "target": str(tok_from) if tok_from is not None else None,
             "split": {"rule": SPLIT_RULE, "held_out": corpus.held_out_names,
                       "train_schemas": len(schemas), "train_instances": len(train),
                       "trained_instances": len(examples)},

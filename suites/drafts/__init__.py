@@ -62,6 +62,20 @@ class DraftsSuite(JsonSchemaBenchView):
             raise SuiteError(f"--model {model}: grammar-aware drafting needs a target with "
                              "priors: a checkpoint folder or build:tiny / build:default (not "
                              "a size of random weights)")
+        drafter = self.options.get("draft_model")
+        if drafter:
+            if not model:
+                raise SuiteError("--draft-model needs --model (the target it drafts for)")
+            mine, theirs = (Path(str(f)) / "tokenizer.json" for f in (drafter, model))
+            try:
+                same = mine.read_bytes() == theirs.read_bytes()
+            except OSError as e:
+                raise SuiteError(f"--draft-model {drafter}: no tokenizer.json there "
+                                 f"({e.strerror})") from None
+            if not same:
+                raise SuiteError(f"--draft-model {drafter}: its tokenizer is not the target's "
+                                 "(build one with harness model build --size draft --target "
+                                 "TARGET)")
         if not self.options["draft_k"] or min(int(k) for k in self.options["draft_k"]) < 1:
             raise SuiteError("--draft-k: draft lengths must be >= 1")
         for key in ("draft_positions", "draft_instances"):

@@ -12,6 +12,10 @@ schema's prompt greedily under the engine's grammar with speculation, once per d
                    then 1 token) in the prompt (the schema's text: its property names
                    first, as they come in the prompt), up to ``k``, cut at the first token
                    the mask forbids.
+``model``          a small draft model (``--draft-model``, e.g. ``harness model build
+                   --size draft``: the tiny shape on the target's tokenizer) writing ``k``
+                   greedy tokens under the mask; ``model_unmasked`` the same without the
+                   mask (its first invalid token ends the draft, refused).
 
 One target step: the drafter proposes (advancing the main matcher through the draft and
 keeping its mask at each position), the target scores the prompt, the output and the
@@ -28,20 +32,21 @@ output token, rollbacks, wrong states, and a ``speedup`` modelled from costs mea
 the job: ``tokens × (t_step(1) + mask)`` over ``Σ steps (t_step(m) + draft + m × mask)``,
 with ``t_step(m)`` the target's forward pass over ``m`` new tokens with its KV cache
 (measured for each ``m`` used, fastest of :data:`REPEATS`), ``draft`` the drafter's own
-time that step (matcher calls included) and ``mask`` the engine's mean ``fill_mask``.
+time that step (matcher calls included; a draft model's passes at its own measured
+one-token KV-cache step) and ``mask`` the engine's mean ``fill_mask``.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 __all__ = ["DRAFTERS", "REPEATS", "speculate"]
 
-#: drafters, in table order
-DRAFTERS = ("none", "forced", "enumerate", "prompt_lookup")
+#: drafters, in table order (the ``model`` ones need ``--draft-model``)
+DRAFTERS = ("none", "forced", "enumerate", "prompt_lookup", "model", "model_unmasked")
 #: timed forward passes per size (the fastest is kept)
 REPEATS = 3
 
@@ -104,7 +109,8 @@ def _lookup(out: list[int], prompt: list[int], k: int) -> list[int]:
 
 
 def speculate(grammar: Any, target: _Target, vocab_size: int, stop_ids: frozenset[int],
-              drafter: str, k: int, budget: int, bitmask: np.ndarray) -> dict[str, Any]:
+              drafter: str, k: int, budget: int, bitmask: np.ndarray,
+              draft_model: _Target | None = None) -> dict[str, Any]:
     """One greedy output under ``grammar`` with ``drafter`` (see the module docstring):
     ``{"tokens", "end", "steps", "accepted", "drafted", "siblings", "rollbacks",
     "wrong_states", "wrong", "draft_ns", "mask_ns", "sizes"}`` (``sizes``: forward-pass
@@ -116,13 +122,13 @@ def speculate(grammar: Any, target: _Target, vocab_size: int, stop_ids: frozense
     bm2 = bitmask.copy()
     out: list[int] = []
     steps = accepted = drafted = siblings = rollbacks = wrong = 0
-    draft_ns = mask_ns = masks = 0
+    draft_ns = mask_ns = masks = forwards = 0
     sizes: dict[int, int] = {}
     evidence: list[dict[str, Any]] = []
     end = "budget"
     while len(out) < budget:
         # -- propose: the draft, the main matcher's mask before each draft token
-        t0 = clock()
+        t0, m0 = clock(), mask_ns
         draft: list[int] = []
         tree: list[int] = []  # enumerate: the last level's siblings
         masks_at: list[np.ndarray] = []
@@ -144,7 +150,26 @@ def speculate(grammar: Any, target: _Target, vocab_size: int, stop_ids: frozense
             want = _lookup(out, target.prompt, k)
         else:
             want = []
+        committed = 0  # draft tokens committed on the main matcher
         while len(draft) < k:
+            if drafter in ("model", "model_unmasked") and draft_model is not None:
+                t1 = clock()
+                z = draft_model.logits(out + draft, 0)[-1]
+                forwards += 1
+                draft_ns -= clock() - t1  # its forward passes are costed per pass, below
+                t = _greedy(z, allowed) if drafter == "model" else int(np.argmax(z))
+                if t in stop_ids:
+                    break
+                if not allowed[t]:  # unmasked: an invalid token, proposed and then refused
+                    draft.append(t)
+                    break
+                if not main.commit(t):
+                    break
+                draft.append(t)
+                committed += 1
+                allowed = mask_now()
+                masks_at.append(allowed)
+                continue
             if drafter == "enumerate":
                 ids = np.flatnonzero(allowed)
                 if len(ids) == 1 and int(ids[0]) not in stop_ids:
@@ -162,9 +187,10 @@ def speculate(grammar: Any, target: _Target, vocab_size: int, stop_ids: frozense
             if not main.commit(t):
                 break
             draft.append(t)
+            committed += 1
             allowed = mask_now()
             masks_at.append(allowed)
-        draft_ns += clock() - t0
+        draft_ns += clock() - t0 - (mask_ns - m0)  # the masks are costed per position
         # -- verify: one pass over the draft (and the tree's siblings)
         logits = target.logits(out + draft, len(draft))
         size = len(draft) + 1 + max(0, len(tree) - 1)
@@ -173,16 +199,17 @@ def speculate(grammar: Any, target: _Target, vocab_size: int, stop_ids: frozense
         drafted += len(draft)
         siblings += len(tree)
         a = 0
-        while a < len(draft) and draft[a] == _greedy(logits[a], masks_at[a]):
+        while a < committed and draft[a] == _greedy(logits[a], masks_at[a]):
             a += 1
         choice = _greedy(logits[a], masks_at[a])
         if a < len(draft):
+            rollbacks += 1
+        if a < committed:
             try:
-                main.rollback(len(draft) - a)
+                main.rollback(committed - a)
             except ValueError as e:  # an engine that cannot roll back
                 end = f"no rollback: {e}"[:200]
                 break
-            rollbacks += 1
         accepted += a
         written = draft[:a] + [choice]
         if a == len(draft) and tree and choice in tree and choice not in stop_ids:
@@ -227,19 +254,27 @@ def speculate(grammar: Any, target: _Target, vocab_size: int, stop_ids: frozense
     return {"tokens": out, "end": end, "steps": steps, "accepted": accepted,
             "drafted": drafted, "siblings": siblings, "rollbacks": rollbacks,
             "wrong_states": wrong, "wrong": evidence, "draft_ns": draft_ns,
+            "draft_forwards": forwards,
             "mask_ns": mask_ns // masks if masks else 0, "sizes": sizes}
 
 
 def run_drafters(grammar: Any, model: Any, prompt: list[int], vocab_size: int,
                  stop_ids: frozenset[int], k: int, budget: int, bitmask: np.ndarray,
-                 phase: Callable[[str], None] = lambda p: None) -> dict[str, Any]:
+                 draft_model: Any = None) -> dict[str, Any]:
     """Every drafter of :data:`DRAFTERS` on one prompt, with the modelled speedups
-    (``none``: plain greedy decoding, one token per target step, the baseline)."""
+    (``none``: plain greedy decoding, one token per target step, the baseline; the
+    ``model`` drafters only with ``draft_model``, whose forward passes are costed at its
+    own measured one-token step)."""
     target = _Target(model, prompt)
-    runs = {d: speculate(grammar, target, vocab_size, stop_ids, d, k, budget, bitmask)
-            for d in DRAFTERS}
+    drafter_model = _Target(draft_model, prompt) if draft_model is not None else None
+    runs = {d: speculate(grammar, target, vocab_size, stop_ids, d, k, budget, bitmask,
+                         drafter_model)
+            for d in DRAFTERS if drafter_model is not None or not d.startswith("model")}
     step = {m: target.step_ns(m) for m in sorted({m for r in runs.values() for m in r["sizes"]}
                                                  | {1})}
+    draft_step = drafter_model.step_ns(1) if drafter_model is not None else 0
+    for r in runs.values():
+        r["draft_ns"] += r["draft_forwards"] * draft_step
     base = runs["none"]
     n = max(1, len(base["tokens"]) + (base["end"] == "eos"))
     base_ns = n * (step[1] + base["mask_ns"])
@@ -251,4 +286,5 @@ def run_drafters(grammar: Any, model: Any, prompt: list[int], vocab_size: int,
         r["speedup"] = base_ns / spec_ns if spec_ns else None
         r["output_tokens"] = len(r["tokens"]) + (r["end"] == "eos")
         r["tokens"] = len(r["tokens"])
-    return {"k": k, "step_ns": {str(m): v for m, v in step.items()}, "drafters": runs}
+    return {"k": k, "step_ns": {str(m): v for m, v in step.items()},
+            "draft_step_ns": draft_step or None, "drafters": runs}

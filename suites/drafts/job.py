@@ -365,9 +365,10 @@ def _speculative(grammar, case, vocab, bm: np.ndarray, o) -> SpeculativeBlock:
 
     ckpt = load_checkpoint(str(o["model"]))
     prompt = ckpt.prompt_format.prompt_ids(ckpt.tokenizer(), json.loads(case["schema_text"]))
+    drafter = load_model(str(o["draft_model"])) if o.get("draft_model") else None
     return run_drafters(grammar, load_model(str(ckpt.folder)), prompt, vocab.size,
                         frozenset(ckpt.eos_ids), max(int(k) for k in o["draft_k"]),
-                        int(o.get("max_tokens") or MODEL_MAX_TOKENS), bm)
+                        int(o.get("max_tokens") or MODEL_MAX_TOKENS), bm, drafter)
 
 
 def _failing(r: DraftRow) -> bool:

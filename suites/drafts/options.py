@@ -17,6 +17,7 @@ class DraftsOptions(TypedDict, total=False):
     draft_seed: int
     model: str | None
     max_tokens: int | None
+    draft_model: str | None
 
 
 #: configuration key → default
@@ -27,6 +28,7 @@ DEFAULTS: DraftsOptions = {
     "draft_seed": 0,          # start positions, corrupt positions and corrupt tokens
     "model": None,            # --model: the target of grammar-aware drafting (aware.py)
     "max_tokens": None,       # --max-tokens: its output budget (None: MODEL_MAX_TOKENS)
+    "draft_model": None,      # --draft-model: a draft checkpoint on the target's tokenizer
 }
 
 #: the target's output budget when ``--max-tokens`` is not given (the default build's
@@ -46,6 +48,9 @@ def add_run_arguments(p) -> None:
     g.add_argument("--draft-seed", dest="draft_seed", type=int,
                    help="seed of the start and corrupt positions and the corrupt tokens "
                         "(default 0)")
+    g.add_argument("--draft-model", dest="draft_model", metavar="FOLDER",
+                   help="with --model: a draft checkpoint on the target's tokenizer for the "
+                        "model drafters (harness model build --size draft prints one)")
 
 
 def config_from_args(args) -> DraftsOptions:

@@ -87,7 +87,9 @@ class DrafterRun(TypedDict, total=False):
     wrong_states: int        # steps after which the main matcher's mask differed from the twin's
     wrong: list[dict[str, Any]]  # the first of them: step, draft, rolled back, the ids only
                                  # main's / only the twin's mask allows, the last tokens
-    draft_ns: int            # the drafter's own time, all steps, ns
+    draft_ns: int            # the drafter's own time, all steps, ns (its model's passes
+                             # at draft_step_ns each)
+    draft_forwards: int      # draft-model forward passes
     mask_ns: int             # mean fill_mask, ns
     sizes: dict[str, int]    # tokens scored per forward pass → steps
     lossless: bool           # the output equals plain greedy decoding's
@@ -99,6 +101,7 @@ class SpeculativeBlock(TypedDict):
 
     k: int                   # the draft length
     step_ns: dict[str, int]  # the target's forward pass over m new tokens (KV cache), ns
+    draft_step_ns: int | None  # the draft model's one-token pass (KV cache), ns
     drafters: dict[str, DrafterRun]
 
 
@@ -116,6 +119,7 @@ class SpeculativeRow(TypedDict):
     rollbacks: int
     wrong_states: int
     lossless: list[int]             # [schemas whose output equals plain greedy, schemas]
+    wrong_example: dict[str, Any] | None  # the first wrong state, with its case
 
 
 class DraftsRecord(Record, total=False):

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from suites.drafts.records import DraftsEngineRow
 
-from suites.drafts.summary import table_header, table_rows
+from suites.drafts.summary import (SPECULATIVE_HEADER, speculative_table, table_header,
+                                   table_rows)
 from harness.suite.report import Para, ReportContext, Section, Table
 
 #: failing drafts listed per engine (the table's counts are exact)
@@ -49,6 +50,19 @@ def sec_drafts(ctx: ReportContext) -> Section | None:
             blocks.append(Table(["engine", "schema", "instance", "kind", "k", "p", "c",
                                  "expected", "got", "draft tokens", "what"], failures,
                                 align=["l", "l", "r", "l", "r", "r", "r", "r", "r", "l", "l"]))
+        if d.get("speculative"):
+            blocks.append(Para(
+                "Grammar-aware drafting (--model: the target decodes each schema's prompt "
+                "greedily under the engine's grammar, once per drafter; docs/drafts.md). "
+                "accept_len: draft tokens accepted per target step; steps / token: target "
+                "forward passes per output token; acceptance: accepted / proposed; speedup: "
+                "modelled from the measured target step (per number of tokens scored), "
+                "drafter and mask costs, median over the schemas; wrong states: steps after "
+                "which the main matcher (drafts committed, then rolled back) had another "
+                "mask than a twin that only ever committed the tokens written; lossless: "
+                "schemas whose output equals plain greedy decoding's."))
+            blocks.append(Table(SPECULATIVE_HEADER, speculative_table(d["speculative"]),
+                                align=["l", "l"] + ["r"] * (len(SPECULATIVE_HEADER) - 2)))
     if not blocks:
         return None
     return Section("Speculative drafts", blocks)

@@ -143,9 +143,12 @@ def speculative_rows(records: list[DraftsRecord]) -> list[SpeculativeRow]:
     from suites.drafts.aware import DRAFTERS
 
     by: dict[tuple[str, str], list[Any]] = {}
-    for r in records:
+    first_wrong: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in sorted(records, key=lambda x: x.get("case_id", "")):
         for d, run in ((r.get("speculative") or {}).get("drafters") or {}).items():
             by.setdefault((r["engine"], d), []).append(run)
+            if run.get("wrong") and (r["engine"], d) not in first_wrong:
+                first_wrong[(r["engine"], d)] = {"case_id": r["case_id"], **run["wrong"][0]}
     out: list[SpeculativeRow] = []
     order = {d: i for i, d in enumerate(DRAFTERS)}
     for (eng, d), runs in sorted(by.items(), key=lambda x: (x[0][0], order.get(x[0][1], 9))):
@@ -162,7 +165,8 @@ def speculative_rows(records: list[DraftsRecord]) -> list[SpeculativeRow]:
                     "speedup": float(np.median(sp)) if sp else None,
                     "rollbacks": sum(x["rollbacks"] for x in runs),
                     "wrong_states": sum(x["wrong_states"] for x in runs),
-                    "lossless": [sum(bool(x.get("lossless")) for x in runs), len(runs)]})
+                    "lossless": [sum(bool(x.get("lossless")) for x in runs), len(runs)],
+                    "wrong_example": first_wrong.get((eng, d))})
     return out
 
 
@@ -194,6 +198,13 @@ def summary_block(summary: DraftsSummary, meta: RunMeta, records: list[DraftsRec
                      "accepted draft tokens per target step; speedup modelled from the "
                      "measured step, draft and mask costs)",
                  text_table(Table(SPECULATIVE_HEADER, speculative_table(spec), align="l"))]
+        for row in spec:
+            w = row.get("wrong_example")
+            if w:
+                text.append(f"  wrong state: {row['engine']} {row['drafter']} {w['case_id']} "
+                            f"after {w['at']} tokens, {w['rolled_back']} rolled back: ids only "
+                            f"the main matcher allows {w['main_only']}, only the twin "
+                            f"{w['twin_only']}")
     for r in rows:
         for f in r["failures"][:3]:
             what = f.get("error") or f.get("mismatch") or (
