@@ -160,17 +160,10 @@ def speculate(grammar: Any, target: _Target, vocab_size: int, stop_ids: frozense
                 t = _greedy(z, allowed) if drafter == "model" else int(np.argmax(z))
                 if t in stop_ids:
                     break
-                if not allowed[t]:  # unmasked: an invalid token, proposed and then refused
+                if t >= allowed.size or not allowed[t]:  # unmasked: invalid, proposed, refused
                     draft.append(t)
                     break
-                if not main.commit(t):
-                    break
-                draft.append(t)
-                committed += 1
-                allowed = mask_now()
-                masks_at.append(allowed)
-                continue
-            if drafter == "enumerate":
+            elif drafter == "enumerate":
                 ids = np.flatnonzero(allowed)
                 if len(ids) == 1 and int(ids[0]) not in stop_ids:
                     t = int(ids[0])
