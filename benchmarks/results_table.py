@@ -254,7 +254,7 @@ def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
     engines = summary.get("engines", {})
     if not engines and not summary.get("serve"):
         raise RunFolderError(f"{run_dir / 'summary.json'}: no engines")
-    own = [k for k in OWN_TABLES if summary.get(k)]
+    own = [k for k in OWN_TABLES if summary.get(k.split(":")[0])]
     hazards = summary.get("hazards")
     replay = not summary.get("serve") and not summary.get("grammars") and not own \
         and not hazards and not any(
@@ -307,7 +307,7 @@ def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
         "e2e": e2e_rows(run_dir, meta, summary) if not replay and not summary.get("serve")
         and not own and not hazards else [],
         "hazards": hazard_rows(meta, hazards) if hazards else None,
-        "own": {k: OWN_TABLES[k][2](meta, summary[k]) for k in own},
+        "own": {k: OWN_TABLES[k][2](meta, summary[k.split(":")[0]]) for k in own},
     }
     return rows, details
 
@@ -415,6 +415,42 @@ def tools_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
             for r in block.get("compile", [])]
 
 
+def tool_event_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
+    """Streaming parse events: one row per (engine, outputs) of a tools run, medians in
+    decode steps (``summary["tools"]["events"]`` and ``["events_model"]``)."""
+    date = _utc(meta.get("created_at"))
+    src = (block.get("tpot") or {}).get("source") or "–"
+
+    def frac(x: Any) -> str:
+        return "–" if not x else f"{number(x[0])}/{number(x[1])}"
+
+    out = []
+    for what, rows in (("ground truth", block.get("events") or []),
+                       ("the model's", block.get("events_model") or [])):
+        for r in rows:
+            out.append([date, r["engine"], what, number(r["calls"]),
+                        *(number(r[k], 1) for k in ("name_decided", "name_written",
+                                                    "required_complete", "end",
+                                                    "lead_tokens")),
+                        number(r["lead_ms"], 1), number(r["lead_share"], 2),
+                        frac(r["agree_ref"]), frac(r["agree_forced"]) if r["agree_forced"]
+                        else "no API", number(r["forced_us"], 1), number(r["mask_us"], 1),
+                        src])
+    return out
+
+
+def speculative_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
+    """Grammar-aware drafting: one row per (engine, drafter) of a drafts run with
+    ``--model`` (``summary["drafts"]["speculative"]``)."""
+    date = _utc(meta.get("created_at"))
+    return [[date, r["engine"], r["drafter"], number(r["schemas"]),
+             number(r["accept_len"], 2), number(r["steps_per_token"], 3),
+             number(r["drafted_per_step"], 2), number(r["acceptance"], 2),
+             number(r["speedup"], 2), number(r["rollbacks"]), number(r["wrong_states"]),
+             f"{r['lossless'][0]}/{r['lossless'][1]}"]
+            for r in block.get("speculative") or []]
+
+
 def churn_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
     """One row per (engine, Zipf exponent) of a churn run."""
     date = _utc(meta.get("created_at"))
@@ -494,7 +530,7 @@ def quality_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
 
 #: columns of text (left-aligned) in those tables
 TEXT_COLUMNS = {"date of the run", "engine", "subset", "API", "validate / single steps",
-                "workload", "p99 ms by B", "stream"}
+                "workload", "p99 ms by B", "stream", "outputs", "drafter", "TPOT source"}
 
 #: summary block → (heading and sentence, header, rows) for suites with their own figures
 OWN_TABLES: dict[str, tuple[str, list[str], Any]] = {
@@ -504,6 +540,19 @@ OWN_TABLES: dict[str, tuple[str, list[str], Any]] = {
               "tools shared); TTFM = cold compile + first mask.",
               ["date of the run", "engine", "tools", "cold (ms)", "warm (ms)", "overlap (ms)",
                "TTFM (ms)", "refused / died"], tools_rows),
+    "tools:events": ("## Streaming parse events\n\nThe tools suite's events "
+                     "([tools.md](tools.md#streaming-parse-events-when-could-a-consumer-act)): "
+                     "per engine and outputs (the BFCL ground-truth calls, or the model's own "
+                     "with `--model`), medians in decode steps of the step from which one "
+                     "function name is left (from the engine's mask), the name written, every "
+                     "required argument complete, and the end; lead = end − required complete "
+                     "(its ms at the TPOT of the source named); = reference: calls decided at "
+                     "the reference engine's step; forced = mask: the forced continuation "
+                     "agrees; costs per step, µs.",
+                     ["date of the run", "engine", "outputs", "calls", "name decided",
+                      "name written", "required complete", "end", "lead tokens", "lead ms",
+                      "lead share", "= reference", "forced = mask", "forced µs/step",
+                      "mask µs/step", "TPOT source"], tool_event_rows),
     "churn": ("## Churn runs\n\nThe churn suite ([suites.md](suites.md)): per engine and "
               "Zipf exponent (0 = every request new), the share of requests the engine's "
               "cache served and the TTFT a request sees from its grammar (ms).",
@@ -526,6 +575,17 @@ OWN_TABLES: dict[str, tuple[str, list[str], Any]] = {
                ["date of the run", "engine", "API", "drafts", "wrong length",
                 "rollback mismatch", "after stop", "errors", "validate / single steps"],
                drafts_rows),
+    "drafts:speculative": ("## Grammar-aware drafting\n\nThe drafts suite with `--model` "
+                           "([suites.md](suites.md#grammar-aware-drafting---model)): the "
+                           "model decodes each schema greedily under the engine's grammar, "
+                           "once per drafter; accept_len = accepted draft tokens per target "
+                           "step; speedup modelled from measured step, draft and mask costs "
+                           "(median over the schemas); wrong states: steps after which the "
+                           "main matcher's mask differed from a twin's that never saw a "
+                           "rolled-back token; lossless: outputs equal to plain greedy's.",
+                           ["date of the run", "engine", "drafter", "schemas", "accept_len",
+                            "steps / token", "proposed / step", "acceptance", "speedup",
+                            "rollbacks", "wrong states", "lossless"], speculative_rows),
     "batch": ("## Batch-scaling runs\n\nThe batch suite ([suites.md](suites.md)): per engine, "
               "workload and host threads T, the largest batch B whose p99 grammar time per "
               "decode step (fill of all B masks + commit of all B tokens, through the "

@@ -56,6 +56,13 @@ def test_every_drafter_is_lossless_and_the_table_is_the_records(models, tmp_path
     assert "Grammar-aware drafting" in r.stdout
     report = (tmp_path / "reports" / run_dir.name / "report.md").read_text()
     assert "Grammar-aware drafting" in report
+    import subprocess
+    import sys
+
+    table = subprocess.run([sys.executable, "benchmarks/results_table.py", str(run_dir)],
+                           cwd=ROOT, capture_output=True, text=True)
+    assert table.returncode == 0, table.stderr
+    assert "## Grammar-aware drafting" in table.stdout and "| prompt_lookup |" in table.stdout
 
 
 def test_a_draft_model_on_another_tokenizer_is_refused(models, tmp_path, corpus_dir):

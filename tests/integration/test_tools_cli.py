@@ -60,6 +60,7 @@ def test_tools_run(tmp_path, corpus_dir):
                            cwd=ROOT, capture_output=True, text=True)
     assert table.returncode == 0, table.stderr
     assert "## Tool-call runs" in table.stdout and "| xgrammar | 10 |" in table.stdout
+    assert "## Streaming parse events" in table.stdout and "| ground truth |" in table.stdout
     assert "## Replay runs" not in table.stdout  # no replay rows for a suite with its own figures
 
 
