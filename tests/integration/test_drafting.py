@@ -6,7 +6,6 @@ step, and the figures must be what the records say."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
