@@ -151,7 +151,10 @@ class LocalExecutor:
             data = pickle.dumps(job.payload, protocol=pickle.HIGHEST_PROTOCOL)
             if len(data) > PIPELINE_MAX_BYTES:
                 return False
-            slot.conn.send_bytes(data)
+            try:
+                slot.conn.send_bytes(data)
+            except OSError:  # the worker has just ended (recycled, or died): not queued
+                return False
             slot.queued = job
             slot.sent += 1
             return True
@@ -160,7 +163,13 @@ class LocalExecutor:
         if slot.process is None or not slot.process.is_alive():
             self._start(slot, job.env)
         self._begin(slot, job)
-        slot.conn.send(job.payload)
+        try:
+            slot.conn.send(job.payload)
+        except OSError:  # it ended before its first job: a fresh worker takes the job
+            slot.job = None
+            self._stop(slot, kill=True)
+            self._retry.append(job)
+            return True
         slot.sent += 1
         slot.seq = slot.sent
         return True
@@ -270,6 +279,9 @@ class LocalExecutor:
         busy when this returns by an exception is killed either way."""
         queue = iter(jobs)
         more = True
+        # a write to a worker that has just ended must be an error to handle, never the
+        # end of the run: the CLI restores SIGPIPE's default (for `harness ... | head`)
+        pipe = _ignore_sigpipe()
         try:
             held: Job | None = None  # a job too large to queue, waiting for an idle worker
             while more or held or self._retry or any(s.job for s in self._slots):
@@ -328,6 +340,7 @@ class LocalExecutor:
             for slot in self._slots:
                 if slot.process is not None and (slot.job is not None or not keep_workers):
                     self._close_slot(slot)
+            _restore_sigpipe(pipe)
 
     def _close_slot(self, slot: _Slot) -> None:
         try:
@@ -361,11 +374,12 @@ class LocalExecutor:
                 elif kind == "done":
                     self._finish(slot, unpack_timings(payload))
                 elif kind == RECYCLE:
-                    # the worker ends after its last job: the job queued behind it (now the
-                    # slot's current one) never started there, and runs again elsewhere
-                    if slot.job is not None:
-                        self._retry.append(slot.job)
-                        slot.job = None
+                    # the worker ends after its last job: the jobs sent behind it (the one
+                    # now current, one queued since) never started there: they run again
+                    for j in (slot.job, slot.queued):
+                        if j is not None:
+                            self._retry.append(j)
+                    slot.job = slot.queued = None
                     self._stop(slot)
                     return
                 elif kind == "died":
@@ -378,6 +392,21 @@ class LocalExecutor:
             pass
         if slot.job is not None and not slot.process.is_alive():
             self._death(slot)
+
+
+def _ignore_sigpipe() -> Any:
+    """SIGPIPE ignored (a write to a closed pipe raises instead), from the main thread only;
+    returns what to restore (None: nothing was changed)."""
+    import threading
+
+    if not hasattr(signal, "SIGPIPE") or threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+
+
+def _restore_sigpipe(previous: Any) -> None:
+    if previous is not None:
+        signal.signal(signal.SIGPIPE, previous)
 
 
 def outcome_counts(records: Iterable[Record]) -> Counter:
