@@ -264,9 +264,12 @@ class RunStore:
 
     def records(self) -> Iterator[Record]:
         """All complete records, in the order they finished, in the current format
-        (version 1 records read as version 2). Raises :class:`StoreError` on a record of a
-        format version this harness does not know."""
+        (version 1 records read as version 2), each job once: a job recorded twice (a
+        runner that ran it again) counts by its first record, with a warning. Raises
+        :class:`StoreError` on a record of a format version this harness does not know."""
         opener = gzip.open if self.published else open
+        seen: set[tuple[str, str]] = set()
+        again = 0
         with opener(self.records_path, "rb") as f:
             for line in f:
                 if line.endswith(b"\n"):
@@ -274,7 +277,15 @@ class RunStore:
                         record = json.loads(line)
                     except ValueError:
                         continue
+                    key = (record.get("engine"), record.get("case_id"))
+                    if key in seen:
+                        again += 1
+                        continue
+                    seen.add(key)
                     yield upgrade_record(record, self.records_path)
+        if again:
+            warnings.warn(f"{self.records_path}: {again} job(s) recorded twice: each counts "
+                          "by its first record", stacklevel=2)
 
     def finished(self) -> set[tuple[str, str]]:
         """(engine label, case id) of every job already recorded."""

@@ -178,3 +178,21 @@ def test_corrupt_last_line_is_skipped_with_a_warning_on_resume(tmp_path):
     reopened.append(recs[2])  # the rerun's record lands on a fresh line
     reopened.close()
     assert [json.loads(l) for l in path.read_text().splitlines()] == recs
+
+
+def test_a_job_recorded_twice_counts_once_by_its_first_record(tmp_path):
+    """A runner that ran a job again (at-least-once delivery) leaves two records of it:
+    every reader (summaries, reports, resume) sees the first, with one warning."""
+    from harness.store.run_store import RunStore
+
+    store = RunStore.create(tmp_path, "run", {"config": {}, "sessions": []})
+    first = {"format": RECORD_FORMAT, "engine": "null", "case_id": "A.json",
+             "outcome": "passing"}
+    other = {**first, "case_id": "B.json"}
+    again = {**first, "outcome": "timeout"}
+    for r in (first, other, again):
+        store.append(r)
+    store.close()
+    with pytest.warns(UserWarning, match=r"1 job\(s\) recorded twice"):
+        got = list(RunStore.open_readonly(store.path).records())
+    assert got == [first, other]
