@@ -420,6 +420,7 @@ def tool_event_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
     decode steps (``summary["tools"]["events"]`` and ``["events_model"]``)."""
     date = _utc(meta.get("created_at"))
     src = (block.get("tpot") or {}).get("source") or "–"
+    vocab = model_label(str((meta.get("tokenizer") or {}).get("name", "–")))
 
     def frac(x: Any) -> str:
         return "–" if not x else f"{number(x[0])}/{number(x[1])}"
@@ -428,7 +429,7 @@ def tool_event_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
     for what, rows in (("ground truth", block.get("events") or []),
                        ("the model's", block.get("events_model") or [])):
         for r in rows:
-            out.append([date, r["engine"], what, number(r["calls"]),
+            out.append([date, vocab, r["engine"], what, number(r["calls"]),
                         *(number(r[k], 1) for k in ("name_decided", "name_written",
                                                     "required_complete", "end",
                                                     "lead_tokens")),
@@ -530,7 +531,8 @@ def quality_rows(meta: RunMeta, block: dict[str, Any]) -> list[list[str]]:
 
 #: columns of text (left-aligned) in those tables
 TEXT_COLUMNS = {"date of the run", "engine", "subset", "API", "validate / single steps",
-                "workload", "p99 ms by B", "stream", "outputs", "drafter", "TPOT source"}
+                "workload", "p99 ms by B", "stream", "outputs", "drafter", "TPOT source",
+                "vocabulary"}
 
 #: summary block → (heading and sentence, header, rows) for suites with their own figures
 OWN_TABLES: dict[str, tuple[str, list[str], Any]] = {
@@ -549,7 +551,8 @@ OWN_TABLES: dict[str, tuple[str, list[str], Any]] = {
                      "(its ms at the TPOT of the source named); = reference: calls decided at "
                      "the reference engine's step; forced = mask: the forced continuation "
                      "agrees; costs per step, µs.",
-                     ["date of the run", "engine", "outputs", "calls", "name decided",
+                     ["date of the run", "vocabulary", "engine", "outputs", "calls",
+                      "name decided",
                       "name written", "required complete", "end", "lead tokens", "lead ms",
                       "lead share", "= reference", "forced = mask", "forced µs/step",
                       "mask µs/step", "TPOT source"], tool_event_rows),

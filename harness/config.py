@@ -134,7 +134,8 @@ class RunConfig:
     def _check_model(self) -> None:
         """A suite option ``model`` that names a path (``--model PATH``) is a checkpoint
         folder (``build:default`` / ``build:tiny`` name the folder ``harness model build``
-        makes, which the options then hold instead): validated here, once (:func:`harness.model.load_checkpoint`; a bad one is
+        makes, which the options then hold instead; ``--draft-model build:draft`` the
+        draft model built on that target's tokenizer): validated here, once (:func:`harness.model.load_checkpoint`; a bad one is
         a :class:`ConfigError` with its one line naming the path), and the run's
         vocabulary becomes the folder's tokenizer (every engine is built on it). A
         ``--tokenizer`` other than the default or that folder is refused."""
@@ -148,6 +149,16 @@ class RunConfig:
             if model in BUILT:  # the model built here: its cached folder (built now if not)
                 model = resolve_model(model, self.data)
                 object.__setattr__(self, "options", {**self.options, "model": model})
+            if self.options.get("draft_model") == "build:draft":
+                # the draft model built here on this target's tokenizer (built now if not)
+                from harness.training.build import BuildError, build_model
+
+                try:
+                    draft = build_model("draft", data=self.data, progress=False,
+                                        target=model)
+                except BuildError as e:
+                    raise ConfigError(f"--draft-model build:draft: {e}") from None
+                object.__setattr__(self, "options", {**self.options, "draft_model": str(draft)})
 
             if looks_like_checkpoint(model):
                 try:

@@ -48,9 +48,10 @@ def add_run_arguments(p) -> None:
     g.add_argument("--draft-seed", dest="draft_seed", type=int,
                    help="seed of the start and corrupt positions and the corrupt tokens "
                         "(default 0)")
-    g.add_argument("--draft-model", dest="draft_model", metavar="FOLDER",
+    g.add_argument("--draft-model", dest="draft_model", metavar="FOLDER|build:draft",
                    help="with --model: a draft checkpoint on the target's tokenizer for the "
-                        "model drafters (harness model build --size draft prints one)")
+                        "model drafters; build:draft = the one harness model build --size "
+                        "draft makes for the target (built now when not cached)")
 
 
 def config_from_args(args) -> DraftsOptions:
