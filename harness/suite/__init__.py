@@ -72,7 +72,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from harness.config import RunConfig
-    from harness.execution.executor import ExecutorError, Job
+    from harness.execution.executor import KEEP, RECYCLE, ExecutorError, Job
     from harness.execution.session import make_executor
     from harness.records import CasePayload, InstanceRecord, JobPayload, Record, RunMeta, Summary
     from harness.registry import RegistryError, adapter_class, build_suite

@@ -179,12 +179,13 @@ def _tpot_ms(tpot: dict[str, Any] | None, engine: str) -> float | None:
 
 
 def event_rows(records: list[ToolsRecord], tpot: dict[str, Any] | None = None,
-               reference: str = "reference", source: str = "truth") -> list[ToolsEventsRow]:
+               reference: str | None = None, source: str = "truth") -> list[ToolsEventsRow]:
     """One row per engine: the streaming parse events of every call of the valid instances
     (:mod:`suites.tools.events`), medians in decode steps; ``lead_ms`` = mean lead tokens ×
     the time per output token ``tpot`` gives for the engine (the e2e suite's measured
     TPOT, its source in ``tpot["source"]``). ``agree_ref``: calls whose ``name_decided``
-    equals the ``reference`` engine's on the same output (None without its records);
+    equals the ``reference`` engine's (default: the exact one, ``engines.ORACLE``) on the
+    same output (None without its records);
     ``agree_forced``: calls whose forced-continuation ``name_decided`` equals the mask's
     (None: the engine has no forced-continuation API). Costs: µs per scanned step,
     medians over the instances: the engine's ``forced_continuation`` call, its
@@ -193,6 +194,8 @@ def event_rows(records: list[ToolsRecord], tpot: dict[str, Any] | None = None,
     (engines whose languages differ write different outputs from the same seed).
     ``source``: ``truth`` (the ground-truth outputs) or ``model`` (the checkpoint's own
     outputs, ``--model``: ``outputs`` written, ``valid`` of them traced)."""
+    if reference is None:  # the exact engine (engines.ORACLE)
+        from harness.suite.engines import ORACLE as reference
     by: dict[str, list[tuple[tuple[str, int, str, int], CallEvents]]] = defaultdict(list)
     cost: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     errors: dict[str, int] = defaultdict(int)
