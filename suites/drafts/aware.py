@@ -38,6 +38,7 @@ one-token KV-cache step) and ``mask`` the engine's mean ``fill_mask``.
 
 from __future__ import annotations
 
+import copy
 import time
 from typing import Any
 
@@ -85,9 +86,7 @@ class _Target:
                               use_cache=True).past_key_values
             new = torch.tensor([self.prompt[-1:] * m], dtype=torch.long)
             for _ in range(REPEATS):
-                import copy
-
-                kv = copy.deepcopy(past)
+                kv = copy.deepcopy(past)  # a fresh cache each time: the pass extends it
                 t0 = time.perf_counter_ns()
                 self.model(input_ids=new, past_key_values=kv, use_cache=True)
                 dt = time.perf_counter_ns() - t0
