@@ -219,13 +219,20 @@ class OutlinesEngine(EngineAdapter):
     grammar_dialects = ("regex",)
 
     def compile(self, schema_text: str) -> OutlinesCompiled:
+        return self._index(self._regex(schema_text))
+
+    def grammar_key(self, schema_text: str) -> str:
+        """The regular expression ``build_regex_from_schema`` makes of the schema (with this
+        configuration's options): the ``Index`` is a function of it and the vocabulary."""
+        return "regex:" + self._regex(schema_text)
+
+    def _regex(self, schema_text: str) -> str:
         try:
-            regex = self._build_regex(schema_text, **self.options)
+            return self._build_regex(schema_text, **self.options)
         except MemoryError:
             raise
         except Exception as e:
             raise CompileError(one_line(e)) from None
-        return self._index(regex)
 
     @classmethod
     def whitespace_bound(cls, n: int) -> dict[str, Any]:
@@ -246,15 +253,7 @@ class OutlinesEngine(EngineAdapter):
         options, then one ``Index`` (a DFA over the whole request)."""
         from engines.tool_calls import regex
 
-        def args(schema_text: str) -> str:
-            try:
-                return self._build_regex(schema_text, **self.options)
-            except MemoryError:
-                raise
-            except Exception as e:
-                raise CompileError(one_line(e)) from None
-
-        out = self._index(regex(spec, args))
+        out = self._index(regex(spec, self._regex))
         out.form = "regex"
         return out
 
@@ -265,15 +264,7 @@ class OutlinesEngine(EngineAdapter):
         (this configuration's options), then one ``Index``; the free text is unbounded."""
         from engines.reasoning import regex
 
-        def answer(schema_text: str) -> str:
-            try:
-                return self._build_regex(schema_text, **self.options)
-            except MemoryError:
-                raise
-            except Exception as e:
-                raise CompileError(one_line(e)) from None
-
-        out = self._index(regex(spec, answer))
+        out = self._index(regex(spec, self._regex))
         out.form = "regex"
         return out
 

@@ -336,6 +336,21 @@ class EngineAdapter(abc.ABC):
             When the engine refuses or fails to compile it (one-line message); never another
             exception for an engine's own error."""
 
+    def grammar_key(self, schema_text: str) -> str | None:
+        """What :meth:`compile` turns ``schema_text`` into before its costly step, as text,
+        where the engine can say so cheaply (outlines-core: the regular expression, built
+        in microseconds, before an ``Index`` over the vocabulary that takes up to minutes).
+        Two schema texts with the same key compile to the same grammar, so a caller that
+        compiles many near-identical schemas (the keyword judge: a node and the node
+        without each keyword) compiles each key once. None: the engine does not say (the
+        schema text is its own key).
+
+        Raises
+        ------
+        CompileError
+            Where that first step already refuses the schema (:meth:`compile` would too)."""
+        return None
+
     #: Grammar dialects :meth:`compile_grammar` reads, in the order the engine prefers
     #: them (``"regex"``, ``"gbnf"``, ``"lark"``; :mod:`suites.grammars.languages`). A
     #: grammar case is given in the first of these it has a form in; empty: the engine

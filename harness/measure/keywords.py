@@ -34,10 +34,14 @@ is derandomized and bounded (:data:`EXAMPLES` per schema, :data:`SECONDS` per ge
   rejects them even without the keyword, the reachability search ran out of budget ...).
 
 **A schema** (:func:`judge_schema`): every node, each within :data:`NODE_SECONDS` and the
-schema within :data:`SCHEMA_SECONDS`; a node judged before in the process (the same text
+schema within :data:`SCHEMA_SECONDS`; a node judged before in the run (the same text
 taken alone, the same engine: :class:`Memo`) gets the rows it got then. The corpus repeats
 its nodes, so the whole-corpus atlas (``harness run --suite hazards --subset keywords
---sample all``) judges each distinct node once per worker and engine.
+--sample all``) judges each distinct node once per engine. Compiles are shared by what the
+engine compiles (:meth:`engines.protocol.EngineAdapter.grammar_key`: outlines-core's
+regular expression), so a node and its variants without a keyword that make the same
+grammar compile it once; a grammar whose compile ran past the budget once is not compiled
+again in the run.
 
 Everything here is pure data except the judging functions, which take an :class:`Engine`.
 """
@@ -50,13 +54,15 @@ import json
 import math
 import os
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
 __all__ = ["KEYWORDS", "STRUCTURAL", "UNDECLARED", "PROBES", "VERDICTS", "AdapterEngine",
-           "Engine", "Judged", "Memo", "Node", "Plan", "candidates", "deciding", "judge_node",
-           "judge_schema", "nodes", "plan", "valid_instances", "without"]
+           "CompileAbandoned", "Engine", "Judged", "Memo", "Node", "Plan", "candidates",
+           "deciding", "judge_node", "judge_schema", "nodes", "plan", "valid_instances",
+           "without"]
 
 KEYWORDS: tuple[str, ...] = (
     "pattern", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
@@ -745,6 +751,11 @@ class Engine(Protocol):
 
     def compile(self, schema_text: str) -> Any: ...
 
+    def grammar_key(self, schema_text: str) -> str | None:
+        """:meth:`engines.protocol.EngineAdapter.grammar_key`: None where the engine does
+        not say (the schema text is then its own key)."""
+        ...
+
     def accepts(self, compiled: Any, text: str) -> bool: ...
 
     def writable(self, compiled: Any, text: str) -> tuple[str, str | None]:
@@ -754,20 +765,49 @@ class Engine(Protocol):
 
 @dataclass
 class _Compiled:
+    """One node's compiles, through ``memo`` when the engine has a ``key`` (shared with
+    every node of the run on that engine), else in a cache of its own."""
+
     engine: Engine
+    memo: "Memo | None" = None
     cache: dict[str, Any] = field(default_factory=dict)
 
     def get(self, schema: dict[str, Any]) -> Any:
-        """The compiled schema, or the :class:`CompileError` it raised (both memoised)."""
+        """The compiled schema, or the :class:`CompileError` it raised (both memoised by
+        the engine's :meth:`Engine.grammar_key`). Raises :class:`CompileAbandoned` for a
+        compile that runs past the engine's budget, or ran past it before in this run
+        (``still_running`` False: nothing was started)."""
         from engines.protocol import CompileError
 
-        key = json.dumps(schema, sort_keys=True)
-        if key not in self.cache:
-            try:
-                self.cache[key] = self.engine.compile(json.dumps(schema))
-            except CompileError as e:
-                self.cache[key] = e
-        return self.cache[key]
+        text = json.dumps(schema)
+        try:
+            gkey = self.engine.grammar_key(text)
+        except CompileError as e:
+            return e
+        key = gkey if gkey is not None else "schema:" + json.dumps(schema, sort_keys=True)
+        ekey: str = getattr(self.engine, "key", None) or ""
+        memo = self.memo if ekey else None
+        got = memo.compiled(ekey, key) if memo is not None else self.cache.get(key)
+        if got is not None:
+            return got
+        if memo is not None:
+            why = memo.slow(ekey, key)
+            if why is not None:
+                raise CompileAbandoned(f"{why} (in an earlier job of this run: the same "
+                                       "grammar is not compiled again)", still_running=False)
+        try:
+            got = self.engine.compile(text)
+        except CompileError as e:
+            got = e
+        except CompileAbandoned as e:
+            if memo is not None:
+                memo.put_slow(ekey, key, str(e))
+            raise
+        if memo is not None:
+            memo.keep_compiled(ekey, key, got)
+        else:
+            self.cache[key] = got
+        return got
 
 
 def _text(x: Any) -> str:
@@ -776,12 +816,14 @@ def _text(x: Any) -> str:
 
 def judge_node(engine: Engine, node: Node, made: Plan | None = None,
                deadline: float | None = None,
-               emit: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+               emit: Callable[[dict[str, Any]], None] | None = None,
+               memo: "Memo | None" = None) -> list[dict[str, Any]]:
     """One row per keyword of ``node`` for ``engine``: ``{"path", "keyword", "verdict",
     "witness", "why"}`` (see the module docstring), from the instances of ``made`` (default:
     :func:`plan`). ``deadline`` (``time.monotonic()``): past it, the keywords not yet judged
     are ``undecided``. ``emit`` is called with each row as soon as it is made (a caller that
-    may have to stop the engine keeps what was judged)."""
+    may have to stop the engine keeps what was judged). ``memo``: compiles shared with
+    other nodes (:class:`Memo`); None: this node's own."""
     from engines.protocol import CompileError, one_line
 
     rows: list[dict[str, Any]] = []
@@ -806,7 +848,7 @@ def judge_node(engine: Engine, node: Node, made: Plan | None = None,
         for kw in node.keywords:
             row(kw, "undecided", why=node.skip)
         return rows
-    cc = _Compiled(engine)
+    cc = _Compiled(engine, memo)
     compiled = cc.get(node.schema)
     if isinstance(compiled, CompileError):
         for kw in node.keywords:
@@ -899,8 +941,14 @@ def judge_node(engine: Engine, node: Node, made: Plan | None = None,
 
 
 class CompileAbandoned(Exception):
-    """A compile that ran past :attr:`AdapterEngine.compile_seconds`: it was left running in
-    its thread, and the process must end before its engine is trusted again."""
+    """A compile that ran past :attr:`AdapterEngine.compile_seconds`. ``still_running``
+    True: it was left running in its thread, and the process must end before its engine
+    is trusted again; False: the same grammar ran past it before (:meth:`Memo.slow`) and
+    was not compiled this time."""
+
+    def __init__(self, message: str, still_running: bool = True) -> None:
+        super().__init__(message)
+        self.still_running = still_running
 
 
 class AdapterEngine:
@@ -926,6 +974,9 @@ class AdapterEngine:
         self.bitmask = allocate_bitmask(vocab.size)
         self.reach_seconds = reach_seconds
         self.compile_seconds = compile_seconds
+
+    def grammar_key(self, schema_text: str) -> str | None:
+        return self.adapter.grammar_key(schema_text)
 
     def compile(self, schema_text: str) -> Any:
         if self.compile_seconds is None:
@@ -996,6 +1047,11 @@ class Memo:
     plans: dict[str, Plan] = field(default_factory=dict)
     rows: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     folder: Path | None = None
+    #: compiled grammars (or their CompileError) of this process, by engine and
+    #: :meth:`Engine.grammar_key`: the most recently used :data:`COMPILED` are kept
+    grammars: "OrderedDict[tuple[str, str], Any]" = field(default_factory=OrderedDict)
+    #: grammars whose compile ran past the budget (:meth:`slow`), and why
+    slows: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def _file(self, kind: str, *key: str) -> Path:
         assert self.folder is not None
@@ -1048,6 +1104,34 @@ class Memo:
         if self.folder is not None:
             self._file("busy", ekey, nkey).unlink(missing_ok=True)
 
+    def compiled(self, ekey: str, gkey: str) -> Any:
+        """The compiled grammar (or its CompileError) this process keeps for ``gkey`` on
+        the engine ``ekey``; None when it keeps none."""
+        got = self.grammars.get((ekey, gkey))
+        if got is not None:
+            self.grammars.move_to_end((ekey, gkey))
+        return got
+
+    def keep_compiled(self, ekey: str, gkey: str, value: Any) -> None:
+        self.grammars[(ekey, gkey)] = value
+        while len(self.grammars) > COMPILED:
+            self.grammars.popitem(last=False)
+
+    def slow(self, ekey: str, gkey: str) -> str | None:
+        """Why the grammar ``gkey`` is not compiled again on ``ekey``: a compile of it ran
+        past the budget in this process or, with a folder, in any worker of the run; None
+        otherwise."""
+        if (ekey, gkey) not in self.slows:
+            got = self._read("slow", ekey, gkey)
+            if got is None:
+                return None
+            self.slows[(ekey, gkey)] = got
+        return self.slows[(ekey, gkey)]
+
+    def put_slow(self, ekey: str, gkey: str, why: str) -> None:
+        self.slows[(ekey, gkey)] = why
+        self._write("slow", why, ekey, gkey)
+
     def begin(self, ekey: str, nkey: str) -> None:
         """``(ekey, nkey)`` is being judged by this process (see :meth:`killed`)."""
         self._write("busy", os.getpid(), ekey, nkey)
@@ -1067,6 +1151,10 @@ class Memo:
             return False
         return False
 
+
+#: Compiled grammars a :class:`Memo` keeps in memory (an outlines-core ``Index`` over
+#: Llama-3's vocabulary takes up to 14 MB).
+COMPILED = 16
 
 #: The memo of this process (a worker's, across its jobs).
 MEMO = Memo()
@@ -1146,9 +1234,9 @@ def judge_schema(engine: Engine, schema: Any, *, extended: bool = True,
         made = memo.plan(node, nkey) if node.skip is None else Plan()
         t2 = time.monotonic()
         try:
-            rows = judge_node(engine, node, made, t2 + node_seconds)
+            rows = judge_node(engine, node, made, t2 + node_seconds, memo=memo)
         except CompileAbandoned as e:
-            out.abandoned = True
+            out.abandoned = out.abandoned or e.still_running
             rows = [{"path": node.path, "keyword": kw, "verdict": "undecided",
                      "witness": None, "why": str(e)} for kw in node.keywords]
         out.plan_s += t2 - t1

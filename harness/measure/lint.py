@@ -85,8 +85,9 @@ def _judge(spec: Any, vocab: Any, todo: list[tuple[Node, Plan]], conn: Any,
            first: int = 0) -> None:
     """In the engine's process: one message per node, then ``("done", None)``."""
     from engines.protocol import one_line
-    from harness.measure.keywords import AdapterEngine, judge_node
+    from harness.measure.keywords import AdapterEngine, Memo, judge_node
 
+    memo = Memo()  # the nodes of every file share their compiles (Engine.grammar_key)
     try:
         engine = AdapterEngine(spec.build(vocab), vocab)
     except Exception as e:
@@ -103,7 +104,7 @@ def _judge(spec: Any, vocab: Any, todo: list[tuple[Node, Plan]], conn: Any,
             conn.send(("row", row))
 
         try:
-            judge_node(engine, node, made, time.monotonic() + NODE_SECONDS, emit)
+            judge_node(engine, node, made, time.monotonic() + NODE_SECONDS, emit, memo)
         except Exception as e:  # an engine raising outside its CompileError: the rest
             for kw in node.keywords:
                 if kw not in sent:

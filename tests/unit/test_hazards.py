@@ -351,3 +351,75 @@ def test_a_compile_past_its_budget_is_abandoned_and_the_rest_undecided(tmp_path)
     assert first["verdict"] == "undecided" and "ran past 0.5 s" in first["why"]
     assert rest and all(r["verdict"] == "undecided" and "abandoned" in r["why"] for r in rest)
     assert got["memo"] == 1  # the slow node is remembered; the nodes not judged are not
+
+
+class _ByType:
+    """An engine that compiles a schema by its ``type`` alone (every other keyword
+    ignored, as outlines-core ignores ``minimum``), and never finishes a string's."""
+
+    key = "by-type"
+
+    def __init__(self):
+        self.compiles: list[str] = []
+
+    def grammar_key(self, schema_text):
+        return "type:" + json.loads(schema_text)["type"]
+
+    def compile(self, schema_text):
+        self.compiles.append(schema_text)
+        if json.loads(schema_text)["type"] == "string":
+            raise keywords.CompileAbandoned("the engine's compile ran past 3 s")
+        return json.loads(schema_text)["type"]
+
+    def accepts(self, compiled, text):
+        x = json.loads(text)
+        return compiled == "integer" and isinstance(x, int) and not isinstance(x, bool)
+
+    def writable(self, compiled, text):
+        return "unwritable", None
+
+
+def test_a_grammar_is_compiled_once_per_run_and_a_slow_one_never_again(tmp_path):
+    """Nodes whose grammars are one (the engine's grammar_key) share one compile; a
+    grammar whose compile ran past the budget is not compiled again by any worker of the
+    run (a memo on the same scratch folder), and that worker is not told to end."""
+    schema = {"type": "object", "properties": {
+        "a": {"type": "integer", "minimum": 1}, "b": {"type": "integer", "maximum": 5},
+        "c": {"type": "string", "maxLength": 2, "minLength": 1}}}
+    engine = _ByType()
+    got = keywords.judge_schema(engine, schema, extended=False,
+                                memo=keywords.Memo(folder=tmp_path))
+    verdicts = {(r["path"], r["keyword"]): r["verdict"] for r in got.rows}
+    assert verdicts[("/properties/a", "minimum")] == "ignored"
+    assert verdicts[("/properties/b", "maximum")] == "ignored"
+    assert sum('"integer"' in s for s in engine.compiles) == 1  # a, b and their variants
+    assert got.abandoned  # the string's compile is still running in this process
+    assert {r["verdict"] for r in got.rows if r["path"] == "/properties/c"} == {"undecided"}
+    # another worker, another node with the same grammar: nothing compiled, not abandoned
+    other = _ByType()
+    again = keywords.judge_schema(other, {"type": "string", "pattern": "^a"},
+                                  extended=False, memo=keywords.Memo(folder=tmp_path))
+    assert other.compiles == [] and not again.abandoned
+    (row,) = again.rows
+    assert row["verdict"] == "undecided" and "ran past 3 s" in row["why"] \
+        and "earlier job" in row["why"]
+
+
+def test_outlines_grammar_key_is_its_regex(vocab):
+    """outlines-core ignores ``minimum`` (outlines-core #261): the node and the node
+    without it are one regular expression, so one Index; a schema it cannot turn into a
+    regex is refused at the key, as compile refuses it."""
+    from engines.protocol import CompileError
+    from harness.registry import is_installed
+
+    if not is_installed("outlines"):
+        pytest.skip("outlines not installed")
+    oc = adapter_class("outlines")(vocab)
+    key = oc.grammar_key(json.dumps({"type": "integer", "minimum": 3}))
+    assert key == oc.grammar_key(json.dumps({"type": "integer"}))
+    assert key != oc.grammar_key(json.dumps({"type": "integer", "enum": [1, 2]}))
+    assert key == "regex:" + oc.compile(json.dumps({"type": "integer"})).regex
+    with pytest.raises(CompileError):
+        oc.grammar_key("not json")
+    with pytest.raises(CompileError):
+        oc.compile("not json")
