@@ -19,9 +19,12 @@ stops with a one-line message saying how to install it.
 from __future__ import annotations
 
 import logging
+import os
 import platform
+import shutil
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -66,10 +69,15 @@ class _Sink:
 class JobSlot:
     """The body of a Ray actor: one isolated worker process, one job at a time."""
 
-    def __init__(self, timeout_s: float, memory_gib: float | None, index: int) -> None:
+    def __init__(self, timeout_s: float, memory_gib: float | None, index: int,
+                 scratch: str | None = None) -> None:
         self.index = index
         self.host = platform.node()
-        self.sink = _Sink(tempfile.mkdtemp(prefix="harness-ray-"))
+        # the worker logs go in a folder of the run's own (``scratch``, which the driver
+        # removes on its node at the end), so that a killed actor leaves nothing behind
+        if scratch is not None:
+            os.makedirs(scratch, exist_ok=True)
+        self.sink = _Sink(tempfile.mkdtemp(prefix="harness-ray-", dir=scratch))
         self.runner = LocalExecutor(self.sink, jobs=1, timeout_s=timeout_s,  # type: ignore[arg-type]
                              memory_gib=memory_gib)
 
@@ -85,6 +93,7 @@ class JobSlot:
 
     def close(self) -> None:
         self.runner.close()
+        shutil.rmtree(self.sink.folder, ignore_errors=True)
 
 
 class RayExecutor:
@@ -125,9 +134,11 @@ class RayExecutor:
         ray = self.ray
         self._connect()
         actor_cls = ray.remote(num_cpus=1, max_restarts=0)(JobSlot)
+        scratch = os.path.join(tempfile.gettempdir(),
+                               f"harness-ray-{os.getpid()}-{uuid.uuid4().hex[:8]}")
 
         def new_actor(i: int):
-            return actor_cls.remote(self.timeout_s, self.memory_gib, i)
+            return actor_cls.remote(self.timeout_s, self.memory_gib, i, scratch)
 
         actors = {i: new_actor(i) for i in range(self.jobs)}
         free = list(range(self.jobs))[::-1]
@@ -177,6 +188,7 @@ class RayExecutor:
             # busy actors are killed at once (their workers die with them); idle ones
             # are asked to stop their workers first
             self._shutdown(list(actors.values()), graceful=not inflight)
+            shutil.rmtree(scratch, ignore_errors=True)
 
     @staticmethod
     def _lost(job: Job, error: str, outcome: str = outcomes.CRASH) -> Record:

@@ -14,6 +14,8 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -65,12 +67,17 @@ def test_ray_resumes_a_local_run_to_the_same_records(corpus, tmp_path):
     (cut / "records.jsonl").write_text("".join(lines[:2]))
     kept = {(json.loads(l)["engine"], json.loads(l)["case_id"]) for l in lines[:2]}
 
+    tmp = Path(tempfile.gettempdir())
+    before = set(tmp.glob("harness-ray-*"))
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         store = benchmark.run(None, tmp_path / "unused", resume=cut, progress=False,
                               executor="ray")
     finally:
         ray.shutdown()
+    # the actors' worker logs went in the run's own folder, removed at the end (the hung
+    # job's actor was killed, so it could not remove its own)
+    assert set(tmp.glob("harness-ray-*")) <= before
     recs = list(store.records())
     got = {(r["engine"], r["case_id"]): r for r in recs}
     assert len(recs) == len(got) == len(want)  # nothing lost, nothing run twice
