@@ -21,8 +21,12 @@ __all__ = ["FLAGGED", "LintError", "LintResult", "load_schema", "lint_files"]
 
 #: The verdicts that make ``harness lint`` exit 1.
 FLAGGED = ("ignored", "misread")
-#: Seconds the engines may spend on one file (their compiles and replays together).
-ENGINE_SECONDS = 22.0
+#: Seconds one file may take: its instances made, then the engines' compiles and replays
+#: (with the process's start and the vocabulary's load, a file takes under 30 s here).
+FILE_SECONDS = 26.0
+#: Of them, the most that making instances may take (hypothesis-jsonschema: up to 4 s on
+#: a large node); the nodes left get none and are undecided, with why.
+PLAN_SECONDS = 8.0
 #: Seconds the judge may spend on one node before the rest of its keywords are undecided
 #: (and, two seconds later, the engine's process is ended and restarted after the node).
 NODE_SECONDS = 3.0
@@ -228,11 +232,38 @@ def _run_engines(specs: list[Any], vocab: Any, todo: list[tuple[Node, Plan]],
     return out
 
 
+def _plans(schema: Any, seconds: float) -> list[tuple[Node, Plan]]:
+    """Every node of ``schema`` (in document order) with its instances, a node met again
+    (the same text) sharing them. They are made smallest node first (the cheapest); past
+    ``seconds`` the nodes left get none and are skipped, with why."""
+    import dataclasses
+
+    t0 = time.monotonic()
+    found = [(json.dumps(n.schema, sort_keys=True), n) for n in nodes(schema)]
+    made: dict[str, Plan] = {}
+    late = (f"not judged: the file's {seconds:g} s for making instances were spent on "
+            "smaller nodes")
+    for key, node in sorted(found, key=lambda kn: len(kn[0])):
+        if key not in made and node.skip is None and time.monotonic() - t0 <= seconds:
+            made[key] = plan(node)
+    out = []
+    for key, node in found:
+        if key in made:
+            out.append((node, made[key]))
+        elif node.skip is not None:  # judged as undecided with its own why
+            out.append((node, Plan()))
+        else:
+            out.append((dataclasses.replace(node, skip=late), Plan()))
+    return out
+
+
 def lint_files(files: list[str | Path], engines: str | None = None, *,
-               tokenizer: str = "llama3", seconds: float = ENGINE_SECONDS) -> LintResult:
+               tokenizer: str = "llama3", seconds: float = FILE_SECONDS) -> LintResult:
     """Lint ``files`` for the engine rows ``engines`` (``NAME[:CONFIG],...``; default
-    :data:`engines.LINT_ENGINES`). Raises :class:`LintError` on bad input (the first bad
-    file) or an unknown / not installed engine."""
+    :data:`engines.LINT_ENGINES`), each file within ``seconds`` (its instances within
+    :data:`PLAN_SECONDS` of them, the engines side by side in the rest). Raises
+    :class:`LintError` on bad input (the first bad file) or an unknown / not installed
+    engine."""
     import engines as engines_pkg
     from engines.vocab import load_vocabulary
     from harness.registry import RegistryError, parse_engines
@@ -250,9 +281,11 @@ def lint_files(files: list[str | Path], engines: str | None = None, *,
     out = LintResult(engines=[s.label for s in specs])
     for name, schema in schemas.items():
         # the instances are the same for every engine: made once, before the engines fork
-        todo = [(node, plan(node)) for node in nodes(schema)]
+        t1 = time.monotonic()
+        todo = _plans(schema, min(PLAN_SECONDS, seconds / 3))
+        left = seconds - (time.monotonic() - t1)
         out.nodes[name] = len(todo)
-        for spec, rows in zip(specs, _run_engines(specs, vocab, todo, seconds)):
+        for spec, rows in zip(specs, _run_engines(specs, vocab, todo, left)):
             out.rows += [{"file": name, "engine": spec.label, **r} for r in rows]
     order = {v: i for i, v in enumerate(VERDICTS)}
     out.rows.sort(key=lambda r: (list(schemas).index(r["file"]), r["path"], r["keyword"],

@@ -143,3 +143,20 @@ def test_bad_input_exits_2_with_one_line_naming_the_file(tmp_path, capsys, text,
     assert main(["lint", str(f)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and str(f) in err and says in err, err
+
+
+def test_a_files_instances_are_made_once_per_node_smallest_first_within_its_budget():
+    """Identical nodes share their instances; past the budget the nodes left (the largest)
+    are skipped with why, and the nodes keep their document order."""
+    from harness.measure.lint import _plans
+
+    same = {"type": "string", "maxLength": 3}
+    schema = {"type": "object", "maxProperties": 3,
+              "properties": {"a": same, "b": same, "c": {"type": "integer", "minimum": 2}}}
+    got = _plans(schema, seconds=60.0)
+    assert [n.path for n, _ in got] == [n.path for n in keywords.nodes(schema)]
+    by_path = {n.path: (n, p) for n, p in got}
+    assert by_path["/properties/a"][1] is by_path["/properties/b"][1]  # made once
+    assert all(n.skip is None and p.deciding for n, p in got)
+    spent = _plans(schema, seconds=-1.0)  # no time at all: nothing is made
+    assert all("not judged" in n.skip and not p.deciding for n, p in spent)
