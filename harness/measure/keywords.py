@@ -1089,13 +1089,18 @@ class Memo:
                 self._write("plans", dataclasses.asdict(made), key)
         return self.plans[key]
 
-    def get_rows(self, ekey: str, nkey: str) -> list[dict[str, Any]] | None:
-        if (ekey, nkey) not in self.rows:
-            got = self._read("rows", ekey, nkey)
+    def _get(self, mem: dict[Any, Any], kind: str, *key: str) -> Any:
+        """``mem[key]``, else what the folder holds for it (then kept in ``mem``); None
+        when neither has it."""
+        if key not in mem:
+            got = self._read(kind, *key)
             if got is None:
                 return None
-            self.rows[(ekey, nkey)] = got
-        return self.rows[(ekey, nkey)]
+            mem[key] = got
+        return mem[key]
+
+    def get_rows(self, ekey: str, nkey: str) -> list[dict[str, Any]] | None:
+        return self._get(self.rows, "rows", ekey, nkey)
 
     def put_rows(self, ekey: str, nkey: str, rows: list[dict[str, Any]]) -> None:
         self.rows[(ekey, nkey)] = rows = [{k: v for k, v in r.items() if k != "path"}
@@ -1121,12 +1126,7 @@ class Memo:
         """Why the grammar ``gkey`` is not compiled again on ``ekey``: a compile of it ran
         past the budget in this process or, with a folder, in any worker of the run; None
         otherwise."""
-        if (ekey, gkey) not in self.slows:
-            got = self._read("slow", ekey, gkey)
-            if got is None:
-                return None
-            self.slows[(ekey, gkey)] = got
-        return self.slows[(ekey, gkey)]
+        return self._get(self.slows, "slow", ekey, gkey)
 
     def put_slow(self, ekey: str, gkey: str, why: str) -> None:
         self.slows[(ekey, gkey)] = why
