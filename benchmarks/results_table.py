@@ -254,7 +254,7 @@ def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
     engines = summary.get("engines", {})
     if not engines and not summary.get("serve"):
         raise RunFolderError(f"{run_dir / 'summary.json'}: no engines")
-    own = [k for k in OWN_TABLES if summary.get(k.split(":")[0])]
+    own = [k for k in OWN_TABLES if summary.get(_block(k))]
     hazards = summary.get("hazards")
     replay = not summary.get("serve") and not summary.get("grammars") and not own \
         and not hazards and not any(
@@ -307,7 +307,7 @@ def run_rows(run_dir: Path) -> tuple[list[list[str]], dict[str, Any]]:
         "e2e": e2e_rows(run_dir, meta, summary) if not replay and not summary.get("serve")
         and not own and not hazards else [],
         "hazards": hazard_rows(meta, hazards) if hazards else None,
-        "own": {k: OWN_TABLES[k][2](meta, summary[k.split(":")[0]]) for k in own},
+        "own": {k: OWN_TABLES[k][2](meta, summary[_block(k)]) for k in own},
     }
     return rows, details
 
@@ -534,7 +534,13 @@ TEXT_COLUMNS = {"date of the run", "engine", "subset", "API", "validate / single
                 "workload", "p99 ms by B", "stream", "outputs", "drafter", "TPOT source",
                 "vocabulary"}
 
-#: summary block → (heading and sentence, header, rows) for suites with their own figures
+def _block(table: str) -> str:
+    """The summary block an :data:`OWN_TABLES` key reads (``tools:events``: ``tools``)."""
+    return table.split(":")[0]
+
+
+#: summary block (``block:table`` for a second table of one block) → (heading and
+#: sentence, header, rows) for suites with their own figures
 OWN_TABLES: dict[str, tuple[str, list[str], Any]] = {
     "tools": ("## Tool-call runs\n\nThe tools suite ([tools.md](tools.md)): compile time "
               "against the number of tools, ms (median over the cases with that many tools): "

@@ -765,48 +765,50 @@ class Engine(Protocol):
 
 @dataclass
 class _Compiled:
-    """One node's compiles, through ``memo`` when the engine has a ``key`` (shared with
-    every node of the run on that engine), else in a cache of its own."""
+    """One node's compiles, each schema text once; through ``memo`` when the engine has a
+    ``key`` (shared, by :meth:`Engine.grammar_key`, with every node of the run on that
+    engine)."""
 
     engine: Engine
     memo: "Memo | None" = None
     cache: dict[str, Any] = field(default_factory=dict)
 
     def get(self, schema: dict[str, Any]) -> Any:
-        """The compiled schema, or the :class:`CompileError` it raised (both memoised by
-        the engine's :meth:`Engine.grammar_key`). Raises :class:`CompileAbandoned` for a
-        compile that runs past the engine's budget, or ran past it before in this run
-        (``still_running`` False: nothing was started)."""
+        """The compiled schema, or the :class:`CompileError` it raised (both memoised).
+        Raises :class:`CompileAbandoned` for a compile that runs past the engine's budget,
+        or ran past it before in this run (``still_running`` False: nothing was started)."""
+        skey = json.dumps(schema, sort_keys=True)
+        if skey not in self.cache:
+            self.cache[skey] = self._compile(json.dumps(schema), skey)
+        return self.cache[skey]
+
+    def _compile(self, text: str, skey: str) -> Any:
         from engines.protocol import CompileError
 
-        text = json.dumps(schema)
+        ekey: str = getattr(self.engine, "key", None) or ""
+        memo = self.memo if ekey else None
         try:
+            if memo is None:
+                return self.engine.compile(text)
             gkey = self.engine.grammar_key(text)
         except CompileError as e:
             return e
-        key = gkey if gkey is not None else "schema:" + json.dumps(schema, sort_keys=True)
-        ekey: str = getattr(self.engine, "key", None) or ""
-        memo = self.memo if ekey else None
-        got = memo.compiled(ekey, key) if memo is not None else self.cache.get(key)
+        key = gkey if gkey is not None else "schema:" + skey
+        got = memo.compiled(ekey, key)
         if got is not None:
             return got
-        if memo is not None:
-            why = memo.slow(ekey, key)
-            if why is not None:
-                raise CompileAbandoned(f"{why} (in an earlier job of this run: the same "
-                                       "grammar is not compiled again)", still_running=False)
+        why = memo.slow(ekey, key)
+        if why is not None:
+            raise CompileAbandoned(f"{why} (in an earlier job of this run: the same "
+                                   "grammar is not compiled again)", still_running=False)
         try:
             got = self.engine.compile(text)
         except CompileError as e:
             got = e
         except CompileAbandoned as e:
-            if memo is not None:
-                memo.put_slow(ekey, key, str(e))
+            memo.put_slow(ekey, key, str(e))
             raise
-        if memo is not None:
-            memo.keep_compiled(ekey, key, got)
-        else:
-            self.cache[key] = got
+        memo.keep_compiled(ekey, key, got)
         return got
 
 
